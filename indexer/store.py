@@ -1,0 +1,244 @@
+"""The index on disk: FAISS vectors, the items beside them, and a manifest that vouches for both.
+
+Layout of an index folder::
+
+    CURRENT              name of the generation readers should use (replaced atomically)
+    gen-<stamp>/         one complete, immutable generation
+        manifest.json    format, model identity, per-item content hashes, file checksums
+        vectors.faiss    inner-product index over L2-normalised vectors, row i = item i
+        items.jsonl      one IndexItem per line, in row order
+    .lock                held by a builder
+
+A writer fills a new generation folder, then swaps CURRENT with os.replace, so a reader sees the
+old index or the new one, never half of one. Old generations are pruned after the swap, keeping
+the previous one for readers that opened it a moment ago.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Literal
+
+import faiss
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
+
+FORMAT_VERSION = 1
+CURRENT = "CURRENT"
+MANIFEST = "manifest.json"
+VECTORS = "vectors.faiss"
+ITEMS = "items.jsonl"
+KEEP_GENERATIONS = 2
+
+
+class IndexItem(BaseModel):
+    """One searchable text: a chunk of a guide, or a knowledge card that points at a section."""
+
+    id: str
+    kind: Literal["chunk", "card"]
+    doc_id: str
+    section: str
+    section_title: str
+    language: str
+    text: str
+    embed_text: str
+    start_char: int | None = None
+    end_char: int | None = None
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(f"{self.kind}\n{self.embed_text}".encode("utf-8")).hexdigest()
+
+
+class ModelInfo(BaseModel):
+    name: str
+    version: str
+    dims: int
+
+
+class FileInfo(BaseModel):
+    bytes: int
+    sha256: str
+
+
+class Manifest(BaseModel):
+    format_version: int
+    model: ModelInfo
+    docs_hash: str
+    count: int
+    item_hashes: list[str]
+    files: dict[str, FileInfo]
+    created_at: float
+
+
+class StoredIndex(BaseModel, arbitrary_types_allowed=True):
+    """A loaded, verified index generation."""
+
+    path: Path
+    manifest: Manifest
+    items: list[IndexItem]
+    vectors: faiss.Index
+
+    def vector(self, row: int) -> np.ndarray:
+        return self.vectors.reconstruct(row)
+
+
+def current_generation(index_dir: Path) -> Path | None:
+    """The generation folder CURRENT names, or None when there is no index yet."""
+    pointer = Path(index_dir) / CURRENT
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise IndexCorruptError(f"cannot read {pointer}: {exc}") from exc
+    gen = Path(index_dir) / name
+    if not name or "/" in name or not gen.is_dir():
+        raise IndexCorruptError(
+            f"{pointer} names a missing generation {name!r}; rebuild with `oomkb index`"
+        )
+    return gen
+
+
+def load_index(index_dir: Path, expect_model: ModelInfo | None = None) -> StoredIndex:
+    """Load and verify the current generation; any damage is an IndexCorruptError, never a crash."""
+    gen = current_generation(index_dir)
+    if gen is None:
+        raise IndexMissingError(f"no index in {index_dir}; build it with `oomkb index`")
+    hint = "; rebuild it with `oomkb index`"
+    try:
+        manifest = Manifest.model_validate_json((gen / MANIFEST).read_bytes())
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(f"index manifest missing in {gen}{hint}") from exc
+    except (ValidationError, ValueError, OSError) as exc:
+        raise IndexCorruptError(f"index manifest in {gen} is unreadable{hint}") from exc
+    if manifest.format_version != FORMAT_VERSION:
+        raise IndexMismatchError(
+            f"index in {gen} has format {manifest.format_version}, this oomkb reads "
+            f"{FORMAT_VERSION}{hint}"
+        )
+    if expect_model is not None and (
+        manifest.model.name != expect_model.name
+        or manifest.model.version != expect_model.version
+        or manifest.model.dims != expect_model.dims
+    ):
+        raise IndexMismatchError(
+            f"index in {gen} was built with model {manifest.model.name} "
+            f"({manifest.model.version}, {manifest.model.dims} dims) but the configured model is "
+            f"{expect_model.name} ({expect_model.version}, {expect_model.dims} dims){hint}"
+        )
+    for name in (VECTORS, ITEMS):
+        _verify_file(gen / name, manifest.files.get(name), hint)
+    try:
+        lines = (gen / ITEMS).read_text(encoding="utf-8").splitlines()
+        items = [IndexItem.model_validate_json(line) for line in lines if line.strip()]
+        vectors = faiss.read_index(str(gen / VECTORS))
+    except (ValidationError, ValueError, OSError, RuntimeError) as exc:
+        raise IndexCorruptError(f"index files in {gen} are unreadable ({exc}){hint}") from exc
+    if len(items) != manifest.count or vectors.ntotal != manifest.count:
+        raise IndexCorruptError(
+            f"index in {gen} holds {len(items)} items and {vectors.ntotal} vectors, the manifest "
+            f"says {manifest.count}{hint}"
+        )
+    if vectors.d != manifest.model.dims:
+        raise IndexCorruptError(f"index vectors in {gen} have {vectors.d} dims, expected "
+                                f"{manifest.model.dims}{hint}")
+    return StoredIndex(path=gen, manifest=manifest, items=items, vectors=vectors)
+
+
+def write_index(
+    index_dir: Path, items: list[IndexItem], vectors: np.ndarray, model: ModelInfo, docs_hash: str
+) -> Path:
+    """Write a new generation and make it current atomically; returns the generation folder."""
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(items), model.dims)
+    name = f"gen-{time.time_ns()}-{os.getpid()}"
+    tmp = index_dir / f".tmp-{name}"
+    tmp.mkdir()
+    try:
+        flat = faiss.IndexFlatIP(model.dims)
+        if len(items):
+            flat.add(vectors)
+        faiss.write_index(flat, str(tmp / VECTORS))
+        with open(tmp / ITEMS, "w", encoding="utf-8") as fh:
+            for item in items:
+                fh.write(item.model_dump_json() + "\n")
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            model=model,
+            docs_hash=docs_hash,
+            count=len(items),
+            item_hashes=[i.content_hash for i in items],
+            files={n: _file_info(tmp / n) for n in (VECTORS, ITEMS)},
+            created_at=time.time(),
+        )
+        (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
+        for path in tmp.iterdir():
+            _fsync(path)
+        gen = index_dir / name
+        os.replace(tmp, gen)
+        pointer_tmp = index_dir / f".{CURRENT}.{os.getpid()}"
+        pointer_tmp.write_text(name + "\n", encoding="utf-8")
+        _fsync(pointer_tmp)
+        os.replace(pointer_tmp, index_dir / CURRENT)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _prune(index_dir, keep=name)
+    return gen
+
+
+def _prune(index_dir: Path, keep: str) -> None:
+    gens = sorted(
+        (p for p in index_dir.glob("gen-*") if p.is_dir() and p.name != keep),
+        key=lambda p: p.stat().st_mtime,
+    )
+    for old in gens[: max(0, len(gens) - (KEEP_GENERATIONS - 1))]:
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in index_dir.glob(".tmp-gen-*"):
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _file_info(path: Path) -> FileInfo:
+    return FileInfo(bytes=path.stat().st_size, sha256=_sha256(path))
+
+
+def _verify_file(path: Path, info: FileInfo | None, hint: str) -> None:
+    if info is None:
+        raise IndexCorruptError(f"manifest does not describe {path.name}{hint}")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(f"index file {path} is missing{hint}") from exc
+    if size != info.bytes:
+        raise IndexCorruptError(
+            f"index file {path} has {size} bytes, the manifest says {info.bytes} "
+            f"(truncated or overwritten){hint}"
+        )
+    if _sha256(path) != info.sha256:
+        raise IndexCorruptError(f"index file {path} does not match its checksum{hint}")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
