@@ -1,0 +1,571 @@
+"""Run a user's program in a child process, so that it cannot take the caller down.
+
+Two ideas live here, both about a user's ``FILE.py:NAME``:
+
+* :func:`resolve_program` / :func:`load_program_object` find the file and the name in it, turning
+  every way that can go wrong (no file, not Python, syntax error, failing import, no such name)
+  into a :class:`~diagnostics.exceptions.DiagnosticsError` with a clear message.
+* :func:`run_job` runs a job function (``"package.module:function"``, taking and returning a
+  JSON-able dict) in a fresh ``python`` process with a wall-clock timeout, optional CPU and memory
+  limits, a private temporary working directory, an environment without secrets, and bounded
+  capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
+  crash, a ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
+
+The child imports nothing of the caller's: every job starts from a clean interpreter (and, for
+TPU compiles, sets libtpu's variables before jax is imported).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from diagnostics.exceptions import DiagnosticsError
+
+__all__ = [
+    "JobCrashed",
+    "JobFailed",
+    "JobResult",
+    "JobTimeout",
+    "Limits",
+    "call_program_job",
+    "ProgramExited",
+    "ProgramLoadError",
+    "ProgramNameError",
+    "ProgramSpec",
+    "ProgramSpecError",
+    "SandboxError",
+    "clean_environment",
+    "load_program_object",
+    "resolve_program",
+    "run_job",
+    "user_location",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class SandboxError(DiagnosticsError):
+    """A user's program could not be loaded or run to completion."""
+
+
+class ProgramSpecError(SandboxError, ValueError):
+    """``FILE.py:NAME`` is malformed, or the file is missing or not a Python file."""
+
+
+class ProgramLoadError(SandboxError):
+    """Importing the user's file failed (syntax error, missing module, exception at import)."""
+
+
+class ProgramNameError(SandboxError, LookupError):
+    """The user's file has no object of the requested name."""
+
+
+class ProgramExited(SandboxError):
+    """The user's code called ``sys.exit`` (or raised ``SystemExit``) instead of returning."""
+
+
+class JobTimeout(SandboxError, TimeoutError):
+    """The child ran longer than its wall-clock limit and was stopped."""
+
+
+class JobCrashed(SandboxError):
+    """The child died without a result: a signal (abort, segfault, out-of-memory kill) or exit."""
+
+    def __init__(self, message: str, *, exit_status: int | None = None,
+                 signal_name: str | None = None, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.signal_name = signal_name
+        self.stderr_tail = stderr_tail
+
+
+class JobFailed(SandboxError):
+    """The job raised an unexpected exception in the child; ``detail`` holds its traceback."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+# ---------------------------------------------------------------------------------------------
+# FILE.py:NAME
+
+
+class ProgramSpec(BaseModel):
+    """A user's ``FILE.py:NAME``, with the file made absolute and known to exist."""
+
+    path: Path
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.name}"
+
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def resolve_program(spec: str) -> ProgramSpec:
+    """Check ``FILE.py:NAME`` without importing anything: the file exists and NAME is a name."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ProgramSpecError(
+            f"expected FILE.py:NAME (a Python file and a function in it), got {spec!r}"
+        )
+    file_part, name = spec.rsplit(":", 1)
+    name = name.strip()
+    if not file_part:
+        raise ProgramSpecError(f"no file before ':' in {spec!r}; expected FILE.py:NAME")
+    if not _NAME_RE.fullmatch(name):
+        raise ProgramSpecError(f"{name!r} is not a Python name; expected FILE.py:NAME")
+    path = Path(file_part).expanduser()
+    if not path.exists():
+        raise ProgramSpecError(f"no such file: {file_part}")
+    if path.is_dir():
+        raise ProgramSpecError(f"{file_part} is a directory; expected a .py file")
+    if path.suffix != ".py":
+        raise ProgramSpecError(f"{file_part} is not a Python file (expected a name ending in .py)")
+    return ProgramSpec(path=path.resolve(), name=name)
+
+
+def _user_frame(tb: Any, path: Path) -> str | None:
+    """``file:line`` of the innermost traceback frame inside the user's file."""
+    found = None
+    for frame in traceback.extract_tb(tb):
+        if Path(frame.filename) == path:
+            found = f"{path.name}:{frame.lineno}"
+    return found
+
+
+def load_program_object(program: ProgramSpec | str) -> Any:
+    """Import the user's file as a module and return its object ``NAME``.
+
+    The file's directory goes first on ``sys.path`` (as with ``python FILE.py``), but the file's
+    ``if __name__ == "__main__":`` block does not run.
+    """
+    if isinstance(program, str):
+        program = resolve_program(program)
+    path, name = program.path, program.name
+    if not path.is_file():
+        raise ProgramSpecError(f"no such file: {path}")
+    stem = re.sub(r"\W", "_", path.stem) or "user_program"
+    module_name = stem if stem not in sys.modules else f"_oomkb_user_{stem}"
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:  # pragma: no cover - .py always loads
+        raise ProgramLoadError(f"cannot import {path.name}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as err:
+        sys.modules.pop(module_name, None)
+        where = f"{Path(err.filename or path).name}:{err.lineno}" if err.lineno else path.name
+        raise ProgramLoadError(f"syntax error in {where}: {err.msg}") from None
+    except SystemExit as err:
+        sys.modules.pop(module_name, None)
+        raise ProgramExited(
+            f"{path.name} called sys.exit({err.code!r}) while being imported; "
+            "keep top-level code free of sys.exit (put it under if __name__ == '__main__':)"
+        ) from None
+    except BaseException as err:  # noqa: BLE001 - anything the user's module raises
+        sys.modules.pop(module_name, None)
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        where = _user_frame(err.__traceback__, path) or path.name
+        raise ProgramLoadError(
+            f"importing {path.name} failed at {where}: {type(err).__name__}: {err}"
+        ) from None
+    obj: Any = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            callables = sorted(
+                n for n, v in vars(module).items()
+                if callable(v) and not n.startswith("_")
+                and getattr(v, "__module__", module_name) == module_name
+            )
+            hint = f"; functions there: {', '.join(callables[:20])}" if callables else ""
+            raise ProgramNameError(f"{path.name} has no {name!r}{hint}")
+        obj = getattr(obj, part)
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# The child process
+
+
+class Limits(BaseModel):
+    """Resource limits for a job's child process (``None`` means no limit)."""
+
+    cpu_seconds: int | None = Field(default=None, gt=0)
+    memory_bytes: int | None = Field(default=None, gt=0, description="RLIMIT_AS")
+    output_bytes: int = Field(default=64 * 1024, gt=0, description="kept per stream")
+
+
+class JobResult(BaseModel):
+    """What a job returned, with the child's (truncated) output and how long it took."""
+
+    value: dict[str, Any]
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated_bytes: int = 0
+    stderr_truncated_bytes: int = 0
+    wall_seconds: float
+
+
+# Environment names that look like credentials: never handed to a user's program.
+_SECRET_NAME = re.compile(
+    r"^(SLACK_|AWS_|AZURE_|GH_|GITHUB_|OPENAI_|ANTHROPIC_|HF_TOKEN|HUGGING_FACE_HUB_TOKEN"
+    r"|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_API|NPM_TOKEN|PYPI_|TWINE_|DOCKER_AUTH|SSH_AUTH_SOCK)"
+    r"|(^|_)(TOKENS?|SECRETS?|KEYS?|PASSWORD|PASSWD|CREDENTIALS?|APIKEY|AUTH|DSN)($|_)",
+    re.IGNORECASE,
+)
+# ... except a few that are harmless and which libraries need.
+_KEEP = {"PYTHONHASHSEED", "KEYTIMEOUT"}
+
+
+def clean_environment(
+    base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``base`` (default ``os.environ``) without credential-like variables, plus ``extra``."""
+    env = {
+        k: v for k, v in (os.environ if base is None else base).items()
+        if k in _KEEP or not _SECRET_NAME.search(k)
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+class _BoundedCapture:
+    """Reads a pipe to its end, keeping only the first and last ``limit/2`` bytes."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream = stream
+        self._half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        read = getattr(self._stream, "read1", self._stream.read)
+        try:
+            while chunk := read(65536):
+                self.total += len(chunk)
+                room = self._half - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail += chunk
+                    if len(self.tail) > 2 * self._half:
+                        del self.tail[: len(self.tail) - self._half]
+        except (OSError, ValueError):
+            pass
+
+    def text(self) -> tuple[str, int]:
+        """The kept text and how many bytes were dropped from its middle."""
+        tail = bytes(self.tail[-self._half:])
+        dropped = self.total - len(self.head) - len(tail)
+        body = bytes(self.head)
+        if dropped > 0:
+            body += f"\n[... {dropped} bytes of output omitted ...]\n".encode()
+        return (body + tail).decode("utf-8", "replace"), max(dropped, 0)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+_SIGNAL_HINTS = {
+    "SIGKILL": "killed, most often by the out-of-memory killer or a memory limit",
+    "SIGABRT": "aborted (os.abort, a failed C++ check, or an uncaught native error)",
+    "SIGSEGV": "segmentation fault in native code",
+    "SIGBUS": "bus error in native code",
+    "SIGXCPU": "CPU time limit exceeded",
+    "SIGFPE": "arithmetic fault in native code",
+}
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _preexec(limits: Limits) -> Callable[[], None] | None:
+    if limits.cpu_seconds is None and limits.memory_bytes is None:
+        return None
+
+    def apply() -> None:
+        if limits.cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+        if limits.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    return apply
+
+
+def run_job(
+    job: str,
+    payload: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str = "the program",
+) -> JobResult:
+    """Run ``job(payload) -> dict`` in a fresh Python process and return its result.
+
+    ``job`` is ``"package.module:function"``. ``env`` adds variables to a copy of this process's
+    environment stripped of secrets. The child works in a private temporary directory (its path is
+    ``payload["workdir"]`` inside the job), removed afterwards. Raises :class:`JobTimeout`,
+    :class:`JobCrashed`, :class:`JobFailed`, or the job's own ``DiagnosticsError`` subclass.
+    ``what`` names the work in messages ("the estimate of train.py:make").
+    """
+    limits = limits or Limits()
+    workdir = Path(tempfile.mkdtemp(prefix="oomkb-job-"))
+    try:
+        payload_path = workdir / "payload.json"
+        result_path = workdir / "result.json"
+        payload_path.write_text(json.dumps({**payload, "workdir": str(workdir)}), "utf-8")
+        child_env = clean_environment(extra=env)
+        root = _package_root()
+        python_path = child_env.get("PYTHONPATH")
+        child_env["PYTHONPATH"] = root + (os.pathsep + python_path if python_path else "")
+        child_env["PYTHONUNBUFFERED"] = "1"
+        command = [
+            sys.executable, "-c",
+            "from diagnostics.sandbox import _child_main; _child_main()",
+            job, str(payload_path), str(result_path),
+        ]
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=_preexec(limits),
+        )
+        out = _BoundedCapture(proc.stdout, limits.output_bytes)
+        err = _BoundedCapture(proc.stderr, limits.output_bytes)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            if proc.poll() is None or timed_out:
+                _kill_group(proc)
+            for capture in (out, err):
+                capture.thread.join(timeout=5)
+            for stream in (proc.stdout, proc.stderr):
+                if stream:
+                    stream.close()
+        wall = time.monotonic() - started
+        stdout, stdout_dropped = out.text()
+        stderr, stderr_dropped = err.text()
+        if timed_out:
+            raise JobTimeout(
+                f"{what} ran longer than {timeout_s:g} s and was stopped; "
+                "raise the timeout if it is just slow"
+            )
+        record = _read_result(result_path)
+        if record is None:
+            raise _crash_error(proc.returncode, stderr, what)
+        if not record.get("ok"):
+            raise _error_from_record(record.get("error") or {}, what)
+        return JobResult(
+            value=record.get("value") or {},
+            stdout=stdout, stderr=stderr,
+            stdout_truncated_bytes=stdout_dropped, stderr_truncated_bytes=stderr_dropped,
+            wall_seconds=wall,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child and anything it started (it leads its own process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
+        pass
+
+
+_RESULT_LIMIT = 64 << 20
+
+
+def _read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        if path.stat().st_size > _RESULT_LIMIT:
+            return {"ok": False, "error": {"message": "the job's result is larger than 64 MiB"}}
+        record = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _crash_error(returncode: int | None, stderr: str, what: str) -> JobCrashed:
+    tail = stderr.strip()[-2000:]
+    last = next((ln for ln in reversed(tail.splitlines()) if ln.strip()), "")
+    said = f"; its last words: {last.strip()[:300]}" if last else ""
+    if returncode is not None and returncode < 0:
+        name = _signal_name(-returncode)
+        hint = _SIGNAL_HINTS.get(name, "stopped by a signal")
+        return JobCrashed(
+            f"{what} crashed: {name} ({hint}){said}",
+            exit_status=returncode, signal_name=name, stderr_tail=tail,
+        )
+    return JobCrashed(
+        f"{what} exited with status {returncode} before finishing{said}",
+        exit_status=returncode, stderr_tail=tail,
+    )
+
+
+_TRUSTED_PACKAGES = ("diagnostics.", "kb.", "indexer.", "api.")
+
+
+def _error_from_record(error: Mapping[str, Any], what: str) -> SandboxError | DiagnosticsError:
+    """Rebuild the job's own error class when it is one of ours; else a :class:`JobFailed`."""
+    message = str(error.get("message") or "unknown error")
+    qualname = str(error.get("class") or "")
+    if error.get("diagnostics") and ":" in qualname:
+        module_name, cls_name = qualname.split(":", 1)
+        if module_name.startswith(_TRUSTED_PACKAGES):
+            try:
+                cls = getattr(importlib.import_module(module_name), cls_name)
+            except (ImportError, AttributeError):
+                cls = None
+            if isinstance(cls, type) and issubclass(cls, DiagnosticsError):
+                exc = cls.__new__(cls)
+                Exception.__init__(exc, message)
+                for key, value in (error.get("attributes") or {}).items():
+                    setattr(exc, key, value)
+                return exc
+        return JobFailed(message, detail=str(error.get("traceback") or ""))
+    return JobFailed(f"{what} failed: {message}", detail=str(error.get("traceback") or ""))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    ours = Path(__file__).resolve().parent.parent
+    dirs = {str(ours / pkg) for pkg in ("diagnostics", "kb", "indexer", "api", "docs_src")}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if path := sysconfig.get_paths().get(key):
+            dirs.add(str(Path(path).resolve()))
+    return tuple(d + os.sep for d in dirs)
+
+
+def user_location(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost frame of ``exc`` that is neither ours nor a library's."""
+    libraries = _library_dirs()
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        filename = str(Path(frame.filename).resolve()) if frame.filename else ""
+        if filename and not filename.startswith(libraries) and not frame.filename.startswith("<"):
+            found = f"{Path(frame.filename).name}:{frame.lineno}"
+    return found
+
+
+def _describe_exception(exc: BaseException) -> dict[str, Any]:
+    cls = type(exc)
+    record: dict[str, Any] = {
+        "class": f"{cls.__module__}:{cls.__qualname__}",
+        "diagnostics": isinstance(exc, DiagnosticsError),
+        "traceback": "".join(traceback.format_exception(exc))[-20000:],
+    }
+    if isinstance(exc, DiagnosticsError):
+        record["message"] = str(exc)
+        attributes = {
+            k: v for k, v in vars(exc).items()
+            if isinstance(v, (str, int, float, bool, type(None), list, dict))
+        }
+        try:
+            json.dumps(attributes)
+            record["attributes"] = attributes
+        except (TypeError, ValueError):
+            pass
+    else:
+        where = user_location(exc)
+        at = f" at {where}" if where else ""
+        if isinstance(exc, SystemExit):
+            record["class"] = f"{ProgramExited.__module__}:{ProgramExited.__qualname__}"
+            record["diagnostics"] = True
+            record["message"] = (
+                f"the program called sys.exit({exc.code!r}){at} instead of returning"
+            )
+        elif isinstance(exc, MemoryError):
+            record["message"] = f"the program ran out of host memory (MemoryError){at}"
+        else:
+            record["message"] = f"{cls.__name__}: {exc}{at}"
+    return record
+
+
+def _write_json_atomic(path: Path, record: Mapping[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record), "utf-8")
+    os.replace(tmp, path)
+
+
+def call_program_job(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A ready-made job: call ``payload["program"]`` (``FILE.py:NAME``) with ``payload["kwargs"]``.
+
+    Returns ``{"result": ...}``: the function's return value when it is JSON-able, else its repr.
+    """
+    func = load_program_object(str(payload["program"]))
+    if not callable(func):
+        raise ProgramNameError(f"{payload['program']} is not a function")
+    result = func(**dict(payload.get("kwargs") or {}))
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError):
+        result = repr(result)[:10000]
+    return {"result": result}
+
+
+def _child_main() -> None:
+    """Entry point of the child: ``job payload.json result.json`` on the command line."""
+    job, payload_path, result_path = sys.argv[1:4]
+    try:
+        payload = json.loads(Path(payload_path).read_text("utf-8"))
+        module_name, func_name = job.split(":", 1)
+        func = getattr(importlib.import_module(module_name), func_name)
+        value = func(payload)
+        if not isinstance(value, dict):
+            raise TypeError(f"job {job} returned {type(value).__name__}, not a dict")
+        record: dict[str, Any] = {"ok": True, "value": value}
+        json.dumps(record)
+    except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent
+        record = {"ok": False, "error": _describe_exception(exc)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _write_json_atomic(Path(result_path), record)
+    # Skip interpreter teardown: native libraries (libtpu) can be slow or noisy to unload.
+    os._exit(0)
