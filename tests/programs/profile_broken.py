@@ -1,0 +1,14 @@
+"""Targets that must fail with a clear message."""
+
+NOT_A_FUNCTION = 3
+
+
+def raises():
+    raise ValueError("the step exploded")
+
+
+def factory_raising_later():
+    def fn():
+        raise RuntimeError("boom inside the profiled function")
+
+    return fn, ()
