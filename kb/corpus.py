@@ -1,0 +1,89 @@
+"""What the knowledge base indexes (guide chunks + knowledge cards) and keeping that index current."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer.build import BuildStats, build_index, chunk_items, docs_hash
+from indexer.errors import IndexMissingError
+from indexer.guides import Guide, load_guides
+from indexer.settings import default_index_dir
+from indexer.store import IndexItem, ModelInfo, StoredIndex, load_index
+from kb.cards import SectionCard, card_items, cards_hash, load_cards
+
+
+@dataclass
+class Corpus:
+    """The guides, their cards and the items to index, with one hash over all source text."""
+
+    guides: list[Guide]
+    cards: list[SectionCard]
+    items: list[IndexItem]
+    source_hash: str
+
+
+@dataclass
+class LoadedIndex:
+    index: StoredIndex
+    guides: list[Guide]
+    cards: list[SectionCard]
+    embedder: object
+    build: BuildStats | None
+
+
+def load_corpus(docs_dir: Path | None = None, cards_dir: Path | None = None,
+                with_cards: bool = True) -> Corpus:
+    """Read the guides and cards; `with_cards=False` indexes the raw chunks alone."""
+    guides = load_guides(docs_dir)
+    cards = load_cards(cards_dir) if with_cards else []
+    items = chunk_items(guides) + card_items(cards, guides)
+    return Corpus(guides, cards, items, docs_hash(guides, extra=cards_hash(cards)))
+
+
+def model_info(embedder) -> ModelInfo:
+    from indexer.model import model_identity
+
+    ident = model_identity(embedder)
+    return ModelInfo(name=str(ident["name"]), version=str(ident["version"]), dims=int(ident["dims"]))
+
+
+def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress: bool = False,
+          embedder=None, corpus: Corpus | None = None) -> BuildStats:
+    """Build or refresh the index (incremental: unchanged texts are not re-embedded)."""
+    from indexer.model import load_embedder
+
+    embedder = embedder or load_embedder()
+    corpus = corpus or load_corpus(docs_dir)
+    return build_index(
+        corpus.items,
+        Path(index_dir) if index_dir else default_index_dir(),
+        embedder,
+        model_info(embedder),
+        corpus.source_hash,
+        progress=progress,
+    )
+
+
+def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
+                 progress: bool = False, embedder=None) -> LoadedIndex:
+    """The current index, built on first use and refreshed when the guides or cards changed.
+
+    A damaged index or one built with another model is not silently replaced: the error says
+    to run `oomkb index`, which rebuilds it."""
+    from indexer.model import load_embedder
+
+    index_dir = Path(index_dir) if index_dir else default_index_dir()
+    embedder = embedder or load_embedder()
+    expected = model_info(embedder)
+    corpus = load_corpus(docs_dir)
+    stats = None
+    try:
+        index = load_index(index_dir, expect_model=expected)
+    except IndexMissingError:
+        index = None
+    if index is None or index.manifest.docs_hash != corpus.source_hash:
+        stats = build_index(corpus.items, index_dir, embedder, expected, corpus.source_hash,
+                            progress=progress)
+        index = load_index(index_dir, expect_model=expected)
+    return LoadedIndex(index, corpus.guides, corpus.cards, embedder, stats)
