@@ -136,6 +136,12 @@ def profile_callable(
             except Exception as exc:
                 name = getattr(fn, "__qualname__", None) or repr(fn)
                 detail = str(exc) if isinstance(exc, DiagnosticsError) else _describe(exc, None)
+                if call > 1 and ("deleted or donated" in detail or "has been deleted" in detail):
+                    detail += (
+                        "; the same arguments go to every call, so a function that donates them"
+                        " fails from the second call on: profile a step function that carries"
+                        " its state from call to call instead"
+                    )
                 raise ProfileError(f"{name} failed on call {call}: {detail}") from exc
             seconds.append(time.perf_counter() - started)
             out_ids = {id(leaf) for leaf in jax.tree_util.tree_leaves(out) if isinstance(leaf, jax.Array)}

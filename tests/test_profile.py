@@ -186,6 +186,7 @@ def test_clean_program_reports_no_suspects_on_the_command_line(tmp_path):
         (f"{BROKEN}:factory_raising_later", "RuntimeError: boom inside the profiled function"),
         (f"{BROKEN}:NOT_A_FUNCTION", "not a function"),
         (f"{BROKEN}", "expected FILE.py:NAME"),
+        (f"{BROKEN}:donating_factory", "a function that donates them fails from the second call"),
     ],
 )
 def test_bad_targets_give_a_clear_message_and_exit_2(tmp_path, target, message):

@@ -12,3 +12,10 @@ def factory_raising_later():
         raise RuntimeError("boom inside the profiled function")
 
     return fn, ()
+
+
+def donating_factory():
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda x: x + 1, donate_argnums=0), (jnp.ones((8, 128)),)
