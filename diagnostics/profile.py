@@ -135,7 +135,7 @@ def profile_callable(
                     jax.block_until_ready(out)
             except Exception as exc:
                 name = getattr(fn, "__qualname__", None) or repr(fn)
-                detail = str(exc) if isinstance(exc, DiagnosticsError) else _describe(exc, None)
+                detail = str(exc) if isinstance(exc, DiagnosticsError) else _describe(exc)
                 if call > 1 and ("deleted or donated" in detail or "has been deleted" in detail):
                     detail += (
                         "; the same arguments go to every call, so a function that donates them"
@@ -320,7 +320,6 @@ def _newest(paths: set[Path]) -> Path | None:
 # A user's FILE.py:FUNC, profiled in a child process
 
 DEFAULT_TIMEOUT_S = 300.0
-_MESH_PARAMETERS = ("mesh", "devices")
 
 
 def profile_program(
@@ -413,8 +412,10 @@ def resolve_target(target: Any, program: Any = None) -> tuple[str, Callable[...,
     if signature is not None:
         required = []
         for name, param in signature.parameters.items():
-            if name in _MESH_PARAMETERS:
-                call_kwargs[name] = jax.devices()
+            if name == "devices":
+                call_kwargs[name] = list(jax.devices())
+            elif name == "mesh":
+                call_kwargs[name] = _local_mesh()
             elif param.default is param.empty and param.kind not in (
                 param.VAR_POSITIONAL, param.VAR_KEYWORD
             ):
@@ -429,7 +430,7 @@ def resolve_target(target: Any, program: Any = None) -> tuple[str, Callable[...,
         result = target(**call_kwargs)
         jax.block_until_ready(result)
     except Exception as exc:
-        raise ProfileError(f"{label} raised on its first call: {_describe(exc, program)}") from exc
+        raise ProfileError(f"{label} raised on its first call: {_describe(exc)}") from exc
     if isinstance(result, (tuple, list)) and len(result) in (2, 3) and callable(result[0]):
         fn, args = result[0], result[1]
         kwargs = result[2] if len(result) == 3 else {}
@@ -442,33 +443,39 @@ def resolve_target(target: Any, program: Any = None) -> tuple[str, Callable[...,
             raise ProfileError(
                 f"{label} returned (fn, args, {type(kwargs).__name__}); kwargs must be a dict"
             )
-        return "factory", _reporting_errors(fn, program), tuple(args), dict(kwargs)
+        return "factory", _reporting_errors(fn), tuple(args), dict(kwargs)
     del result
-    return "step", _reporting_errors(target, program, **call_kwargs), (), {}
+    return "step", _reporting_errors(target, **call_kwargs), (), {}
 
 
-def _reporting_errors(fn: Callable[..., Any], program: Any, **bound: Any) -> Callable[..., Any]:
+def _local_mesh() -> Any:
+    """A 1-D mesh over the local devices, named as in ``estimate`` (axis ``"data"``)."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from diagnostics.estimate import MESH_AXIS
+
+    return Mesh(np.array(jax.devices()), (MESH_AXIS,))
+
+
+def _reporting_errors(fn: Callable[..., Any], **bound: Any) -> Callable[..., Any]:
     """``fn`` with ``bound`` keyword arguments, its errors naming the user's line."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **bound, **kwargs)
         except Exception as exc:
-            raise ProfileError(_describe(exc, program)) from exc
+            raise ProfileError(_describe(exc)) from exc
 
     call.__qualname__ = getattr(fn, "__qualname__", "the function")
     return call
 
 
-def _describe(exc: BaseException, program: Any) -> str:
-    """``ValueError at train.py:12: message`` (the location when the user's file is on the stack)."""
-    import traceback as tb_module
+def _describe(exc: BaseException) -> str:
+    """``ValueError: message (at train.py:12)``, the location being the user's innermost line."""
+    from diagnostics.sandbox import user_location
 
-    where = None
-    if program is not None:
-        path = Path(program.path)
-        for frame in tb_module.extract_tb(exc.__traceback__):
-            if Path(frame.filename) == path:
-                where = f"{path.name}:{frame.lineno}"
+    where = user_location(exc)
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return f"{text} (at {where})" if where else text

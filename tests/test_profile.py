@@ -86,7 +86,7 @@ def test_leaky_step_function_counts_only_arrays_leaked_during_the_measured_calls
     assert suspect.source == f"{LEAKY.resolve()}:{line} (step)"
 
 
-@pytest.mark.parametrize("name", ["step", "factory"])
+@pytest.mark.parametrize("name", ["step", "factory", "sharded_factory"])
 def test_clean_program_has_no_growth_and_no_suspects(tmp_path, name):
     _, fn, args, kwargs = _target(CLEAN, name)
     report = profile_callable(fn, args, kwargs, repeat=4, logdir=tmp_path)

@@ -15,3 +15,11 @@ def step():
 def factory():
     """Returns (fn, args, kwargs): a pure jitted function, nothing survives a call but its output."""
     return jax.jit(lambda x, scale: x * scale), (jnp.ones((64, 32)),), {"scale": 3.0}
+
+
+def sharded_factory(mesh):
+    """A factory that asks for the local devices as a mesh and shards its argument over it."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    x = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, PartitionSpec(mesh.axis_names[0])))
+    return jax.jit(lambda a: a * 2), (x,)
