@@ -29,6 +29,22 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 SUPPORTED = tuple(LANGUAGES)
 FALLBACK = "en"
 _LATIN_SUPPORTED = ("en", "pt", "es", "de", "fr")
+_SHORT_WORDS = 8  # below this, langdetect is unreliable and function words decide when they can
+
+# Frequent function words of the supported Latin-script languages; words shared by several
+# languages (a, de, la, que, ...) are left out so every hit is evidence for one language.
+_FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    "en": frozenset("what does do how is are the why can my to of with this that when which "
+                    "should i it does not doesn't where there".split()),
+    "pt": frozenset("o os uma como é não está por isso quando qual meu minha você "
+                    "são também muito devo posso".split()),
+    "es": frozenset("el los las cómo es qué por cuál mi está están cuando puedo debo "
+                    "también muy hay".split()),
+    "de": frozenset("der die das und ist wie was ich mein meine nicht mit warum wann kann "
+                    "soll beim ein eine".split()),
+    "fr": frozenset("le les et est comment quoi je mon ma pourquoi quand dans avec pas "
+                    "puis dois une".split()),
+}
 
 # Ordered: Kana before Han (Japanese mixes both), Hangul before Han.
 _SCRIPTS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -99,6 +115,14 @@ def detect_language(text: str) -> Detection:
     if letters < 3:
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
     guesses = _langdetect(prose)
+    words = re.findall(r"[^\W\d_]+", prose.lower())
+    if len(words) < _SHORT_WORDS:
+        votes = {c: sum(w in fw for w in words) for c, fw in _FUNCTION_WORDS.items()}
+        ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+        (code, hits), (_, second) = ranked[0], ranked[1]
+        confident_other = bool(guesses) and guesses[0][0] not in LANGUAGES and guesses[0][1] >= 0.9
+        if hits > second and not (confident_other and hits < 2):
+            return Detection(language=code, detected=code, supported=True, method="words")
     if not guesses:
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
     top_code, _ = guesses[0]
