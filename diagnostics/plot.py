@@ -1,0 +1,238 @@
+"""Pictures of diagnostics evidence, sized to stay readable as a Slack thumbnail (PNG).
+
+One function per picture. Figures are drawn on matplotlib's Agg canvas directly, so drawing never
+touches pyplot's global state or needs a display.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from diagnostics.units import format_bytes
+
+if TYPE_CHECKING:
+    from diagnostics.estimate import EstimateReport
+
+__all__ = ["KIND_COLOURS", "plot_estimate"]
+
+#: One colour per buffer kind; padding is drawn hatched grey beside it.
+KIND_COLOURS = {
+    "argument": "#1f77b4",
+    "output": "#2ca02c",
+    "temp": "#ff7f0e",
+    "other": "#9467bd",
+}
+PADDING_COLOUR = "#bdbdbd"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _buffer_label(shape: str, op_name: str | None, source: str | None) -> str:
+    logical = shape.split("{", 1)[0]
+    what = op_name.rsplit("/", 1)[-1] if op_name else ""
+    where = Path(source).name if source else ""
+    second = "  ".join(part for part in (what, where) if part)
+    return _short(logical, 34) + ("\n" + _short(second, 40) if second else "")
+
+
+_STEPS = sorted(m * 1024**k for k in range(6) for m in (1, 2, 5, 10, 20, 50, 100, 256, 512))
+
+
+def _nice_step(maximum: float, ticks: int = 4) -> int:
+    """A tick step in bytes that reads well in binary units (1, 2, 5, ..., 256, 512 KiB, 1 MiB...)."""
+    raw = max(maximum / ticks, 1.0)
+    return next((step for step in _STEPS if step >= raw), _STEPS[-1])
+
+
+def _byte_ticks(ax, maximum: int) -> None:
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    limit = maximum * 1.08 if maximum > 0 else 1
+    ax.set_xlim(0, limit)
+    ax.xaxis.set_major_locator(MultipleLocator(_nice_step(limit)))
+    ax.xaxis.set_major_formatter(
+        FuncFormatter(lambda x, _: format_bytes(int(x)).replace(".00 ", " ") if x >= 0 else "")
+    )
+
+
+def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> Path:
+    """Draw the biggest buffers at the HBM peak, stacked by kind with padding as its own segment.
+
+    The title says whether the program fits and by how much; a footer gives the per-device
+    totals. Returns the path of the PNG written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    path = Path(path)
+    buffers = list(report.top_buffers[:top_n])
+    rows = max(len(buffers), 1)
+    height = 2.5 + 0.55 * rows
+    fig = Figure(figsize=(8.0, height), dpi=150)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+
+    target = report.target
+    name = _short(f"{report.function} on {target.topology} ({target.device_kind})", 70)
+    if report.fits:
+        verdict, colour = "fits", "#1b5e20"
+        detail = (f"{format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} HBM "
+                  f"per device, {format_bytes(report.headroom_bytes)} free")
+    else:
+        verdict, colour = "DOES NOT FIT", "#b71c1c"
+        detail = (f"needs {format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} "
+                  f"HBM per device, over by {format_bytes(-report.headroom_bytes)}")
+    fig.text(0.01, 0.985, f"{name}: {verdict}", fontsize=12, color=colour, weight="bold",
+             va="top")
+    fig.text(0.01, 0.985 - 0.3 / fig.get_figheight(), detail, fontsize=10, color=colour,
+             va="top")
+
+    if buffers:
+        labels = []
+        kinds_seen: list[str] = []
+        for row, buf in enumerate(buffers):
+            kind = buf.kind if buf.kind in KIND_COLOURS else "other"
+            if kind not in kinds_seen:
+                kinds_seen.append(kind)
+            ax.barh(row, buf.unpadded_bytes, color=KIND_COLOURS[kind], height=0.7)
+            if buf.padding_bytes > 0:
+                ax.barh(row, buf.padding_bytes, left=buf.unpadded_bytes, color=PADDING_COLOUR,
+                        hatch="///", edgecolor="#757575", height=0.7, linewidth=0)
+            ax.text(buf.bytes, row, " " + format_bytes(buf.bytes), va="center", fontsize=9)
+            labels.append(_buffer_label(buf.shape, buf.op_name, buf.source))
+        ax.set_yticks(range(len(buffers)), labels, fontsize=8.5)
+        ax.invert_yaxis()
+        _byte_ticks(ax, max(b.bytes for b in buffers) * 1.15)
+        handles = [Patch(color=KIND_COLOURS[k], label=k) for k in kinds_seen]
+        if any(b.padding_bytes for b in buffers):
+            handles.append(Patch(facecolor=PADDING_COLOUR, hatch="///", edgecolor="#757575",
+                                 label="padding"))
+        ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(handles),
+                  fontsize=9, frameon=False, borderaxespad=0.2)
+        ax.set_xlabel("bytes per device (buffers live at the peak)", fontsize=9)
+    else:
+        parts = [("argument", report.argument_bytes), ("output", report.output_bytes),
+                 ("temp", report.temp_bytes)]
+        left = 0
+        for kind, size in parts:
+            ax.barh(0, size, left=left, color=KIND_COLOURS[kind], label=kind, height=0.6)
+            left += size
+        ax.set_yticks([0], ["total"], fontsize=9)
+        _byte_ticks(ax, max(left, 1))
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=9, frameon=False,
+                  borderaxespad=0.2)
+        ax.set_xlabel("bytes per device (no buffer list available)", fontsize=9)
+
+    footer = (f"arguments {format_bytes(report.argument_bytes)} · outputs "
+              f"{format_bytes(report.output_bytes)} · temp {format_bytes(report.temp_bytes)} · "
+              f"padding {format_bytes(report.padding.waste_bytes)}")
+    if report.donation.savings_bytes > 0:
+        footer += f" · donation saves {format_bytes(report.donation.savings_bytes)}"
+    fig.text(0.01, 0.01, footer, fontsize=8, color="#424242")
+    ax.tick_params(axis="x", labelsize=9)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout(rect=(0, 0.25 / height, 1, 1 - 0.7 / height))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Live memory profile (diagnostics.profile)
+
+if TYPE_CHECKING:
+    from diagnostics.profile import ProfileReport
+
+__all__.append("plot_profile")
+
+_PROFILE_BAR = "#1f77b4"
+_PROFILE_BASELINE = "#bdbdbd"
+_PROFILE_PEAK = "#d62728"
+_PROFILE_CLEAN = "#1b5e20"
+
+
+def plot_profile(report: ProfileReport, path: str | Path) -> Path:
+    """Draw live array bytes per call of a profile as bars and write them to a PNG at ``path``.
+
+    The baseline (before the first call) is grey, the peak bar red and labelled, the growth trend
+    (least-squares line) dashed with its slope in a box, and the biggest leak suspect named under
+    the title. Returns the path of the PNG written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    path = Path(path)
+    live = list(report.live_bytes_per_call)
+    calls = list(range(1, len(live) + 1))
+    top = max([report.baseline_bytes, *live, 1])
+    # Plot in one binary unit (KiB, MiB, ...) so that the ticks fall on round numbers of it.
+    exponent = 0
+    while exponent < 4 and top >= 1024 ** (exponent + 1):
+        exponent += 1
+    scale, unit = 1024**exponent, ("B", "KiB", "MiB", "GiB", "TiB")[exponent]
+
+    fig = Figure(figsize=(8.0, 4.6), dpi=150)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar([0], [report.baseline_bytes / scale], color=_PROFILE_BASELINE, width=0.7)
+    ax.bar(calls, [b / scale for b in live], width=0.7,
+           color=[_PROFILE_PEAK if c == report.peak_call else _PROFILE_BAR for c in calls])
+    ax.annotate(f"peak {format_bytes(report.peak_bytes)}", xy=(report.peak_call, report.peak_bytes / scale),
+                xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                fontsize=10, weight="bold", color=_PROFILE_PEAK)
+
+    growth = report.growth_bytes_per_call
+    growth_colour = _PROFILE_PEAK if growth > 0 else _PROFILE_CLEAN
+    if len(live) >= 2 and growth != 0:
+        mean_x = sum(calls) / len(calls)
+        mean_y = sum(live) / len(live)
+        trend = [(mean_y + growth * (x - mean_x)) / scale for x in calls]
+        ax.plot(calls, trend, linestyle="--",
+                linewidth=1.6, color="#212121")
+    sign = "+" if growth > 0 else ""
+    ax.text(0.02, 0.97, f"growth {sign}{format_bytes(growth)} per call", transform=ax.transAxes,
+            ha="left", va="top", fontsize=11, weight="bold", color=growth_colour,
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": growth_colour})
+
+    if report.target:
+        file_part, _, func = report.target.rpartition(":")
+        name = f"{Path(file_part).name}:{func}"
+    else:
+        name = "function"
+    fig.suptitle(_short(f"Live memory of {name} on {report.backend}, {report.calls} calls", 80),
+                 fontsize=12, weight="bold", x=0.02, ha="left")
+    if report.leak_suspects:
+        suspect = report.leak_suspects[0]
+        where = ""
+        if suspect.source:
+            file_part, _, rest = suspect.source.partition(":")
+            where = f" at {Path(file_part).name}:{rest}"
+        more = f" (+{len(report.leak_suspects) - 1} more)" if len(report.leak_suspects) > 1 else ""
+        subtitle = (f"leak suspect: {suspect.count} × {suspect.dtype}{suspect.shape} = "
+                    f"{format_bytes(suspect.bytes)}{where}{more}")
+        ax.set_title(_short(subtitle, 100), fontsize=9.5, color=_PROFILE_PEAK, loc="left")
+    else:
+        ax.set_title("no leak suspects", fontsize=9.5, color=_PROFILE_CLEAN, loc="left")
+
+    ax.set_xticks([0, *calls], ["before", *map(str, calls)], fontsize=9)
+    ax.set_xlabel("call", fontsize=9)
+    ax.set_ylabel("bytes of live arrays after the call", fontsize=9)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 4, 5, 8, 10]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g} {unit}" if y >= 0 else ""))
+    ax.set_ylim(0, top / scale * 1.22)
+    ax.tick_params(axis="y", labelsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+    footer = f"baseline {format_bytes(report.baseline_bytes)} · trace: {report.xprof_command}"
+    if report.memory_stats_peak_bytes is not None:
+        footer = f"device peak {format_bytes(report.memory_stats_peak_bytes)} · " + footer
+    fig.text(0.01, 0.01, _short(footer, 120), fontsize=7.5, color="#424242")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
