@@ -219,7 +219,12 @@ def plot_profile(report: ProfileReport, path: str | Path) -> Path:
     else:
         ax.set_title("no leak suspects", fontsize=9.5, color=_PROFILE_CLEAN, loc="left")
 
-    ax.set_xticks([0, *calls], ["before", *map(str, calls)], fontsize=9)
+    if len(calls) <= 20:
+        ax.set_xticks([0, *calls], ["before", *map(str, calls)], fontsize=9)
+    else:  # too many calls to label each: let matplotlib pick whole numbers, 0 being "before"
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "before" if x == 0 else f"{x:g}"))
+        ax.tick_params(axis="x", labelsize=9)
     ax.set_xlabel("call", fontsize=9)
     ax.set_ylabel("bytes of live arrays after the call", fontsize=9)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 4, 5, 8, 10]))

@@ -210,3 +210,38 @@ def test_program_running_past_the_timeout_is_stopped(tmp_path):
     result = _cli(f"{slow}:step", "--timeout", "3", "--logdir", str(tmp_path / "logs"))
     assert result.exit_code == 2
     assert "ran longer than 3 s" in " ".join(result.output.split())
+
+
+# --------------------------------------------------------------------------- the picture
+
+
+def test_plot_option_writes_a_png_of_the_profile(tmp_path):
+    from PIL import Image
+
+    png = tmp_path / "profile.png"
+    result = _cli(f"{LEAKY}:step", "-n", "3", "--logdir", str(tmp_path / "logs"), "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    with Image.open(png) as image:
+        assert image.format == "PNG"
+        assert image.size == (1200, 690)  # 8 x 4.6 inches at 150 dpi: legible in a chat message
+
+
+@pytest.mark.parametrize("calls", [1, 40])
+def test_plot_profile_draws_one_call_and_many_calls(tmp_path, calls):
+    from PIL import Image
+
+    from diagnostics.plot import plot_profile
+    from diagnostics.profile import LeakSuspect, ProfileReport
+
+    live = [1 << 20 + i % 3 for i in range(calls)]
+    report = ProfileReport(
+        backend="gpu", calls=calls, baseline_bytes=1 << 19, live_bytes_per_call=live,
+        peak_bytes=max(live), peak_call=live.index(max(live)) + 1,
+        growth_bytes_per_call=growth_per_call(live), call_seconds=[0.01] * calls,
+        leak_suspects=[LeakSuspect(shape="(1024,)", dtype="bfloat16", count=2, bytes=4096,
+                                   count_per_call=[1, 2], source=None)],
+        memory_stats_peak_bytes=3 << 30, trace_dir=str(tmp_path), xprof_command="xprof --logdir x",
+    )
+    path = plot_profile(report, tmp_path / "deep" / "p.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size == (1200, 690)
