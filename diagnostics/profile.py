@@ -20,11 +20,14 @@ import weakref
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, Field
 
 from diagnostics.exceptions import DiagnosticsError
+
+if TYPE_CHECKING:
+    from diagnostics.sandbox import ProgramSpec
 
 PPROF_FILE_NAME = "memory.prof"
 MAX_LEAK_SUSPECTS = 10
@@ -388,7 +391,9 @@ def _profile_job(payload: dict[str, Any]) -> dict[str, Any]:
     return report.model_dump(mode="json")
 
 
-def resolve_target(target: Any, program: Any = None) -> tuple[str, Callable[..., Any], tuple, dict]:
+def resolve_target(
+    target: Any, program: ProgramSpec | None = None
+) -> tuple[str, Callable[..., Any], tuple, dict]:
     """Decide whether ``target`` is a factory or a step function and return what to profile.
 
     Calls ``target`` once (see :func:`profile_program`) and returns ``(kind, fn, args, kwargs)``
@@ -398,7 +403,10 @@ def resolve_target(target: Any, program: Any = None) -> tuple[str, Callable[...,
 
     import jax
 
-    label = f"{Path(program.path).name}:{program.name}" if program is not None else repr(target)
+    if program is not None:
+        label = f"{Path(program.path).name}:{program.name}"
+    else:
+        label = getattr(target, "__qualname__", None) or type(target).__name__
     if not callable(target) or isinstance(target, type):
         raise ProfileError(
             f"{label} is of type {type(target).__name__}, not a function; give a step function that "
