@@ -191,7 +191,12 @@ class EstimateReport(BaseModel):
     compile_error: ParsedError | None = None
     compile_error_text: str | None = None
     compile_error_log: str | None = Field(None, description="libtpu's long OOM report, if found")
-    warnings: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(
+        default_factory=list, description="one-line facts worth acting on (over by, donation, ...)"
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="caveats about the estimate itself"
+    )
     compile_seconds: float
 
 
@@ -918,7 +923,7 @@ def _estimate_call(
         compile_error = parse_error(compile_error_text)
         compile_error_log = log.oom_report()
 
-    report_warnings.extend(_advice(total, hbm_bytes, padding, donation, callbacks, replicated))
+    findings = _findings(total, hbm_bytes, padding, donation, callbacks, replicated)
     gen = tpu.generations()[spec.generation]
     return EstimateReport(
         function=name,
@@ -939,6 +944,7 @@ def _estimate_call(
         compile_error=compile_error,
         compile_error_text=compile_error_text,
         compile_error_log=compile_error_log,
+        findings=findings,
         warnings=report_warnings,
         compile_seconds=round(outcome.seconds, 3),
         **figures,
@@ -967,7 +973,7 @@ def _spec_device_set(specs: Any) -> set[Any]:
     return devices
 
 
-def _advice(
+def _findings(
     total: int, hbm: int, padding: PaddingReport, donation: DonationReport,
     callbacks: list[HostCallback], replicated: list[ReplicatedArgument],
 ) -> list[str]:

@@ -316,17 +316,12 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
-def _preexec(limits: Limits) -> Callable[[], None] | None:
-    if limits.cpu_seconds is None and limits.memory_bytes is None:
-        return None
-
-    def apply() -> None:
-        if limits.cpu_seconds is not None:
-            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        if limits.memory_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-
-    return apply
+def _apply_limits(limits: Limits) -> None:
+    """Set the child's own resource limits (done in the child: no fork-time hook is needed)."""
+    if limits.cpu_seconds is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    if limits.memory_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
 
 
 def run_job(
@@ -360,13 +355,13 @@ def run_job(
         command = [
             sys.executable, "-c",
             "from diagnostics.sandbox import _child_main; _child_main()",
-            job, str(payload_path), str(result_path),
+            job, str(payload_path), str(result_path), limits.model_dump_json(),
         ]
         started = time.monotonic()
         proc = subprocess.Popen(
             command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=_preexec(limits),
+            start_new_session=True,
         )
         out = _BoundedCapture(proc.stdout, limits.output_bytes)
         err = _BoundedCapture(proc.stderr, limits.output_bytes)
@@ -551,8 +546,9 @@ def call_program_job(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _child_main() -> None:
-    """Entry point of the child: ``job payload.json result.json`` on the command line."""
-    job, payload_path, result_path = sys.argv[1:4]
+    """Entry point of the child: ``job payload.json result.json limits-json`` on the command line."""
+    job, payload_path, result_path, limits_json = sys.argv[1:5]
+    _apply_limits(Limits.model_validate_json(limits_json))
     try:
         payload = json.loads(Path(payload_path).read_text("utf-8"))
         module_name, func_name = job.split(":", 1)

@@ -37,7 +37,7 @@ def train_step(params, x, y):
     return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
 
 
-def mlp_shapes(batch=512, width=1024, hidden=4096):
+def mlp_shapes(batch=128, width=256, hidden=1024):
     params = {
         "w1": jax.ShapeDtypeStruct((width, hidden), jnp.float32),
         "w2": jax.ShapeDtypeStruct((hidden, width), jnp.float32),
@@ -65,7 +65,7 @@ def sharded_train_step(mesh):
     # Parameters replicated on every device, the batch split across the "data" axis.
     replicated = NamedSharding(mesh, PartitionSpec())
     batch = NamedSharding(mesh, PartitionSpec("data"))
-    params, x, y = mlp_shapes(batch=1024, width=512, hidden=2048)
+    params, x, y = mlp_shapes(batch=512, width=256, hidden=1024)
     params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=replicated) for k, v in params.items()}
     x = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=batch)
     y = jax.ShapeDtypeStruct(y.shape, y.dtype, sharding=batch)
@@ -101,3 +101,15 @@ def not_jax():
         return np.asarray(x).sum()  # numpy cannot take a tracer
 
     return to_numpy, (jax.ShapeDtypeStruct((8, 8), jnp.float32),)
+
+
+def sleepy():
+    import time
+
+    time.sleep(60)
+    return column_sums, ()
+
+
+def already_donated():
+    # The user's own jit donates the parameters: nothing left to suggest.
+    return jax.jit(train_step, donate_argnums=0), mlp_shapes()

@@ -1,0 +1,155 @@
+"""`oomkb estimate FILE.py:FACTORY --tpu GEN`: per-device TPU HBM needs, without a TPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from api.boundary import EXIT_USAGE, fail, user_errors
+
+ESTIMATE_HELP = (
+    "Estimate the TPU HBM that FILE.py:FACTORY needs, per device, with the real XLA:TPU compiler "
+    "and no TPU.\n\n"
+    "FACTORY returns (fn, args) or (fn, args, kwargs); args may be arrays or "
+    "jax.ShapeDtypeStruct (use specs for big inputs: nothing is allocated). A factory with a "
+    "`mesh` parameter gets a 1-D jax.sharding.Mesh over the target's devices (axis 'data'); one "
+    "with `devices` gets the device list. Otherwise everything is placed on one device.\n\n"
+    "The program runs in a child process with a timeout. The report lists argument, output, "
+    "temp and code bytes, the biggest buffers at the peak (with padding and source lines), the "
+    "measured saving of donating arguments, host callbacks and replicated arguments; a program "
+    "that does not fit still gets its report, with the compiler's error."
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `estimate` command to `app`."""
+    app.command("estimate", help=ESTIMATE_HELP)(estimate_command)
+
+
+def estimate_command(
+    program: Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")],
+    tpu: Annotated[
+        str, typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x")
+    ] = "v5e",
+    topology: Annotated[
+        Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    plot: Annotated[
+        Optional[Path], typer.Option("--plot", help="also draw the buffers at the peak to this PNG")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds before the program is stopped")
+    ] = 300.0,
+    no_donation_check: Annotated[
+        bool, typer.Option("--no-donation-check", help="skip the second compile that measures donation")
+    ] = False,
+    top: Annotated[int, typer.Option("--top", help="buffers to list")] = 10,
+) -> None:
+    """Compile FILE.py:FACTORY for a TPU in a child process and report its HBM needs."""
+    from diagnostics.estimate import estimate_program
+
+    if timeout <= 0:
+        fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
+    if top < 1:
+        fail(f"--top must be at least 1, got {top}", EXIT_USAGE)
+    if plot is not None and plot.suffix.lower() != ".png":
+        fail(f"--plot writes a PNG image; give a file name ending in .png, not {plot.name}")
+    if not as_json:
+        Console(stderr=True).print(f"compiling {escape(program)} for {escape(tpu)} ...")
+    with user_errors():
+        report = estimate_program(
+            program, target=tpu, topology=topology, timeout_s=timeout,
+            donation_check=not no_donation_check, top_n=top,
+        )
+    if plot is not None:
+        from diagnostics.plot import plot_estimate
+
+        try:
+            plot_estimate(report, plot)
+        except OSError as exc:
+            fail(f"cannot write the plot to {plot}: {exc.strerror or exc}")
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    _print_report(report, plot)
+
+
+def _where(source: str | None) -> str:
+    """``file.py:12`` (the base name is enough on a terminal)."""
+    if not source:
+        return ""
+    path, sep, line = source.rpartition(":")
+    return f"{Path(path).name}{sep}{line}" if sep else source
+
+
+def _print_report(report, plot: Path | None) -> None:
+    from diagnostics.units import format_bytes as fb
+
+    out = Console(soft_wrap=True)
+    target = report.target
+    out.print(
+        f"[bold]{escape(report.function)}[/] on [bold]{target.topology}[/] ({target.device_kind}, "
+        f"{target.devices_used} of {target.devices} devices, libtpu {target.libtpu_version})"
+    )
+    if report.fits:
+        out.print(f"[green bold]fits[/]: {fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per "
+                  f"device, {fb(report.headroom_bytes)} free")
+    else:
+        out.print(f"[red bold]does not fit[/]: needs {fb(report.total_bytes)} of "
+                  f"{fb(target.hbm_bytes)} HBM per device (over by {fb(-report.headroom_bytes)})")
+    out.print(
+        f"arguments {fb(report.argument_bytes)} + outputs {fb(report.output_bytes)} + temp "
+        f"{fb(report.temp_bytes)} + code {fb(report.generated_code_bytes)} - aliased "
+        f"{fb(report.alias_bytes)} = {fb(report.total_bytes)}  (compiled in "
+        f"{report.compile_seconds:.1f} s)"
+    )
+    if report.compile_error is not None:
+        out.print(f"[red]compiler:[/] {escape(report.compile_error_text or '')[:500]}")
+
+    if report.top_buffers:
+        padded = any(buf.padding_bytes for buf in report.top_buffers)
+        table = Table(title="biggest buffers at the peak", show_edge=False, title_justify="left")
+        table.add_column("size", justify="right", no_wrap=True)
+        if padded:
+            table.add_column("padding", justify="right", no_wrap=True)
+        table.add_column("kind", no_wrap=True)
+        table.add_column("shape (TPU layout)", overflow="fold", min_width=20)
+        table.add_column("op", overflow="fold")
+        table.add_column("source", overflow="fold")
+        for buf in report.top_buffers:
+            op = (buf.op_name or buf.op or "").rsplit("/", 1)[-1]  # full JAX name in --json
+            cells = [fb(buf.bytes)]
+            if padded:
+                cells.append(fb(buf.padding_bytes) if buf.padding_bytes else "")
+            cells += [buf.kind, escape(buf.shape), escape(op), escape(_where(buf.source))]
+            table.add_row(*cells)
+        out.print(table)
+
+    donation = report.donation
+    if donation.checked and donation.savings_bytes > 0:
+        out.print(f"[yellow]donation[/] saves {fb(donation.savings_bytes)} "
+                  f"({fb(donation.total_without_donation_bytes or 0)} -> "
+                  f"{fb(donation.total_with_donation_bytes or 0)}): {escape(donation.suggestion or '')}")
+    elif donation.checked:
+        out.print("donation: nothing to gain")
+    if donation.already_donated:
+        out.print(f"already donated: {escape(', '.join(donation.already_donated))}")
+    for callback in report.host_callbacks:
+        out.print(f"[yellow]host callback[/] {escape(callback.kind)} at "
+                  f"{escape(_where(callback.source) or '?')}")
+    for arg in report.replicated_arguments:
+        out.print(f"[yellow]replicated[/] {escape(arg.path)} {escape(arg.shape)}: "
+                  f"{fb(arg.bytes)} on each of {arg.devices} devices")
+    if report.padding.waste_bytes:
+        out.print(f"padding at the peak: {fb(report.padding.waste_bytes)} "
+                  f"({100 * report.padding.waste_bytes / max(report.total_bytes, 1):.1f}% of the total)")
+    for warning in report.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
+    if plot is not None:
+        out.print(f"plot: {escape(str(plot))}")
