@@ -23,6 +23,7 @@ Two ways in:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
@@ -310,6 +311,8 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _callable_name(fn: Any) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
@@ -497,9 +500,14 @@ def _trace(jitted: Any, args: tuple, kwargs: dict, name: str, device: Any) -> An
         where = user_location(err)
         at = f" at {where}" if where else ""
         hint = ""
-        if "not a valid JAX type" in str(err):
-            hint = "; pass arrays, jax.ShapeDtypeStruct or Python numbers (bind other values " \
-                   "with functools.partial)"
+        static_value = (
+            "not a valid JAX type" in str(err) or "as an abstract array" in str(err)
+            or type(err).__name__ in ("TracerBoolConversionError", "ConcretizationTypeError",
+                                      "TracerIntegerConversionError")
+        )
+        if static_value:
+            hint = ("; every argument is traced, so pass arrays, jax.ShapeDtypeStruct or numbers "
+                    "and bind flags, sizes and other static values with functools.partial")
         raise TraceError(
             f"JAX could not trace {name}: {type(err).__name__}: {_first_line(str(err))}{at}{hint}"
         ) from None

@@ -1,0 +1,195 @@
+"""TPU HBM estimator benchmark: what the estimate costs over a bare compile, and what it buys.
+
+Prints one JSON object. For each program (deviceless compiles for v5e, one device):
+
+* ``bare_compile_s``: ``jax.jit(fn).trace(*specs).lower().compile()`` alone (best of ``--rounds``,
+  JAX's caches cleared before every run so each one really compiles);
+* ``estimate_s`` / ``estimate_no_donation_s``: :func:`diagnostics.estimate.estimate` in this
+  process, with and without the donation check (best of ``--rounds``), and their ratios to the
+  bare compile;
+* ``naive_bytes``: the "sum of argument sizes" guess many users make, and its relative error
+  against the estimator's ``total_bytes`` (negative: the guess is too small);
+* the estimator's own figures (total, temp, padding, donation saving).
+
+One sandboxed run (``estimate_program`` on a FILE.py:FACTORY, child process included) gives the
+end-to-end cost of the CLI route.
+
+    .venv/bin/python benchmarks/estimate.py [--rounds N] [--target v5e]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from diagnostics import tpu  # noqa: E402
+
+tpu.prepare_in_process()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import SingleDeviceSharding  # noqa: E402
+
+from diagnostics.estimate import estimate, estimate_program  # noqa: E402
+
+
+def spec(shape, dtype=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def padded_columns(x):
+    return (x * 2).sum(axis=0)
+
+
+def mlp_train_step(params, x, y):
+    def loss(p):
+        h = x
+        for w in p[:-1]:
+            h = jax.nn.relu(h @ w)
+        return jnp.mean((h @ p[-1] - y) ** 2)
+
+    grads = jax.grad(loss)(params)
+    return [w - 0.01 * g for w, g in zip(params, grads)]
+
+
+def remat_mlp_train_step(params, x, y):
+    def loss(p):
+        h = x
+        for w in p[:-1]:
+            h = jax.checkpoint(lambda a, b: jax.nn.relu(a @ b))(h, w)
+        return jnp.mean((h @ p[-1] - y) ** 2)
+
+    grads = jax.grad(loss)(params)
+    return [w - 0.01 * g for w, g in zip(params, grads)]
+
+
+def attention(q, k, v):
+    scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(scores, axis=-1), v)
+
+
+def bf16_matmul_chain(a, b):
+    return jnp.tanh(a @ b) @ b.T
+
+
+def _mlp_args(layers, batch, width):
+    params = [spec((width, width)) for _ in range(layers)]
+    return params, spec((batch, width)), spec((batch, width))
+
+
+PROGRAMS = {
+    "padded_f32_129x1024": (padded_columns, (spec((129, 1024)),)),
+    "mlp_train_step_4x2048_b1024": (mlp_train_step, _mlp_args(4, 1024, 2048)),
+    "remat_mlp_train_step_4x2048_b1024": (remat_mlp_train_step, _mlp_args(4, 1024, 2048)),
+    "attention_b8_h16_s2048_d128_bf16": (
+        attention, tuple(spec((8, 16, 2048, 128), jnp.bfloat16) for _ in range(3))),
+    "bf16_matmul_chain_8192": (
+        bf16_matmul_chain, (spec((8192, 8192), jnp.bfloat16), spec((8192, 8192), jnp.bfloat16))),
+}
+
+
+def bare_compile_seconds(fn, args, device) -> float:
+    sharding = SingleDeviceSharding(device)
+    placed = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), args)
+    started = time.perf_counter()
+    jax.jit(fn).trace(*placed).lower().compile()
+    return time.perf_counter() - started
+
+
+def naive_bytes(args) -> int:
+    return sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in jax.tree.leaves(args))
+
+
+def best_of(rounds, run):
+    """Fastest of ``rounds`` runs, each after clearing JAX's caches (so every run compiles)."""
+    times, value = [], None
+    for _ in range(rounds):
+        jax.clear_caches()
+        started = time.perf_counter()
+        value = run()
+        times.append(time.perf_counter() - started)
+    return min(times), value
+
+
+SANDBOX_PROGRAM = textwrap.dedent('''
+    import jax
+    import jax.numpy as jnp
+
+    def step(x):
+        return (x * 2).sum(axis=0)
+
+    def make():
+        return step, (jax.ShapeDtypeStruct((129, 1024), jnp.float32),)
+''')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--target", default="v5e")
+    options = parser.parse_args()
+
+    target = tpu.resolve_target(options.target)
+    device = tpu.topology_devices(target)[0]
+    # Warm up libtpu, the HBM cache and XProf's converter once, outside the timings.
+    estimate(padded_columns, spec((8, 128)), target=options.target)
+
+    rows = {}
+    for name, (fn, args) in PROGRAMS.items():
+        bare, _ = best_of(options.rounds, lambda: bare_compile_seconds(fn, args, device))
+        with_donation, report = best_of(
+            options.rounds, lambda: estimate(fn, *args, target=options.target))
+        without_donation, _ = best_of(
+            options.rounds,
+            lambda: estimate(fn, *args, target=options.target, donation_check=False))
+        naive = naive_bytes(args)
+        rows[name] = {
+            "bare_compile_s": round(bare, 3),
+            "estimate_s": round(with_donation, 3),
+            "estimate_no_donation_s": round(without_donation, 3),
+            "ratio_estimate_to_compile": round(with_donation / bare, 2),
+            "ratio_no_donation_to_compile": round(without_donation / bare, 2),
+            "total_bytes": report.total_bytes,
+            "temp_bytes": report.temp_bytes,
+            "padding_waste_bytes": report.padding.waste_bytes,
+            "donation_savings_bytes": report.donation.savings_bytes,
+            "naive_bytes": naive,
+            "naive_relative_error": round((naive - report.total_bytes) / report.total_bytes, 3),
+            "fits": report.fits,
+        }
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench_program.py"
+        path.write_text(SANDBOX_PROGRAM)
+        started = time.perf_counter()
+        estimate_program(f"{path}:make", target=options.target)
+        sandboxed = time.perf_counter() - started
+
+    errors = [abs(r["naive_relative_error"]) for r in rows.values()]
+    print(json.dumps({
+        "target": target.topology,
+        "libtpu": tpu.libtpu_version(),
+        "jax": jax.__version__,
+        "cpu_count": os.cpu_count(),
+        "rounds": options.rounds,
+        "programs": rows,
+        "sandboxed_estimate_s_small_program": round(sandboxed, 3),
+        "median_ratio_estimate_to_compile": float(np.median(
+            [r["ratio_estimate_to_compile"] for r in rows.values()])),
+        "median_abs_naive_relative_error": float(np.median(errors)),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
