@@ -1,0 +1,24 @@
+"""Errors that diagnostics raise for problems a user can cause.
+
+Each carries a human message saying what went wrong and what to do about it; the CLI and
+the HTTP layer catch :class:`DiagnosticsError` once and show that message instead of a
+traceback.
+"""
+
+from __future__ import annotations
+
+
+class DiagnosticsError(Exception):
+    """Base class for user-facing diagnostics failures; ``str(err)`` is the message to show."""
+
+
+class SizeFormatError(DiagnosticsError, ValueError):
+    """A byte-size text such as ``"49.34G"`` could not be understood."""
+
+
+class LogReadError(DiagnosticsError):
+    """An error log could not be read (missing file, a directory, no permission)."""
+
+
+class SignatureCatalogueError(DiagnosticsError):
+    """The error-signature catalogue (``signatures.yaml``) is malformed."""
