@@ -186,6 +186,14 @@ def test_jax_debug_print_is_flagged_with_its_source_line():
     assert report.donation.checked is False
 
 
+def test_debug_callback_and_io_callback_are_flagged_with_their_lines():
+    report = estimate_factory(programs.callbacks, target="v5e", donation_check=False)
+    found = {c.kind: c.source for c in report.host_callbacks}
+    assert set(found) == {"debug_callback", "io_callback"}
+    assert found["debug_callback"].endswith(f":{line_of('# debug_callback line')}")
+    assert found["io_callback"].endswith(f":{line_of('total = jax.experimental.io_callback(')}")
+
+
 def test_concrete_arrays_are_read_only_for_shape_and_dtype(padded_report):
     report = estimate_factory(programs.concrete_arrays, target="v5e", donation_check=False)
     assert report.argument_bytes == padded_report.argument_bytes

@@ -113,3 +113,17 @@ def sleepy():
 def already_donated():
     # The user's own jit donates the parameters: nothing left to suggest.
     return jax.jit(train_step, donate_argnums=0), mlp_shapes()
+
+
+def with_callbacks(x):
+    jax.debug.callback(lambda v: None, x.sum())  # debug_callback line
+    total = jax.experimental.io_callback(
+        lambda v: v, jax.ShapeDtypeStruct((), jnp.float32), x.max()
+    )  # io_callback line is the call above
+    return x * total
+
+
+def callbacks():
+    import jax.experimental  # noqa: F401 - io_callback lives there
+
+    return with_callbacks, (jax.ShapeDtypeStruct((128, 128), jnp.float32),)
