@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import api  # noqa: E402,F401  (libtpu process defaults, before bm25s imports jax)
 from indexer.model import load_embedder  # noqa: E402
 from indexer.store import load_index  # noqa: E402
 from kb.corpus import build, load_corpus  # noqa: E402
@@ -48,9 +49,12 @@ def _percentile(values: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=Path, default=ROOT / "tests" / "data" / "queries.yaml")
+    ap.add_argument("--heldout", type=Path,
+                    default=ROOT / "tests" / "data" / "queries_heldout.yaml")
     args = ap.parse_args()
 
     queries = load_queries(args.queries)
+    heldout = load_queries(args.heldout)
     t0 = time.perf_counter()
     embedder = load_embedder()
     model_load_s = time.perf_counter() - t0
@@ -81,6 +85,11 @@ def main() -> None:
             if name == CONFIGS[-1][0]:
                 quality[name]["misses_at_1"] = [x.model_dump() for x in m.misses_at_1]
         report["quality"] = quality
+        report["quality_heldout"] = {}
+        for name, with_cards, mode in CONFIGS:
+            m = evaluate(searchers[with_cards], heldout, mode=mode)
+            report["quality_heldout"][name] = {"queries": m.queries, "recall_at_1": m.recall_at_1,
+                                               "recall_at_3": m.recall_at_3, "mrr": m.mrr}
 
         shipped = searchers[True]
         for lq in queries:  # warm-up

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import api  # noqa: F401  (sets libtpu's process defaults before jax is imported)
+
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
 

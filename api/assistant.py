@@ -1,0 +1,236 @@
+"""The assistant: question (+ error log, + estimate/profile report) → an answer in the asker's
+language, built from evidence, the remedy catalogue, the knowledge cards and cited guide quotes.
+
+No model writes free text here: the diagnosis and the steps are catalogue templates filled with the
+user's numbers, "what the guide says" comes from the knowledge cards in the asker's language, and
+the guides are quoted in their own language as Markdown blockquotes. One object serves the CLI,
+REST and Slack.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from api.evidence import facts_from
+from api.schemas import (
+    AskRequest, AskResponse, Citation, DiagnoseRequest, GuideInfo, GuideSection,
+    GuidesResponse, Remedy, SearchRequest,
+)
+from diagnostics.parse import ParsedError, parse_error
+from diagnostics.units import format_bytes
+from kb import remedies as catalogue_api
+from kb.errors import QueryError
+from kb.language import FALLBACK, detect_language, is_supported, language_name
+from kb.search import SearchResponse, SearchResult, Searcher
+
+# Retrieval confidence: the best dense cosine between the question and a section's texts, mapped
+# to 0..1 between these bounds. Below GROUNDED_MIN the guides are taken not to cover the question.
+# Calibrated on tests/data/queries.yaml (on-topic) and tests/data/offtopic.yaml.
+DENSE_FLOOR = 0.80
+DENSE_CEIL = 0.90
+GROUNDED_MIN = 0.35
+MAX_CITATIONS = 4
+MAX_CARDS = 2
+QUOTE_CHARS = 260
+
+
+class Assistant:
+    """Answers questions; holds the loaded search index and the remedy catalogue."""
+
+    def __init__(self, searcher: Searcher, catalogue=None):
+        self.searcher = searcher
+        self.catalogue = catalogue or catalogue_api.load_catalogue()
+
+    # -- the four operations of the API ---------------------------------------------------
+
+    def search(self, req: SearchRequest) -> SearchResponse:
+        return self.searcher.search(req.query, k=req.k, language=req.language)
+
+    def diagnose(self, req: DiagnoseRequest) -> ParsedError:
+        return parse_error(req.error_log)
+
+    def guides(self) -> GuidesResponse:
+        return GuidesResponse(
+            guides=[
+                GuideInfo(
+                    doc_id=g.doc_id, title=g.title, title_en=g.title_en, language=g.language,
+                    categories=g.categories,
+                    sections=[GuideSection(id=s.id, title=s.title, level=s.level) for s in g.sections],
+                )
+                for g in self.searcher.guides.values()
+            ]
+        )
+
+    def ask(self, req: AskRequest) -> AskResponse:
+        """Answer `req` in its language; `grounded` is false when the guides do not cover it."""
+        question = (req.question or "").replace("\x00", " ").strip()
+        log = (req.error_log or "").replace("\x00", " ")
+        if not question and not log.strip() and req.report is None:
+            raise QueryError("ask a question, paste an error log, or attach a report")
+        language, detected, note_key = self._language(req.language, question or log)
+
+        diagnosis = None
+        if log.strip():
+            diagnosis = parse_error(log)
+        elif question:
+            pasted = parse_error(question)
+            diagnosis = pasted if pasted.category != "unknown" else None
+        facts = facts_from(diagnosis, req.report)
+        category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
+
+        query = self._retrieval_query(question, diagnosis)
+        results = self.searcher.search(query, k=5, query_language=language).results if query else []
+        confidence = _confidence(results)
+        chosen = (
+            catalogue_api.choose_remedies(self.catalogue, facts, category)
+            if category != "unknown" else []
+        )
+        grounded = bool(chosen) or (confidence >= GROUNDED_MIN and bool(results))
+
+        remedies = [
+            Remedy(
+                id=r.id,
+                text=catalogue_api.remedy_text(self.catalogue, r, facts, language, format_bytes),
+                cite=r.cite,
+                flags=r.flags,
+                apis=r.apis,
+                triggered_by_evidence=r.evidence,
+            )
+            for r in chosen
+        ]
+        citations = self._citations(remedies, results if grounded else [])
+        answer = self._compose(language, note_key, detected, diagnosis, facts, category, remedies,
+                               results if grounded else [], citations, grounded)
+        return AskResponse(
+            language=language,
+            diagnosis=diagnosis,
+            answer=answer,
+            citations=citations,
+            grounded=grounded,
+            detected_language=detected,
+            language_note=self._msg(note_key, language, language_name=language_name(detected or ""))
+            if note_key else None,
+            remedies=remedies,
+            confidence=round(confidence, 3),
+            facts=facts,
+        )
+
+    # -- steps ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _language(explicit: str | None, text: str) -> tuple[str, str | None, str | None]:
+        """(answer language, language seen, message key explaining a fallback or None)."""
+        if explicit:
+            code = explicit.lower().replace("_", "-").split("-")[0]
+            if is_supported(code):
+                return code, code, None
+            return FALLBACK, code, "unsupported_language"
+        d = detect_language(text)
+        if not d.supported:
+            return FALLBACK, d.detected, "unsupported_language"
+        return d.language, d.detected or d.language, None
+
+    @staticmethod
+    def _retrieval_query(question: str, diagnosis: ParsedError | None) -> str:
+        parts = [question[:3000]] if question else []
+        if diagnosis is not None and diagnosis.message:
+            parts.append(diagnosis.message[:600])
+        return "\n".join(parts).strip()
+
+    def _citations(self, remedies: list[Remedy], results: list[SearchResult]) -> list[Citation]:
+        seen: set[str] = set()
+        out: list[Citation] = []
+        by_cite = {r.citation: r for r in results}
+        for cite in [r.cite for r in remedies] + [r.citation for r in results[:MAX_CARDS]]:
+            if cite in seen or len(out) >= MAX_CITATIONS:
+                continue
+            seen.add(cite)
+            doc_id, _, section_id = cite.partition("#")
+            guide = self.searcher.guides.get(doc_id)
+            section = guide.section(section_id) if guide else None
+            if guide is None or section is None:
+                continue
+            hit = by_cite.get(cite)
+            out.append(
+                Citation(
+                    doc_id=doc_id, section=section_id, language=guide.language,
+                    quote=_quote(hit.text if hit else section.text),
+                    section_title=section.title, guide_title=guide.title, citation=cite,
+                )
+            )
+        return out
+
+    def _compose(self, language, note_key, detected, diagnosis, facts, category, remedies,
+                 results, citations, grounded) -> str:
+        lines: list[str] = []
+        if note_key:
+            lines += [f"_{self._msg(note_key, language, language_name=language_name(detected or ''))}_", ""]
+        if diagnosis is not None or facts.get("category"):
+            line = catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
+            lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
+        if not grounded:
+            lines.append(self._msg("not_covered", language))
+            if diagnosis is None:
+                lines += ["", self._msg("paste_log_hint", language)]
+            return "\n".join(lines).strip() + "\n"
+        if remedies:
+            lines += [f"### {self._msg('what_to_do', language)}", ""]
+            for n, r in enumerate(remedies, start=1):
+                lines.append(f"{n}. {r.text} [`{r.cite}`]")
+            lines.append("")
+        cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
+        if cards:
+            lines += [f"### {self._msg('from_the_guides', language)}", ""]
+            for r in cards:
+                lines += [f"**{r.card.title}** [`{r.citation}`]", "", r.card.summary, ""]
+                if not remedies:
+                    lines += [f"{n}. {a}" for n, a in enumerate(r.card.actions, start=1)]
+                    if r.card.actions:
+                        lines.append("")
+        if citations:
+            lines += [f"### {self._msg('sources', language)}", ""]
+            for c in citations:
+                lines.append(f"- **{c.guide_title} › {c.section_title}** (`{c.citation}`, {c.language})")
+                lines.append("")
+                lines += [f"> {q}" if q else ">" for q in c.quote.split("\n")]
+                lines.append("")
+        if diagnosis is None and not facts:
+            lines.append(f"_{self._msg('paste_log_hint', language)}_")
+        return "\n".join(lines).strip() + "\n"
+
+    def _msg(self, key: str, language: str, **values) -> str:
+        return catalogue_api.message(self.catalogue, key, language, **values)
+
+
+def _confidence(results: list[SearchResult]) -> float:
+    if not results:
+        return 0.0
+    best = max(r.dense_score for r in results)
+    return max(0.0, min(1.0, (best - DENSE_FLOOR) / (DENSE_CEIL - DENSE_FLOOR)))
+
+
+_FENCE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
+_SENTENCE_END = re.compile(r"[.!?。！？।؟](?=\s|$)")
+
+
+def _quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """A short excerpt of a guide passage, cut at a sentence end where possible."""
+    text = _FENCE.sub("", text)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    text = "\n".join(line for line in lines if line).strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    ends = [m.end() for m in _SENTENCE_END.finditer(cut)]
+    if ends and ends[-1] > limit // 3:
+        return cut[: ends[-1]].rstrip()
+    return cut.rstrip() + "…"
+
+
+def load_assistant(index_dir: Path | None = None, docs_dir: Path | None = None,
+                   progress: bool = False) -> Assistant:
+    """Load the model and index once (building the index on first use) and the catalogue."""
+    from kb.search import open_searcher
+
+    return Assistant(open_searcher(index_dir=index_dir, docs_dir=docs_dir, progress=progress))

@@ -1,0 +1,106 @@
+"""Evidence → facts: the flat, language-neutral dict the remedy catalogue's conditions read.
+
+The names are the vocabulary declared in kb/catalogue/facts.yaml; this module is the one place
+that computes them from a parsed error, an estimate report and a profile report.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from diagnostics.estimate import EstimateReport
+from diagnostics.parse import ParsedError
+from diagnostics.profile import ProfileReport
+
+Fact = Union[int, float, str, bool, None]
+
+_ERROR_FIELDS = (
+    "category", "backend", "memory_space", "requested_bytes", "available_bytes", "used_bytes",
+    "exceeded_by_bytes", "free_bytes", "tensorcore_bytes", "sparsecore_bytes", "shape",
+    "instruction", "custom_call_target",
+)
+
+
+def facts_from(
+    error: ParsedError | None = None,
+    report: EstimateReport | ProfileReport | None = None,
+) -> dict[str, Fact]:
+    """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
+    facts: dict[str, Fact] = {}
+    if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
+        error = report.compile_error
+    if error is not None:
+        _error_facts(error, facts)
+    if isinstance(report, EstimateReport):
+        _estimate_facts(report, facts)
+    elif isinstance(report, ProfileReport):
+        _profile_facts(report, facts)
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
+    for name in _ERROR_FIELDS:
+        facts[name] = getattr(error, name)
+    if error.allocations:
+        biggest = max(error.allocations, key=lambda a: a.size_bytes or 0)
+        if biggest.size_bytes:
+            facts["largest_allocation_bytes"] = biggest.size_bytes
+            facts["largest_allocation_shape"] = biggest.shape
+    elif error.category == "compile_hbm_oom" and error.requested_bytes:
+        facts["largest_allocation_bytes"] = error.requested_bytes
+        facts["largest_allocation_shape"] = error.shape
+    capacity = error.available_bytes
+    if capacity and facts.get("largest_allocation_bytes"):
+        facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / capacity, 4)
+    if error.free_bytes is not None and error.requested_bytes:
+        facts["free_fraction"] = round(error.free_bytes / error.requested_bytes, 4)
+    if error.error_code:
+        facts["error_code"] = error.error_code
+
+
+def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
+    hbm = report.target.hbm_bytes
+    facts.update(
+        fits=report.fits,
+        headroom_bytes=report.headroom_bytes,
+        total_bytes=report.total_bytes,
+        hbm_bytes=hbm,
+        target_generation=report.target.generation,
+        temp_bytes=report.temp_bytes,
+        argument_bytes=report.argument_bytes,
+        padding_waste_bytes=report.padding.waste_bytes,
+        donation_savings_bytes=report.donation.savings_bytes if report.donation.checked else None,
+        host_callback_count=len(report.host_callbacks),
+        replicated_argument_count=len(report.replicated_arguments),
+        replicated_argument_bytes=sum(a.bytes for a in report.replicated_arguments),
+    )
+    facts.setdefault("category", "compile_hbm_oom" if not report.fits else None)
+    facts.setdefault("available_bytes", hbm)
+    facts.setdefault("used_bytes", report.total_bytes)
+    if not report.fits:
+        facts.setdefault("exceeded_by_bytes", -report.headroom_bytes)
+    if report.total_bytes > 0:
+        facts["padding_waste_fraction"] = round(report.padding.waste_bytes / report.total_bytes, 4)
+    if report.top_buffers:
+        biggest = max(report.top_buffers, key=lambda b: b.bytes)
+        facts["largest_allocation_bytes"] = max(biggest.bytes, int(facts.get("largest_allocation_bytes") or 0))
+        facts.setdefault("largest_allocation_shape", biggest.shape)
+        if hbm:
+            facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / hbm, 4)
+    sourced = [c for c in report.host_callbacks if c.source]
+    if sourced:
+        facts["host_callback_source"] = sourced[0].source
+
+
+def _profile_facts(report: ProfileReport, facts: dict[str, Fact]) -> None:
+    facts.update(
+        growth_bytes_per_call=report.growth_bytes_per_call,
+        leak_suspect_count=len(report.leak_suspects),
+        peak_bytes=report.peak_bytes,
+    )
+    if report.leak_suspects:
+        top = max(report.leak_suspects, key=lambda s: s.bytes)
+        facts["leak_suspect_shape"] = f"{top.dtype}{top.shape}"
+        facts["leak_suspect_bytes"] = top.bytes
+        if top.source:
+            facts["leak_suspect_source"] = top.source
