@@ -45,7 +45,10 @@ def model_info(embedder) -> ModelInfo:
     from indexer.model import model_identity
 
     ident = model_identity(embedder)
-    return ModelInfo(name=str(ident["name"]), version=str(ident["version"]), dims=int(ident["dims"]))
+    version = str(ident["version"])
+    if ident.get("weights_sha256"):  # a re-converted or edited model must not reuse old vectors
+        version += f" weights:{str(ident['weights_sha256'])[:16]}"
+    return ModelInfo(name=str(ident["name"]), version=version, dims=int(ident["dims"]))
 
 
 def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress: bool = False,
