@@ -82,6 +82,9 @@ REQUIRED_MESSAGES: dict[str, tuple[str, ...]] = {
 }
 _EQUALITY_OPS = ("eq", "ne")
 
+# libyaml's safe loader when PyYAML has it (about 10x faster on the catalogue), else the pure one.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 Scalar = bool | int | float | str
 Texts = dict[str, str]
 
@@ -376,7 +379,7 @@ def _load_cached(root: str, guides_dir: str) -> Catalogue:
 
 def _read_yaml(path: Path) -> Any:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except FileNotFoundError as exc:
         raise CatalogueError(f"catalogue file missing: {path}") from exc
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
