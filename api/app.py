@@ -1,0 +1,521 @@
+"""The HTTP service: REST (`/v1/...`), health probes, the web page and, when configured, Slack.
+
+`create_app(settings, assistant)` builds a FastAPI app. The assistant (embedding model + index) is
+loaded once, in a background thread started by the app's lifespan, so `/healthz` answers at once
+and `/readyz` turns 200 when the answers can be given. Errors a caller can cause become 4xx with
+`{"detail": "<a sentence>"}`; a genuine bug is logged with its traceback and answered with a
+generic 500 that shows no internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from api.schemas import (
+    AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
+    ParsedError, SearchRequest, SearchResponse,
+)
+
+if TYPE_CHECKING:
+    from api.assistant import Assistant
+    from slack_sdk import WebClient
+
+log = logging.getLogger("oomkb.api")
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+MIB = 1 << 20
+GIB = 1 << 30
+MAX_PROGRAM_CHARS = 200_000
+
+# The page may load only what this server serves: no CDN, no inline script.
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the service cannot use."""
+
+
+#: Environment variable of each setting.
+ENV_VARS: dict[str, str] = {
+    "host": "OOMKB_HOST",
+    "port": "OOMKB_PORT",
+    "index_dir": "OOMKB_INDEX_DIR",
+    "docs_dir": "OOMKB_DOCS_DIR",
+    "max_body_bytes": "OOMKB_MAX_BODY_BYTES",
+    "enable_estimate": "OOMKB_ENABLE_ESTIMATE",
+    "estimate_timeout_s": "OOMKB_ESTIMATE_TIMEOUT_S",
+    "estimate_memory_bytes": "OOMKB_ESTIMATE_MEMORY_BYTES",
+    "estimate_cpu_seconds": "OOMKB_ESTIMATE_CPU_SECONDS",
+    "slack_bot_token": "SLACK_BOT_TOKEN",
+    "slack_signing_secret": "SLACK_SIGNING_SECRET",
+    "slack_bot_user_id": "SLACK_BOT_USER_ID",
+    "slack_api_url": "SLACK_API_URL",
+}
+
+
+class Settings(BaseModel):
+    """How the service runs; :meth:`from_env` reads it from `OOMKB_*` and `SLACK_*` variables."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    index_dir: Path | None = Field(default=None, description="index folder; default under OOMKB_HOME")
+    docs_dir: Path | None = Field(default=None, description="guides folder; default the built-in ones")
+    max_body_bytes: int = Field(default=MIB, gt=0, description="larger request bodies get 413")
+    enable_estimate: bool = Field(default=False, description="allow POST /v1/estimate (runs user code)")
+    estimate_timeout_s: float = Field(default=120.0, gt=0, description="wall-clock limit of an estimate")
+    estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
+                                              description="address-space limit of the estimate's child")
+    estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_bot_user_id: str | None = Field(default=None, description="the bot's own user id, if known")
+    slack_api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from the environment (empty variables count as unset); `overrides` win.
+
+        Raises :class:`SettingsError` naming the variable when a value is unusable."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field, var in ENV_VARS.items():
+            raw = environ.get(var, "").strip()
+            if raw:
+                values[field] = raw
+        if "enable_estimate" in values:
+            values["enable_estimate"] = values["enable_estimate"].lower() in {"1", "true", "yes", "on"}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = []
+            for e in exc.errors():
+                field = str(e["loc"][0]) if e["loc"] else "?"
+                where = ENV_VARS.get(field, field) if field not in overrides else field
+                problems.append(f"{where}: {e['msg']}")
+            raise SettingsError("invalid service settings: " + "; ".join(problems)) from None
+
+    @property
+    def slack_enabled(self) -> bool:
+        return bool(self.slack_bot_token and self.slack_signing_secret
+                    and self.slack_bot_token.get_secret_value()
+                    and self.slack_signing_secret.get_secret_value())
+
+
+# ---------------------------------------------------------------------------------------------
+# The assistant, loaded once
+
+
+class NotReady(Exception):
+    """The model and index are still loading (or failed to load); the message says which."""
+
+
+class AssistantHolder:
+    """Holds the one Assistant of the app; loads it in a background thread on start-up."""
+
+    def __init__(self, settings: Settings, assistant: Assistant | None = None):
+        self.settings = settings
+        self.assistant = assistant
+        self.error: str | None = None
+        self.load_seconds: float | None = 0.0 if assistant is not None else None
+        self.ready = threading.Event()
+        self._finished = threading.Event()  # loading ended, either way
+        if assistant is not None:
+            self.ready.set()
+            self._finished.set()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start_loading(self) -> None:
+        """Begin loading the assistant unless it is loaded or loading already."""
+        with self._lock:
+            if self.assistant is not None or self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._load, name="oomkb-load", daemon=True)
+            self._thread.start()
+
+    def _load(self) -> None:
+        from api.assistant import load_assistant
+        from api.boundary import known_errors
+
+        started = time.monotonic()
+        log.info("loading the embedding model and the index ...")
+        try:
+            assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
+        except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
+            if isinstance(exc, tuple(known_errors())):
+                self.error = str(exc)
+                log.error("cannot load the assistant: %s", exc)
+            else:
+                self.error = "the assistant failed to load; see the server log"
+                log.exception("cannot load the assistant")
+            return
+        else:
+            self.assistant = assistant
+            self.load_seconds = time.monotonic() - started
+            self.ready.set()
+            log.info("ready in %.1f s", self.load_seconds)
+        finally:
+            self._finished.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until loading ends; True when the assistant is loaded, False on failure or timeout."""
+        self._finished.wait(timeout)
+        return self.ready.is_set()
+
+    def require(self) -> Assistant:
+        """The loaded assistant, or :class:`NotReady` saying why there is none yet."""
+        if self.assistant is not None:
+            return self.assistant
+        if self.error:
+            raise NotReady(f"the service is not ready: {self.error}")
+        raise NotReady("the service is still loading the model and the index; retry in a few seconds")
+
+
+def get_holder(request: Request) -> AssistantHolder:
+    return request.app.state.holder
+
+
+def get_assistant(request: Request) -> Assistant:
+    """Dependency: the shared, loaded Assistant (503 while it is loading)."""
+    return get_holder(request).require()
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+# ---------------------------------------------------------------------------------------------
+# Request body limit (pure ASGI)
+
+
+class BodyLimitMiddleware:
+    """Answer 413 to any request whose body is over `max_bytes`.
+
+    A declared Content-Length over the limit is refused before reading; otherwise the body is read
+    and counted as it streams (chunked bodies have no length to trust), refused as soon as the count
+    passes the limit, and replayed to the app when it fits.
+    """
+
+    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await self._too_large(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Callable) -> None:
+        response = JSONResponse(
+            {"detail": f"the request body is larger than the limit of {_human(self.max_bytes)}"},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> dict:
+    return {"type": "http.disconnect"}
+
+
+def _content_length(scope: Mapping[str, Any]) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _human(n: int) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors → responses
+
+
+def _validation_detail(errors: list[dict[str, Any]]) -> str:
+    """One readable sentence for pydantic/FastAPI validation errors."""
+    parts = []
+    for e in errors[:10]:
+        if e.get("type") == "json_invalid":
+            reason = (e.get("ctx") or {}).get("error", "")
+            pos = e["loc"][-1] if e.get("loc") else "?"
+            parts.append(f"the request body is not valid JSON ({reason} at character {pos})")
+            continue
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+        where = ".".join(loc) if loc else "body"
+        msg = e.get("msg", "invalid value")
+        if where == "body" and e.get("type") in {"model_attributes_type", "dict_type"}:
+            msg += " (send a JSON object with Content-Type: application/json)"
+        elif e.get("type") == "missing" and where != "body":
+            msg = "this field is required"
+        parts.append(f"{where}: {msg}")
+    more = len(errors) - len(parts)
+    if more > 0:
+        parts.append(f"and {more} more problem(s)")
+    return "invalid request: " + "; ".join(parts)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    from api.boundary import EXIT_USAGE, known_errors
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        brief = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+                 for e in errors[:20]]
+        return JSONResponse({"detail": _validation_detail(errors), "errors": brief}, status_code=422)
+
+    @app.exception_handler(NotReady)
+    async def not_ready(request: Request, exc: NotReady) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(EstimateBusy)
+    async def estimate_busy(request: Request, exc: EstimateBusy) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": "10"})
+
+    def project_error(request: Request, exc: Exception) -> JSONResponse:
+        for cls, code in known_errors().items():
+            if isinstance(exc, cls):
+                if code == EXIT_USAGE:
+                    return JSONResponse({"detail": str(exc)}, status_code=400)
+                log.error("%s %s: %s", request.method, request.url.path, exc)
+                return JSONResponse({"detail": f"the service cannot answer: {exc}"}, status_code=503)
+        raise exc  # pragma: no cover - registered only for the classes above
+
+    for cls in known_errors():
+        app.add_exception_handler(cls, project_error)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse(
+            {"detail": "internal error: the server could not answer this request (the cause is logged)"},
+            status_code=500,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# POST /v1/estimate
+
+
+class EstimateRequest(BaseModel):
+    """A Python program whose factory is estimated on a TPU generation (CONTRACT `estimate`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
+                        description="the program's Python source; it defines the factory")
+    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
+                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
+    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
+    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
+    donation_check: bool = True
+    top_n: int = Field(default=10, ge=1, le=100)
+
+
+class EstimateBusy(Exception):
+    """An estimate is already running; the service runs one at a time."""
+
+
+ESTIMATE_DISABLED = (
+    "POST /v1/estimate runs the submitted program and is disabled on this server; the operator "
+    "can enable it with OOMKB_ENABLE_ESTIMATE=1 (or run `oomkb estimate FILE.py:FACTORY` locally)"
+)
+
+
+def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
+    """Write the program to a private temporary folder and estimate it in the sandbox."""
+    from diagnostics.estimate import estimate_program
+    from diagnostics.sandbox import Limits
+
+    if not gate.acquire(blocking=False):
+        raise EstimateBusy("an estimate is already running on this server; retry in a moment")
+    try:
+        with tempfile.TemporaryDirectory(prefix="oomkb-estimate-") as tmp:
+            path = Path(tmp) / "program.py"
+            path.write_text(req.source, encoding="utf-8")
+            limits = Limits(memory_bytes=settings.estimate_memory_bytes,
+                            cpu_seconds=settings.estimate_cpu_seconds)
+            return estimate_program(
+                f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
+                timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
+                top_n=req.top_n, limits=limits,
+            )
+    finally:
+        gate.release()
+
+
+# ---------------------------------------------------------------------------------------------
+# The app
+
+
+_ERRORS = {
+    400: {"model": ErrorResponse, "description": "the input cannot be used (the message says why)"},
+    413: {"model": ErrorResponse, "description": "the request body is over the limit"},
+    422: {"model": ErrorResponse, "description": "invalid JSON or fields"},
+    503: {"model": ErrorResponse, "description": "the model and index are not loaded yet"},
+}
+
+
+def create_app(
+    settings: Settings | None = None,
+    assistant: Assistant | None = None,
+    *,
+    slack_client: WebClient | None = None,
+) -> FastAPI:
+    """Build the service. Without `assistant`, it is loaded in the background at start-up.
+
+    `slack_client` replaces the Slack Web API client (tests point it at a local server)."""
+    settings = settings or Settings.from_env()
+    holder = AssistantHolder(settings, assistant)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        holder.start_loading()
+        yield
+
+    app = FastAPI(
+        title="oomkb",
+        summary="Find and fix JAX/XLA out-of-memory errors on TPU and GPU, in your language.",
+        version=_version(),
+        lifespan=lifespan,
+        docs_url=None,  # Swagger UI and ReDoc load from a CDN; the schema is at /openapi.json
+        redoc_url=None,
+        responses={500: {"model": ErrorResponse, "description": "a bug; the cause is logged"}},
+    )
+    app.state.settings = settings
+    app.state.holder = holder
+    app.state.estimate_gate = threading.Semaphore(1)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    _install_error_handlers(app)
+
+    @app.post("/v1/ask", response_model=AskResponse, responses=_ERRORS, tags=["assistant"])
+    def ask(body: AskRequest, assistant: Assistant = Depends(get_assistant)) -> AskResponse:
+        """Answer a question (and/or a pasted error log) in the asker's language, citing the guides."""
+        return assistant.ask(body)
+
+    @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["assistant"])
+    def search(body: SearchRequest, assistant: Assistant = Depends(get_assistant)) -> SearchResponse:
+        """Search the guides (hybrid dense + lexical), any language."""
+        return assistant.search(body)
+
+    @app.post("/v1/diagnose", response_model=ParsedError, responses=_ERRORS, tags=["assistant"])
+    def diagnose(body: DiagnoseRequest) -> ParsedError:
+        """Parse an out-of-memory error log into its category and sizes in bytes."""
+        from diagnostics.parse import parse_error
+
+        return parse_error(body.error_log)
+
+    @app.get("/v1/docs", response_model=GuidesResponse, responses={503: _ERRORS[503]}, tags=["assistant"])
+    def guides(assistant: Assistant = Depends(get_assistant)) -> GuidesResponse:
+        """The guides: id, title, language and sections."""
+        return assistant.guides()
+
+    @app.post(
+        "/v1/estimate", response_model=EstimateReport, tags=["diagnostics"],
+        responses={**_ERRORS, 403: {"model": ErrorResponse, "description": "disabled on this server"},
+                   429: {"model": ErrorResponse, "description": "another estimate is running"}},
+    )
+    def estimate(body: EstimateRequest, request: Request) -> Any:
+        """Estimate the TPU HBM a program needs (off unless the operator enables it)."""
+        if not settings.enable_estimate:
+            return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
+        return run_estimate(body, settings, request.app.state.estimate_gate)
+
+    @app.get("/healthz", tags=["probes"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["probes"], responses={503: {"description": "still loading, or failed"}})
+    def readyz() -> JSONResponse:
+        """Readiness: 200 once the model and the index are loaded."""
+        if holder.assistant is not None:
+            return JSONResponse({"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2)})
+        status = "failed" if holder.error else "loading"
+        return JSONResponse({"status": status, "detail": holder.error or "loading the model and the index"},
+                            status_code=503)
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8",
+                            headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache",
+                                     "X-Content-Type-Options": "nosniff"})
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    if settings.slack_enabled:
+        from api.slack import mount_slack
+
+        mount_slack(app, settings, holder, client=slack_client)
+    return app
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("oomkb")
+    except Exception:  # pragma: no cover - running from a source tree without metadata
+        return "0"
+

@@ -1,0 +1,251 @@
+// oomkb web page: ask (question + optional error log) and search, over the service's REST API.
+// Everything the server or the user wrote is put into the page as text nodes (never innerHTML);
+// the small Markdown subset of the answers (headings, bold, italics, lists, quotes, code) is
+// turned into elements here.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+
+  // ------------------------------------------------------------------ Markdown → DOM (safe)
+
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    for (const child of children || []) {
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  const INLINE = /(`+)([\s\S]+?)\1|\*\*(?=\S)([\s\S]+?)\*\*|__(?=\S)([\s\S]+?)__|(?<![\w*])\*(?=\S)([^*]+?)\*(?![\w*])|(?<![\w_])_(?=\S)([^_]+?)_(?![\w_])/g;
+
+  // Inline spans of one line as nodes: code, bold, italics; the rest is text.
+  function inline(text) {
+    const out = [];
+    let pos = 0;
+    for (const m of text.matchAll(INLINE)) {
+      if (m.index > pos) out.push(text.slice(pos, m.index));
+      if (m[2] !== undefined) out.push(el("code", {}, [m[2]]));
+      else if (m[3] !== undefined || m[4] !== undefined) out.push(el("strong", {}, inline(m[3] ?? m[4])));
+      else out.push(el("em", {}, inline(m[5] ?? m[6])));
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) out.push(text.slice(pos));
+    return out;
+  }
+
+  // A fragment for a Markdown text: paragraphs, ### headings, lists, > quotes, ``` code.
+  function renderMarkdown(markdown) {
+    const frag = document.createDocumentFragment();
+    const lines = String(markdown || "").split("\n");
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m;
+      if (/^\s*(```|~~~)/.test(line)) {
+        const code = [];
+        i++;
+        while (i < lines.length && !/^\s*(```|~~~)/.test(lines[i])) code.push(lines[i++]);
+        i++;
+        frag.append(el("pre", { dir: "ltr" }, [el("code", {}, [code.join("\n")])]));
+      } else if ((m = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
+        const level = Math.min(6, Math.max(3, m[1].length + 1));
+        frag.append(el("h" + level, { dir: "auto" }, inline(m[2])));
+        i++;
+      } else if (/^\s{0,3}>/.test(line)) {
+        const quote = el("blockquote", { dir: "auto" });
+        const parts = [];
+        while (i < lines.length && /^\s{0,3}>/.test(lines[i])) parts.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
+        parts.forEach((p, n) => {
+          if (n) quote.append(el("br"));
+          quote.append(...inline(p));
+        });
+        frag.append(quote);
+      } else if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
+        const ordered = /^\s*\d+[.)]\s+/.test(line);
+        const list = el(ordered ? "ol" : "ul", { dir: "auto" });
+        if (ordered) list.setAttribute("start", String(parseInt(line.trim(), 10) || 1));
+        while (i < lines.length && /^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+          list.append(el("li", {}, inline(lines[i].replace(/^\s*([-*+]|\d+[.)])\s+/, ""))));
+          i++;
+        }
+        frag.append(list);
+      } else if (line.trim() === "") {
+        i++;
+      } else {
+        const para = [];
+        while (i < lines.length && lines[i].trim() !== "" &&
+               !/^\s*(```|~~~|#{1,6}\s|>|[-*+]\s|\d+[.)]\s)/.test(lines[i])) para.push(lines[i++]);
+        const p = el("p", { dir: "auto" });
+        para.forEach((t, n) => {
+          if (n) p.append(el("br"));
+          p.append(...inline(t));
+        });
+        frag.append(p);
+      }
+    }
+    return frag;
+  }
+
+  // ------------------------------------------------------------------ sizes
+
+  function formatBytes(n) {
+    if (n === null || n === undefined) return "";
+    const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let value = Math.abs(n);
+    let u = 0;
+    while (value >= 1024 && u < units.length - 1) { value /= 1024; u++; }
+    const shown = u === 0 ? String(value) : value.toFixed(value >= 100 ? 0 : 2);
+    return (n < 0 ? "-" : "") + shown + " " + units[u];
+  }
+
+  // ------------------------------------------------------------------ API
+
+  async function post(path, body) {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await response.json(); } catch (_) { /* not JSON */ }
+    if (!response.ok) {
+      const detail = data && typeof data.detail === "string" ? data.detail : response.status + " " + response.statusText;
+      throw new Error(detail);
+    }
+    return data;
+  }
+
+  function busy(on, text) {
+    $("ask-button").disabled = on;
+    $("search-button").disabled = on;
+    $("status").textContent = text || "";
+  }
+
+  function showError(message) {
+    const box = $("error");
+    box.textContent = message;
+    box.hidden = !message;
+  }
+
+  // ------------------------------------------------------------------ rendering
+
+  function showDiagnosis(diagnosis) {
+    const panel = $("diagnosis");
+    const figures = $("diagnosis-figures");
+    figures.replaceChildren();
+    if (!diagnosis) { panel.hidden = true; return; }
+    $("diagnosis-category").textContent = diagnosis.category;
+    const rows = [["backend", diagnosis.backend], ["memory space", diagnosis.memory_space]];
+    for (const [key, value] of Object.entries(diagnosis)) {
+      if (key.endsWith("_bytes") && typeof value === "number") {
+        rows.push([key.replace(/_bytes$/, "").replace(/_/g, " "), formatBytes(value) + " (" + value + " bytes)"]);
+      }
+    }
+    rows.push(["shape", diagnosis.shape], ["instruction", diagnosis.instruction],
+              ["custom call", diagnosis.custom_call_target], ["error code", diagnosis.error_code]);
+    for (const [label, value] of rows) {
+      if (value === null || value === undefined || value === "") continue;
+      figures.append(el("dt", {}, [label]), el("dd", { dir: "ltr" }, [String(value)]));
+    }
+    panel.hidden = false;
+  }
+
+  function showSources(citations) {
+    const list = $("sources-list");
+    list.replaceChildren();
+    for (const c of citations || []) {
+      const cite = c.citation || c.doc_id + "#" + c.section;
+      list.append(el("li", { "data-doc-id": c.doc_id }, [
+        el("div", { dir: "auto" }, [el("strong", {}, [c.guide_title || c.doc_id]),
+                                    c.section_title ? " › " + c.section_title : ""]),
+        el("div", { class: "cite" }, [el("code", {}, [cite]), " (" + c.language + ")"]),
+        el("blockquote", { dir: "auto", lang: c.language }, [c.quote || ""]),
+      ]));
+    }
+    $("sources").hidden = list.children.length === 0;
+  }
+
+  function showAnswer(data) {
+    $("search-results").hidden = true;
+    showDiagnosis(data.diagnosis);
+    const answer = $("answer");
+    answer.setAttribute("lang", data.language);
+    answer.replaceChildren(renderMarkdown(data.answer));
+    const meta = [data.language, data.grounded ? "grounded in the guides" : "not covered by the guides"];
+    if (data.language_note) meta.push(data.language_note);
+    $("answer-meta").textContent = "(" + meta.join(" · ") + ")";
+    answer.dataset.language = data.language;
+    answer.dataset.grounded = String(data.grounded);
+    showSources(data.citations);
+    $("result").hidden = false;
+  }
+
+  function showSearch(data) {
+    $("result").hidden = true;
+    const list = $("search-list");
+    list.replaceChildren();
+    for (const r of data.results) {
+      const item = el("li", { "data-doc-id": r.doc_id }, [
+        el("div", { dir: "auto" }, [el("strong", {}, [r.guide_title]), " › " + r.section_title]),
+        el("div", { class: "cite" }, [el("code", {}, [r.citation]), " (" + r.language + ", score " + r.score.toFixed(4) + ")"]),
+      ]);
+      if (r.card) {
+        item.append(el("p", { dir: "auto", lang: data.query_language }, [r.card.summary || ""]));
+      }
+      item.append(el("blockquote", { dir: "auto", lang: r.language }, [r.text.slice(0, 600) + (r.text.length > 600 ? "…" : "")]));
+      list.append(item);
+    }
+    $("search-meta").textContent = "(" + data.results.length + " · " + data.query_language + ")";
+    $("search-results").hidden = false;
+  }
+
+  // ------------------------------------------------------------------ events
+
+  async function ask(event) {
+    event.preventDefault();
+    showError("");
+    const body = { question: $("question").value };
+    const log = $("error-log").value;
+    if (log.trim()) body.error_log = log;
+    if ($("language").value) body.language = $("language").value;
+    if (!body.question.trim() && !body.error_log) {
+      showError("Write a question or paste an error log.");
+      return;
+    }
+    busy(true, "Thinking…");
+    try {
+      showAnswer(await post("/v1/ask", body));
+    } catch (err) {
+      showError(err.message);
+    } finally {
+      busy(false);
+    }
+  }
+
+  async function search() {
+    showError("");
+    const query = ($("question").value + "\n" + $("error-log").value).trim();
+    if (!query) {
+      showError("Write something to search for.");
+      return;
+    }
+    busy(true, "Searching…");
+    try {
+      showSearch(await post("/v1/search", { query: query.slice(0, 4000), k: 5 }));
+    } catch (err) {
+      showError(err.message);
+    } finally {
+      busy(false);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("ask-form").addEventListener("submit", ask);
+    $("search-button").addEventListener("click", search);
+    document.body.dataset.ready = "true";
+  });
+
+  window.oomkb = { renderMarkdown, formatBytes };
+})();
