@@ -631,3 +631,85 @@ def test_missing_catalogue_file_is_a_clear_error(tmp_path):
 def test_unchanged_copy_of_the_catalogue_loads(tmp_path):
     folder = _broken_copy(tmp_path, "remedies.yaml", lambda data: None)
     assert len(load_catalogue(folder).remedies) == len(load_catalogue().remedies)
+
+
+# --------------------------------------------------------------------------- the facts vocabulary
+
+
+def _estimate_report(**overrides):
+    from diagnostics.estimate import EstimateReport
+
+    data = {
+        "function": "train_step", "compile_seconds": 1.5,
+        "target": {"generation": "v5e", "topology": "v5e:2x2", "hbm_bytes": 16 * GiB, "devices": 4,
+                   "devices_used": 4, "device_kind": "TPU v5 lite", "libtpu_version": "0.0.0"},
+        "fits": False, "argument_bytes": 6 * GiB, "output_bytes": 2 * GiB, "temp_bytes": 12 * GiB,
+        "alias_bytes": 0, "generated_code_bytes": MiB, "total_bytes": 20 * GiB + MiB,
+        "headroom_bytes": -(4 * GiB + MiB),
+        "top_buffers": [{"bytes": 9 * GiB, "unpadded_bytes": 8 * GiB, "padding_bytes": GiB,
+                         "shape": "f32[129,1024]{1,0:T(8,128)}", "kind": "temp",
+                         "source": "model.py:10"}],
+        "padding": {"waste_bytes": 3 * GiB},
+        "donation": {"checked": True, "savings_bytes": 2 * GiB},
+        "host_callbacks": [{"kind": "debug_print", "source": "model.py:20"}],
+        "replicated_arguments": [{"path": "params['w']", "bytes": GiB, "shape": "f32[16384,16384]",
+                                  "devices": 4}],
+    }
+    data.update(overrides)
+    return EstimateReport.model_validate(data)
+
+
+def _profile_report():
+    from diagnostics.profile import ProfileReport
+
+    return ProfileReport.model_validate({
+        "backend": "cpu", "calls": 4, "baseline_bytes": 0,
+        "live_bytes_per_call": [MiB, 2 * MiB, 3 * MiB, 4 * MiB], "peak_bytes": 4 * MiB,
+        "peak_call": 4, "growth_bytes_per_call": MiB,
+        "leak_suspects": [{"shape": "(256, 1024)", "dtype": "float32", "count": 4, "bytes": 4 * MiB,
+                           "count_per_call": [1, 2, 3, 4], "source": "step.py:12 (step)"}],
+        "call_seconds": [0.01] * 4, "trace_dir": "/tmp/trace",
+        "xprof_command": "xprof --logdir=/tmp/trace --port=6006",
+    })
+
+
+def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(catalogue):
+    from api.evidence import facts_from
+    from diagnostics.parse import parse_error
+    from kb.remedies import check_facts
+
+    logs = [
+        "Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G.",
+        "TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage 174.10G, exceeding available bytes: 95.74G",
+        "Allocation (size=107374182400) would exceed memory (size=17179869184) :: #allocation7 "
+        "[shape = 'u8[327680,327680]{1,0:T(8,128)(4,1)}', space=hbm, size = 0xffffffffffffffff]",
+        "Error allocating device buffer: Attempting to allocate 8.00M. That was not possible. "
+        "There are 6.43M free.; (0x0x1_HBM0)",
+        "Ran out of memory in memory space vmem while allocating on stack for %k = bf16[8] "
+        'custom-call(%p), custom_call_target="tpu_custom_call"',
+        "Out of memory while trying to allocate 214748364800 bytes.",
+    ]
+    fact_sets = [facts_from(parse_error(log)) for log in logs]
+    fact_sets += [facts_from(None, _estimate_report()), facts_from(None, _profile_report())]
+    seen: set[str] = set()
+    for facts in fact_sets:
+        undeclared = set(facts) - set(catalogue.facts)
+        assert not undeclared, f"facts.yaml does not declare {sorted(undeclared)}"
+        check_facts(catalogue, facts)
+        seen |= set(facts)
+    # the evidence that drives the evidence remedies really reaches the catalogue
+    assert {"tensorcore_bytes", "sparsecore_bytes", "largest_allocation_fraction", "free_fraction",
+            "padding_waste_fraction", "donation_savings_bytes", "host_callback_count",
+            "replicated_argument_count", "custom_call_target", "growth_bytes_per_call",
+            "leak_suspect_count"} <= seen
+
+
+def test_an_estimate_that_does_not_fit_gets_remedies_from_its_own_numbers(catalogue):
+    from api.evidence import facts_from
+
+    facts = facts_from(None, _estimate_report())
+    ids = chosen_ids(catalogue, facts, facts["category"])
+    assert {"hbm-host-callback", "hbm-replicated-arguments", "hbm-donation-measured",
+            "hbm-padding-measured"} <= set(ids)
+    text = remedy_text(catalogue, catalogue.remedy("hbm-donation-measured"), facts, "es", format_bytes)
+    assert "2.00 GiB" in text
