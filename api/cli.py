@@ -76,8 +76,12 @@ def search_command(
         print(response.model_dump_json(indent=2))
         return
     table = Table(title=f"{len(response.results)} results ({response.query_language} query)")
-    for col in ("#", "guide", "section", "lang", "score", "passage"):
-        table.add_column(col, overflow="fold")
+    table.add_column("#", no_wrap=True)
+    table.add_column("guide", no_wrap=True)
+    table.add_column("section", overflow="fold", max_width=28)
+    table.add_column("lang", no_wrap=True)
+    table.add_column("score", no_wrap=True)
+    table.add_column("passage", overflow="fold", ratio=1)
     for r in response.results:
         snippet = " ".join(r.text.split())
         table.add_row(str(r.rank), r.doc_id, r.section_title, r.language, f"{r.score:.4f}",

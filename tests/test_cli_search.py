@@ -39,7 +39,7 @@ def test_search_language_filter_keeps_only_that_guide_language():
 
 
 def test_human_output_lists_rank_guide_and_score():
-    res = runner.invoke(app, ["search", "Memory Viewer XProf", "-k", "2"])
+    res = runner.invoke(app, ["search", "xprof --logdir --port=6006", "-k", "2"])
     assert res.exit_code == 0, res.output
     assert "xprof-debug-oom" in res.stdout
 

@@ -61,10 +61,15 @@ def test_an_index_from_another_model_is_refused(index_copy, embedder):
         ensure_index(index_dir=index_copy, embedder=embedder)
 
 
-def test_oomkb_index_rebuilds_a_damaged_index(index_copy, embedder):
+def test_oomkb_index_rebuilds_a_damaged_index(index_copy, embedder, tmp_path):
+    from indexer.guides import default_docs_dir
+
+    docs = tmp_path / "docs"  # one guide keeps the full re-embedding short
+    docs.mkdir()
+    shutil.copy(default_docs_dir() / "scoped-vmem-oom.md", docs)
     vectors = _generation(index_copy) / VECTORS
     vectors.write_bytes(b"\0" * 10)
-    stats = build(index_dir=index_copy, embedder=embedder)
+    stats = build(index_dir=index_copy, docs_dir=docs, embedder=embedder)
     assert stats.previous_index_problem and "truncated" in stats.previous_index_problem
     assert load_index(index_copy).manifest.count == stats.items
 

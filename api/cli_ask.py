@@ -1,0 +1,72 @@
+"""`oomkb ask`: the assistant on the command line (same object as REST and Slack)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+from rich.console import Console
+from rich.markdown import Markdown
+
+from api.boundary import EXIT_USAGE, fail, user_errors
+
+
+def _read_text(path: Path, what: str) -> str:
+    if str(path) == "-":
+        return sys.stdin.buffer.read().decode("utf-8", "replace")
+    if not path.exists():
+        fail(f"{what} file not found: {path}", EXIT_USAGE)
+    if path.is_dir():
+        fail(f"{what} path is a folder, not a file: {path}", EXIT_USAGE)
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        fail(f"cannot read {what} file {path}: {exc.strerror or exc}", EXIT_USAGE)
+
+
+def _read_report(path: Path):
+    from api.schemas import EstimateReport, ProfileReport
+
+    text = _read_text(path, "report")
+    try:
+        return TypeAdapter(EstimateReport | ProfileReport).validate_json(text)
+    except ValidationError:
+        fail(f"{path} is not the JSON of `oomkb estimate --json` or `oomkb profile --json`",
+             EXIT_USAGE)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ask")
+    def ask_command(
+        question: Annotated[str, typer.Argument(help="your question, in any language")] = "",
+        log: Annotated[Optional[Path], typer.Option("--log", help="error log file (- for stdin)")] = None,
+        report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile")] = None,
+        lang: Annotated[Optional[str], typer.Option("--lang", help="answer language")] = None,
+        index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    ) -> None:
+        """Ask the assistant; paste your error with --log for a diagnosis with your numbers."""
+        from api.assistant import load_assistant
+        from api.schemas import AskRequest
+
+        question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        error_log = _read_text(log, "log") if log else None
+        parsed_report = _read_report(report) if report else None
+        try:
+            request = AskRequest(question=question, error_log=error_log, report=parsed_report,
+                                 language=lang)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            fail(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}", EXIT_USAGE)
+        with user_errors():
+            response = load_assistant(index_dir=index).ask(request)
+        if as_json:
+            print(response.model_dump_json(indent=2))
+            return
+        Console().print(Markdown(response.answer))
+
+
+__all__ = ["register"]
