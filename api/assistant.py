@@ -26,10 +26,12 @@ from kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence: the best dense cosine between the question and a section's texts, mapped
 # to 0..1 between these bounds. Below GROUNDED_MIN the guides are taken not to cover the question.
-# Calibrated on tests/data/queries.yaml (on-topic) and tests/data/offtopic.yaml.
+# Calibrated on the 106 on-topic questions of tests/data/queries*.yaml (lowest best cosine 0.850)
+# and the 14 off-topic ones of tests/data/offtopic.yaml (highest 0.835): the cut sits between, at
+# a cosine of 0.842. The margin is thin; an error log that parses always grounds the answer.
 DENSE_FLOOR = 0.80
 DENSE_CEIL = 0.90
-GROUNDED_MIN = 0.35
+GROUNDED_MIN = 0.42
 MAX_CITATIONS = 4
 MAX_CARDS = 2
 QUOTE_CHARS = 260
@@ -191,7 +193,9 @@ class Assistant:
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
-                lines.append(f"- **{c.guide_title} › {c.section_title}** (`{c.citation}`, {c.language})")
+                where = c.guide_title if c.section_title == c.guide_title else (
+                    f"{c.guide_title} › {c.section_title}")
+                lines.append(f"- **{where}** (`{c.citation}`, {c.language})")
                 lines.append("")
                 lines += [f"> {q}" if q else ">" for q in c.quote.split("\n")]
                 lines.append("")

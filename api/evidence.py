@@ -17,7 +17,7 @@ Fact = Union[int, float, str, bool, None]
 _ERROR_FIELDS = (
     "category", "backend", "memory_space", "requested_bytes", "available_bytes", "used_bytes",
     "exceeded_by_bytes", "free_bytes", "tensorcore_bytes", "sparsecore_bytes", "shape",
-    "instruction", "custom_call_target",
+    "instruction", "custom_call_target", "opcode", "largest_free_block_bytes", "error_code",
 )
 
 
@@ -46,6 +46,7 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         if biggest.size_bytes:
             facts["largest_allocation_bytes"] = biggest.size_bytes
             facts["largest_allocation_shape"] = biggest.shape
+            facts["largest_allocation_source"] = biggest.source
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape
@@ -54,8 +55,8 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / capacity, 4)
     if error.free_bytes is not None and error.requested_bytes:
         facts["free_fraction"] = round(error.free_bytes / error.requested_bytes, 4)
-    if error.error_code:
-        facts["error_code"] = error.error_code
+    if error.exceeded_by_bytes and capacity:
+        facts["exceeded_fraction"] = round(error.exceeded_by_bytes / capacity, 4)
 
 
 def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
@@ -66,6 +67,7 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         total_bytes=report.total_bytes,
         hbm_bytes=hbm,
         target_generation=report.target.generation,
+        target_topology=report.target.topology,
         temp_bytes=report.temp_bytes,
         argument_bytes=report.argument_bytes,
         padding_waste_bytes=report.padding.waste_bytes,
@@ -79,12 +81,24 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
     facts.setdefault("used_bytes", report.total_bytes)
     if not report.fits:
         facts.setdefault("exceeded_by_bytes", -report.headroom_bytes)
+        if hbm:
+            facts.setdefault("exceeded_fraction", round(-report.headroom_bytes / hbm, 4))
+    if report.padding.items:
+        worst = max(report.padding.items, key=lambda p: p.padding_bytes)
+        facts["padding_worst_shape"] = worst.shape
+    if report.donation.checked and report.donation.candidates:
+        facts["donation_arguments"] = ", ".join(c.argument for c in report.donation.candidates)
+    if report.host_callbacks:
+        facts["host_callback_kind"] = report.host_callbacks[0].kind
+    if report.replicated_arguments:
+        facts["replicated_argument_path"] = max(report.replicated_arguments, key=lambda a: a.bytes).path
     if report.total_bytes > 0:
         facts["padding_waste_fraction"] = round(report.padding.waste_bytes / report.total_bytes, 4)
     if report.top_buffers:
         biggest = max(report.top_buffers, key=lambda b: b.bytes)
         facts["largest_allocation_bytes"] = max(biggest.bytes, int(facts.get("largest_allocation_bytes") or 0))
         facts.setdefault("largest_allocation_shape", biggest.shape)
+        facts.setdefault("largest_allocation_source", biggest.source)
         if hbm:
             facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / hbm, 4)
     sourced = [c for c in report.host_callbacks if c.source]
@@ -93,7 +107,9 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
 
 
 def _profile_facts(report: ProfileReport, facts: dict[str, Fact]) -> None:
+    facts.setdefault("backend", report.backend)
     facts.update(
+        profile_calls=report.calls,
         growth_bytes_per_call=report.growth_bytes_per_call,
         leak_suspect_count=len(report.leak_suspects),
         peak_bytes=report.peak_bytes,
