@@ -14,8 +14,8 @@ from pathlib import Path
 
 from api.evidence import facts_from
 from api.schemas import (
-    AskRequest, AskResponse, Citation, DiagnoseRequest, GuideInfo, GuideSection,
-    GuidesResponse, Remedy, SearchRequest,
+    AskRequest, AskResponse, Citation, DiagnoseRequest, EstimateReport, GuideInfo, GuideSection,
+    GuidesResponse, ProfileReport, Remedy, SearchRequest,
 )
 from diagnostics.parse import ParsedError, parse_error
 from diagnostics.units import format_bytes
@@ -33,6 +33,8 @@ DENSE_FLOOR = 0.80
 DENSE_CEIL = 0.90
 GROUNDED_MIN = 0.42
 MAX_CITATIONS = 4
+# The category whose evidence-triggered remedies a report without an error log can trigger.
+REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation"}
 MAX_CARDS = 2
 QUOTE_CHARS = 260
 
@@ -80,6 +82,11 @@ class Assistant:
             diagnosis = pasted if pasted.category != "unknown" else None
         facts = facts_from(diagnosis, req.report)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
+        # A report without an error still carries evidence (a measured donation saving, padding,
+        # leak growth): its category's evidence-triggered remedies apply, general advice does not.
+        evidence_only = category == "unknown" and req.report is not None
+        if evidence_only:
+            category = REPORT_CATEGORY[type(req.report).__name__]
 
         query = self._retrieval_query(question, diagnosis)
         results = self.searcher.search(query, k=5, query_language=language).results if query else []
@@ -88,6 +95,8 @@ class Assistant:
             catalogue_api.choose_remedies(self.catalogue, facts, category)
             if category != "unknown" else []
         )
+        if evidence_only:
+            chosen = [r for r in chosen if r.evidence]
         grounded = bool(chosen) or (confidence >= GROUNDED_MIN and bool(results))
 
         remedies = [
@@ -102,8 +111,10 @@ class Assistant:
             for r in chosen
         ]
         citations = self._citations(remedies, results if grounded else [])
-        answer = self._compose(language, note_key, detected, diagnosis, facts, category, remedies,
-                               results if grounded else [], citations, grounded)
+        note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
+                if note_key else None)
+        answer = self._compose(language, note, diagnosis, facts, req.report,
+                               remedies, results if grounded else [], citations, grounded)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -111,8 +122,7 @@ class Assistant:
             citations=citations,
             grounded=grounded,
             detected_language=detected,
-            language_note=self._msg(note_key, language, language_name=language_name(detected or ""))
-            if note_key else None,
+            language_note=note,
             remedies=remedies,
             confidence=round(confidence, 3),
             facts=facts,
@@ -163,13 +173,13 @@ class Assistant:
             )
         return out
 
-    def _compose(self, language, note_key, detected, diagnosis, facts, category, remedies,
-                 results, citations, grounded) -> str:
+    def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
+                 grounded) -> str:
         lines: list[str] = []
-        if note_key:
-            lines += [f"_{self._msg(note_key, language, language_name=language_name(detected or ''))}_", ""]
-        if diagnosis is not None or facts.get("category"):
-            line = catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
+        if note:
+            lines += [f"_{note}_", ""]
+        line = self._diagnosis_line(diagnosis, facts, report, language)
+        if line:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if not grounded:
             lines.append(self._msg("not_covered", language))
@@ -202,6 +212,21 @@ class Assistant:
         if diagnosis is None and not facts:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
+
+    def _diagnosis_line(self, diagnosis, facts, report, language) -> str | None:
+        """The error's one-line diagnosis; for a report without an error, its summary."""
+        if diagnosis is not None or facts.get("category"):
+            return catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
+        if isinstance(report, EstimateReport):
+            return self._msg("estimate_fits", language, target=report.target.topology,
+                             total=format_bytes(report.total_bytes),
+                             hbm=format_bytes(report.target.hbm_bytes),
+                             headroom=format_bytes(report.headroom_bytes))
+        if isinstance(report, ProfileReport):
+            return self._msg("profile_summary", language, calls=report.calls,
+                             peak=format_bytes(report.peak_bytes),
+                             growth_per_call=format_bytes(report.growth_bytes_per_call))
+        return None
 
     def _msg(self, key: str, language: str, **values) -> str:
         return catalogue_api.message(self.catalogue, key, language, **values)

@@ -87,10 +87,17 @@ def is_supported(code: str) -> bool:
     return code in LANGUAGES
 
 
-def language_name(code: str, in_language: str | None = None) -> str:
-    """English name of `code`, or its own name when `in_language == code`."""
-    english, native = LANGUAGES.get(code, (code, code))
-    return native if in_language == code else english
+def language_name(code: str, in_language: str = "en") -> str:
+    """The name of language `code` written in `in_language` (Babel's CLDR data), e.g.
+    language_name("it") == "Italian", language_name("it", "ja") == "イタリア語"; the code itself
+    when CLDR does not know it."""
+    from babel import Locale, UnknownLocaleError
+
+    try:
+        name = Locale.parse(code.replace("-", "_")).get_display_name(in_language)
+    except (UnknownLocaleError, ValueError, TypeError):
+        return code
+    return name or code
 
 
 def strip_code(text: str) -> str:
