@@ -22,6 +22,7 @@ from diagnostics.units import format_bytes
 from kb import remedies as catalogue_api
 from kb.errors import QueryError
 from kb.language import FALLBACK, detect_language, is_supported, language_name
+from kb.live import LiveIndex
 from kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence: the best dense cosine between the question and a section's texts, mapped
@@ -42,9 +43,15 @@ QUOTE_CHARS = 260
 class Assistant:
     """Answers questions; holds the loaded search index and the remedy catalogue."""
 
-    def __init__(self, searcher: Searcher, catalogue=None):
-        self.searcher = searcher
+    def __init__(self, index: Searcher | LiveIndex, catalogue=None):
+        self.live = index if isinstance(index, LiveIndex) else None
+        self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or catalogue_api.load_catalogue()
+
+    @property
+    def searcher(self) -> Searcher:
+        """The current searcher (a serving process follows `oomkb index` runs elsewhere)."""
+        return self.live.searcher() if self.live is not None else self._fixed
 
     # -- the four operations of the API ---------------------------------------------------
 
@@ -89,7 +96,8 @@ class Assistant:
             category = REPORT_CATEGORY[type(req.report).__name__]
 
         query = self._retrieval_query(question, diagnosis)
-        results = self.searcher.search(query, k=5, query_language=language).results if query else []
+        searcher = self.searcher
+        results = searcher.search(query, k=5, query_language=language).results if query else []
         confidence = _confidence(results)
         chosen = (
             catalogue_api.choose_remedies(self.catalogue, facts, category)
@@ -110,7 +118,7 @@ class Assistant:
             )
             for r in chosen
         ]
-        citations = self._citations(remedies, results if grounded else [])
+        citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, facts, req.report,
@@ -150,7 +158,9 @@ class Assistant:
             parts.append(diagnosis.message[:600])
         return "\n".join(parts).strip()
 
-    def _citations(self, remedies: list[Remedy], results: list[SearchResult]) -> list[Citation]:
+    @staticmethod
+    def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult]
+                   ) -> list[Citation]:
         seen: set[str] = set()
         out: list[Citation] = []
         by_cite = {r.citation: r for r in results}
@@ -159,7 +169,7 @@ class Assistant:
                 continue
             seen.add(cite)
             doc_id, _, section_id = cite.partition("#")
-            guide = self.searcher.guides.get(doc_id)
+            guide = searcher.guides.get(doc_id)
             section = guide.section(section_id) if guide else None
             if guide is None or section is None:
                 continue
@@ -259,7 +269,9 @@ def _quote(text: str, limit: int = QUOTE_CHARS) -> str:
 
 def load_assistant(index_dir: Path | None = None, docs_dir: Path | None = None,
                    progress: bool = False) -> Assistant:
-    """Load the model and index once (building the index on first use) and the catalogue."""
+    """Load the model and index once (building the index on first use) and the catalogue; the
+    assistant then follows new index generations written by `oomkb index`."""
     from kb.search import open_searcher
 
-    return Assistant(open_searcher(index_dir=index_dir, docs_dir=docs_dir, progress=progress))
+    searcher = open_searcher(index_dir=index_dir, docs_dir=docs_dir, progress=progress)
+    return Assistant(LiveIndex(searcher, index_dir=index_dir, docs_dir=docs_dir))
