@@ -107,17 +107,14 @@ class Assistant:
             chosen = [r for r in chosen if r.evidence]
         grounded = bool(chosen) or (confidence >= GROUNDED_MIN and bool(results))
 
-        remedies = [
-            Remedy(
-                id=r.id,
-                text=catalogue_api.remedy_text(self.catalogue, r, facts, language, format_bytes),
-                cite=r.cite,
-                flags=r.flags,
-                apis=r.apis,
-                triggered_by_evidence=r.evidence,
-            )
-            for r in chosen
-        ]
+        remedies = []
+        for r in chosen:
+            try:
+                text = catalogue_api.remedy_text(self.catalogue, r, facts, language, format_bytes)
+            except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
+                continue
+            remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
+                                   triggered_by_evidence=r.evidence))
         citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
@@ -224,7 +221,14 @@ class Assistant:
         return "\n".join(lines).strip() + "\n"
 
     def _diagnosis_line(self, diagnosis, facts, report, language) -> str | None:
-        """The error's one-line diagnosis; for a report without an error, its summary."""
+        """The error's one-line diagnosis; for a report without an error, its summary; None
+        when the evidence lacks a value the line needs (e.g. a report with blank fields)."""
+        try:
+            return self._diagnosis_text(diagnosis, facts, report, language)
+        except catalogue_api.MissingValue:
+            return None
+
+    def _diagnosis_text(self, diagnosis, facts, report, language) -> str | None:
         if diagnosis is not None or facts.get("category"):
             return catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
         if isinstance(report, EstimateReport):
