@@ -71,6 +71,7 @@ ENV_VARS: dict[str, str] = {
     "slack_signing_secret": "SLACK_SIGNING_SECRET",
     "slack_bot_user_id": "SLACK_BOT_USER_ID",
     "slack_api_url": "SLACK_API_URL",
+    "torch_threads": "OOMKB_TORCH_THREADS",
 }
 
 
@@ -93,6 +94,11 @@ class Settings(BaseModel):
     slack_signing_secret: SecretStr | None = None
     slack_bot_user_id: str | None = Field(default=None, description="the bot's own user id, if known")
     slack_api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
+    torch_threads: int = Field(
+        default=1, ge=1, le=256,
+        description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
+        "in parallel threads, and more threads per request oversubscribe the cores",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

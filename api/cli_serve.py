@@ -47,8 +47,15 @@ def serve_command(
         settings = Settings.from_env(host=host, port=port, index_dir=index, docs_dir=docs)
     except SettingsError as exc:
         fail(str(exc), EXIT_USAGE)
-    logging.basicConfig(level=log_level.upper() if log_level != "trace" else "DEBUG",
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    import torch
+
+    # Parallelism comes from serving requests in parallel threads; several intra-op threads per
+    # request on top of that make every request wait for descheduled threads (measured: on 2
+    # cores shared with one busy process, /v1/ask took ~1.6 s with 2 threads, ~70 ms with 1).
+    torch.set_num_threads(settings.torch_threads)
+    level = "DEBUG" if log_level.lower() == "trace" else log_level.upper()
+    logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("oomkb").setLevel(level)
     app = create_app(settings)
     shown = f"[{host}]" if ":" in host else host
     console = Console(stderr=True)

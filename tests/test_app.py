@@ -335,3 +335,15 @@ def test_settings_come_from_the_environment_and_bad_values_name_the_variable():
     assert s.enable_estimate and s.port == 9000 and not s.slack_enabled
     with pytest.raises(SettingsError, match="OOMKB_PORT"):
         Settings.from_env({"OOMKB_PORT": "eighty"})
+
+
+def test_serve_command_is_registered_and_rejects_a_bad_port():
+    from typer.testing import CliRunner
+
+    from api.cli import app as cli
+
+    runner = CliRunner()
+    assert "serve" in runner.invoke(cli, ["--help"]).output
+    result = runner.invoke(cli, ["serve", "--port", "70000"])
+    assert result.exit_code == 2
+    assert "--port must be between 0 and 65535" in result.output
