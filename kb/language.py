@@ -130,7 +130,8 @@ def detect_language(text: str) -> Detection:
         confident_other = bool(guesses) and guesses[0][0] not in LANGUAGES and guesses[0][1] >= 0.9
         if hits > second and not (confident_other and hits < 2):
             return Detection(language=code, detected=code, supported=True, method="words")
-    if not guesses:
+    if not guesses or len(words) <= 2 and guesses[0][0] not in LANGUAGES:
+        # One or two words ("help", "vmem limit") carry too little to call a language unsupported.
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
     top_code, _ = guesses[0]
     if top_code in LANGUAGES:

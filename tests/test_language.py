@@ -1,0 +1,62 @@
+"""Language detection: script first, then langdetect on the prose without pasted code and errors."""
+
+import pytest
+
+from kb.language import SUPPORTED, detect_language, language_name, strip_code
+
+
+@pytest.mark.parametrize(
+    "text, lang",
+    [
+        ("How do I fix a compile-time HBM OOM?", "en"),
+        ("كيف أصلح خطأ نفاد الذاكرة؟", "ar"),
+        ("मेमोरी खत्म होने की गड़बड़ी कैसे ठीक करें?", "hi"),
+        ("Как исправить нехватку памяти?", "ru"),
+        ("什么是 Vmem？", "zh"),
+        ("Como corrigir o erro de falta de memória?", "pt"),
+        ("¿Cómo soluciono el error de memoria insuficiente?", "es"),
+        ("メモリ不足エラーを直すには？", "ja"),
+        ("Wie behebe ich den Speicherfehler?", "de"),
+        ("Comment corriger l'erreur de mémoire insuffisante ?", "fr"),
+        ("메모리 부족 오류를 어떻게 고치나요?", "ko"),
+    ],
+)
+def test_each_supported_language_is_detected(text, lang):
+    assert detect_language(text).language == lang
+
+
+def test_a_pasted_english_error_does_not_turn_a_russian_question_english():
+    text = ("Почему падает компиляция?\nXlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in "
+            "memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G.")
+    assert detect_language(text).language == "ru"
+
+
+def test_a_portuguese_question_full_of_flags_stays_portuguese():
+    text = "Como ajusto --xla_tpu_scoped_vmem_limit_kib e vmem_limit_bytes no meu kernel?"
+    assert detect_language(text).language == "pt"
+
+
+def test_short_questions_with_technical_tokens_are_decided_by_function_words():
+    assert detect_language("What does --xla_tpu_scoped_vmem_limit_kib do?").language == "en"
+    assert detect_language("O que é VMEM?").language == "pt"
+
+
+def test_an_unsupported_language_falls_back_to_english_and_says_what_it_saw():
+    d = detect_language("Come posso risolvere un errore di memoria esaurita sulla TPU?")
+    assert (d.language, d.detected, d.supported) == ("en", "it", False)
+
+
+def test_a_word_or_two_is_not_called_an_unsupported_language():
+    assert detect_language("help").supported
+    assert detect_language("").language == "en"
+
+
+def test_strip_code_removes_code_logs_and_identifiers():
+    prose = strip_code("Why does `jax.jit(f, donate_argnums=0)` fail?\nTraceback (most recent call last):")
+    assert "donate_argnums" not in prose and "Traceback" not in prose and "Why" in prose
+
+
+def test_language_names_come_from_cldr_in_the_answer_language():
+    assert language_name("it") == "Italian"
+    assert language_name("it", "ja") == "イタリア語"
+    assert len(SUPPORTED) == 11
