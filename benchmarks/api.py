@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,48 +26,8 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
-
-QUESTIONS: list[dict] = [
-    {"question": "How do I fix a compile-time HBM out-of-memory error on TPU?"},
-    {"question": "Как найти утечку памяти и отследить время жизни тензоров на TPU?"},
-    {"question": "编译时 HBM 内存不足 E1000 应该怎么解决？"},
-    {"question": "كيف أستخدم عارض الذاكرة في XProf لتصحيح أخطاء نفاد الذاكرة؟"},
-    {"question": "TPU पर रनटाइम बफ़र आवंटन त्रुटि को कैसे ठीक करें?"},
-    {"question": "¿Cómo soluciono un error de memoria VMEM con alcance en mi kernel de Pallas?"},
-    {"question": "Why did this fail?",
-     "error_log": "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
-                  "space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G."},
-    {"question": "Was bedeutet dieser Fehler?",
-     "error_log": "ValueError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
-                  "allocate 8.00M. That was not possible. There are 6.43M free.; (0x0x1_HBM0)"},
-    {"question": "Que faire ?",
-     "error_log": "Ran out of memory in memory space vmem while allocating on stack for "
-                  "%my-custom-kernel = bf16[2048,4096]{1,0} custom-call(...)"},
-]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    idx = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
-    return values[idx]
-
-
-def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--host", HOST, "--port", str(port),
-         "--log-level", "warning"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from live_server import HOST, QUESTIONS, LiveServer, percentile  # noqa: E402
 
 
 def cold_start(base: str, proc: subprocess.Popen, started: float, timeout_s: float) -> dict:
@@ -166,26 +123,17 @@ def main() -> None:
     if args.requests < 1 or min(args.concurrency) < 1:
         ap.error("--requests and --concurrency must be positive")
 
-    port = free_port()
-    base = f"http://{HOST}:{port}"
-    log_path = Path(tempfile.mkstemp(prefix="oomkb-bench-server-", suffix=".log")[1])
-    started = time.monotonic()
-    proc = start_server(port, log_path)
+    server = LiveServer(log_level="warning").start()
+    base = server.base_url
     try:
-        cold = cold_start(base, proc, started, args.start_timeout)
+        cold = cold_start(base, server.proc, server.started, args.start_timeout)
         warm = load(base, args.warmup, 1)
         runs = [load(base, args.requests, c) for c in args.concurrency]
     except BaseException:
-        sys.stderr.write(log_path.read_text(errors="replace")[-3000:])
+        sys.stderr.write(server.log_tail())
         raise
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        server.stop()
     print(json.dumps({
         "endpoint": "POST /v1/ask",
         "server": f"oomkb serve (uvicorn) on {HOST}",
@@ -196,7 +144,7 @@ def main() -> None:
         "warmup_requests": warm["requests"],
         "load": runs,
     }, indent=2))
-    log_path.unlink(missing_ok=True)
+    server.log_path.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
