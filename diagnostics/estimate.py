@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 from diagnostics import tpu
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import ParsedError, parse_error
-from diagnostics.sandbox import Limits, resolve_program, run_job, user_location
+from diagnostics.sandbox import Limits, job_value, resolve_program, run_job, user_location
 from diagnostics.units import format_bytes
 
 __all__ = [
@@ -268,6 +268,7 @@ def estimate_program(
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
+    what = f"the estimate of {program_spec.path.name}:{program_spec.name}"
     result = run_job(
         "diagnostics.estimate:estimate_job",
         {
@@ -279,9 +280,9 @@ def estimate_program(
         },
         timeout_s=timeout_s,
         limits=limits,
-        what=f"the estimate of {program_spec.path.name}:{program_spec.name}",
+        what=what,
     )
-    return EstimateReport.model_validate(result.value)
+    return job_value(result, EstimateReport, what)
 
 
 def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -346,8 +347,8 @@ def _call_factory(factory: Callable[..., Any], devices: list[Any]):
         )
     try:
         produced = factory(**call_kwargs)
-    except DiagnosticsError:
-        raise
+    except (DiagnosticsError, MemoryError):
+        raise  # the sandbox reports a MemoryError with the memory limit it hit
     except Exception as err:
         where = user_location(err)
         at = f" at {where}" if where else ""
@@ -494,7 +495,7 @@ def _trace(jitted: Any, args: tuple, kwargs: dict, name: str, device: Any) -> An
         with jax.default_device(device), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return jitted.trace(*args, **kwargs)
-    except DiagnosticsError:
+    except (DiagnosticsError, MemoryError):
         raise
     except Exception as err:
         where = user_location(err)

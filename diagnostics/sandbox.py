@@ -10,6 +10,9 @@ Two ideas live here, both about a user's ``FILE.py:NAME``:
   limits, a private temporary working directory, an environment without secrets, and bounded
   capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
   crash, a ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
+  The caller makes itself non-dumpable and the child drops its capabilities (Linux), so the child
+  cannot read the caller's secrets through ``/proc/<pid>/environ`` or ptrace either; whatever the
+  child leaves running in its process group is killed when it ends.
 
 The child imports nothing of the caller's: every job starts from a clean interpreter (and, for
 TPU compiles, sets libtpu's variables before jax is imported).
@@ -33,11 +36,12 @@ import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.units import format_bytes
 
 __all__ = [
     "JobCrashed",
@@ -49,10 +53,12 @@ __all__ = [
     "ProgramExited",
     "ProgramLoadError",
     "ProgramNameError",
+    "ProgramOutOfMemory",
     "ProgramSpec",
     "ProgramSpecError",
     "SandboxError",
     "clean_environment",
+    "job_value",
     "load_program_object",
     "resolve_program",
     "run_job",
@@ -105,6 +111,10 @@ class JobFailed(SandboxError):
     def __init__(self, message: str, *, detail: str = "") -> None:
         super().__init__(message)
         self.detail = detail
+
+
+class ProgramOutOfMemory(JobFailed):
+    """The program's allocation failed (MemoryError), usually at the child's address-space limit."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,8 +200,8 @@ def load_program_object(program: ProgramSpec | str) -> Any:
         ) from None
     except BaseException as err:  # noqa: BLE001 - anything the user's module raises
         sys.modules.pop(module_name, None)
-        if isinstance(err, KeyboardInterrupt):
-            raise
+        if isinstance(err, (KeyboardInterrupt, MemoryError)):
+            raise  # a MemoryError is reported as such by the job's child (with its limit)
         where = _user_frame(err.__traceback__, path) or path.name
         raise ProgramLoadError(
             f"importing {path.name} failed at {where}: {type(err).__name__}: {err}"
@@ -231,6 +241,23 @@ class JobResult(BaseModel):
     stdout_truncated_bytes: int = 0
     stderr_truncated_bytes: int = 0
     wall_seconds: float
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def job_value(result: JobResult, model: type[_Model], what: str = "the program") -> _Model:
+    """The job's value validated as ``model``; a malformed one (a user's program can write the
+    result file itself) is a :class:`JobFailed`, not a crash of the caller."""
+    try:
+        return model.model_validate(result.value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+        raise JobFailed(
+            f"{what} returned a malformed {model.__name__} ({exc.error_count()} problem(s); "
+            f"{where}: {first.get('msg', 'invalid')})"
+        ) from None
 
 
 # Environment names that look like credentials: never handed to a user's program.
@@ -316,12 +343,19 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parent.parent)
 
 
+#: The limits this process runs under when it is a job's child (for the messages it writes).
+_CHILD_LIMITS: Limits | None = None
+
+
 def _apply_limits(limits: Limits) -> None:
     """Set the child's own resource limits (done in the child: no fork-time hook is needed)."""
+    global _CHILD_LIMITS
+    _CHILD_LIMITS = limits
     if limits.cpu_seconds is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
     if limits.memory_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash writes no core file
 
 
 def run_job(
@@ -357,6 +391,7 @@ def run_job(
             "from diagnostics.sandbox import _child_main; _child_main()",
             job, str(payload_path), str(result_path), limits.model_dump_json(),
         ]
+        _hide_this_process()
         started = time.monotonic()
         proc = subprocess.Popen(
             command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL,
@@ -367,12 +402,11 @@ def run_job(
         err = _BoundedCapture(proc.stderr, limits.output_bytes)
         timed_out = False
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _wait_unreaped(proc, timeout_s)
         finally:
-            if proc.poll() is None or timed_out:
-                _kill_group(proc)
+            # The child is dead or still running but not yet reaped, so its process group id
+            # cannot have been reused: kill whatever it left behind (or itself, on a timeout).
+            _kill_group(proc)
             for capture in (out, err):
                 capture.thread.join(timeout=5)
             for stream in (proc.stdout, proc.stderr):
@@ -388,7 +422,7 @@ def run_job(
             )
         record = _read_result(result_path)
         if record is None:
-            raise _crash_error(proc.returncode, stderr, what)
+            raise _crash_error(proc.returncode, stderr, what, limits)
         if not record.get("ok"):
             raise _error_from_record(record.get("error") or {}, what)
         return JobResult(
@@ -399,6 +433,53 @@ def run_job(
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait until the child exits, leaving it unreaped (a zombie); False when time runs out."""
+    if not hasattr(os, "waitid"):  # pragma: no cover - not Linux
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # already reaped
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+
+
+_hidden = False
+
+
+def _hide_this_process() -> None:
+    """Make this process non-dumpable (Linux), once, before it starts a user's program.
+
+    Other processes of the same user, the child included, then can neither read this process's
+    ``/proc/<pid>/environ`` (where the service's own secrets live) nor attach to it with ptrace
+    to read its memory. The child itself is dumpable again after its ``exec``.
+    """
+    global _hidden
+    if _hidden or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0:
+            _hidden = True
+    except (OSError, AttributeError):  # pragma: no cover - no prctl
+        pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -426,17 +507,40 @@ def _read_result(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _crash_error(returncode: int | None, stderr: str, what: str) -> JobCrashed:
+# A fatal glog line ("F1129 21:49:57.858700 11091 file.cc:309] message") and native messages that
+# mean an allocation failed.
+_GLOG_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ \S+\] (?P<message>.+)$")
+_OUT_OF_MEMORY = re.compile(r"Cannot allocate memory|std::bad_alloc|\bout of memory\b", re.IGNORECASE)
+
+
+def _last_words(stderr: str) -> str:
+    """The most telling line of a crashed child's stderr: a fatal log line, else the last line."""
+    lines = [ln.strip() for ln in stderr.strip()[-20000:].splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if match := _GLOG_FATAL.match(line):
+            return match["message"]
+    for line in reversed(lines):
+        if line.startswith("Fatal Python error"):
+            return line
+    return lines[-1] if lines else ""
+
+
+def _crash_error(returncode: int | None, stderr: str, what: str,
+                 limits: Limits | None = None) -> JobCrashed:
     tail = stderr.strip()[-2000:]
-    last = next((ln for ln in reversed(tail.splitlines()) if ln.strip()), "")
-    said = f"; its last words: {last.strip()[:300]}" if last else ""
+    last = _last_words(stderr)
+    said = f"; its last words: {last[:300]}" if last else ""
     if returncode is not None and returncode < 0:
         name = _signal_name(-returncode)
         hint = _SIGNAL_HINTS.get(name, "stopped by a signal")
-        return JobCrashed(
-            f"{what} crashed: {name} ({hint}){said}",
-            exit_status=returncode, signal_name=name, stderr_tail=tail,
-        )
+        message = f"{what} crashed: {name} ({hint}){said}"
+        if limits is not None and limits.memory_bytes is not None and _OUT_OF_MEMORY.search(stderr):
+            message += (f"; it seems to have run out of memory under the sandbox's limit of "
+                        f"{format_bytes(limits.memory_bytes)} of address space")
+        if name == "SIGXCPU" and limits is not None and limits.cpu_seconds is not None:
+            message = (f"{what} was stopped: it used more than its limit of {limits.cpu_seconds} s "
+                       f"of CPU time ({name})")
+        return JobCrashed(message, exit_status=returncode, signal_name=name, stderr_tail=tail)
     return JobCrashed(
         f"{what} exited with status {returncode} before finishing{said}",
         exit_status=returncode, stderr_tail=tail,
@@ -517,10 +621,22 @@ def _describe_exception(exc: BaseException) -> dict[str, Any]:
                 f"the program called sys.exit({exc.code!r}){at} instead of returning"
             )
         elif isinstance(exc, MemoryError):
-            record["message"] = f"the program ran out of host memory (MemoryError){at}"
+            record["class"] = f"{ProgramOutOfMemory.__module__}:{ProgramOutOfMemory.__qualname__}"
+            record["diagnostics"] = True
+            record["message"] = _out_of_memory_message(exc, at)
+            record["attributes"] = {"detail": record["traceback"]}
         else:
             record["message"] = f"{cls.__name__}: {exc}{at}"
     return record
+
+
+def _out_of_memory_message(exc: BaseException, at: str) -> str:
+    said = f": {exc}" if str(exc) else ""
+    message = f"the program ran out of host memory (MemoryError{said}){at}"
+    limit = _CHILD_LIMITS.memory_bytes if _CHILD_LIMITS else None
+    if limit:
+        message += f"; the sandbox limits it to {format_bytes(limit)} of address space"
+    return message
 
 
 def _write_json_atomic(path: Path, record: Mapping[str, Any]) -> None:
@@ -545,10 +661,51 @@ def call_program_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"result": result}
 
 
+def _drop_privileges() -> None:
+    """In the child, before any user code (Linux, best effort): no new privileges through exec, and
+    no capabilities, so even a child running as root cannot read the non-dumpable parent's
+    ``/proc/<pid>/environ`` or trace it, nor regain capabilities by running a program."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_no_new_privs, pr_capbset_drop = 38, 24
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0)
+        if not any(int(v, 16) for v in _capability_sets().values()):
+            return  # an ordinary user: nothing to drop
+        for capability in range(64):
+            libc.prctl(pr_capbset_drop, capability, 0, 0, 0)
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        linux_capability_version_3 = 0x20080522
+        libc.capset(ctypes.byref(Header(linux_capability_version_3, 0)), (Data * 2)())
+    except (OSError, AttributeError):  # pragma: no cover - no prctl/capset
+        pass
+
+
+def _capability_sets() -> dict[str, str]:
+    """This process's capability sets from /proc (hex masks by name), empty when unknown."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: v.strip() for k, _, v in (ln.partition(":") for ln in lines)
+            if k in {"CapInh", "CapPrm", "CapEff", "CapAmb"}}
+
+
 def _child_main() -> None:
     """Entry point of the child: ``job payload.json result.json limits-json`` on the command line."""
     job, payload_path, result_path, limits_json = sys.argv[1:5]
     _apply_limits(Limits.model_validate_json(limits_json))
+    _drop_privileges()
     try:
         payload = json.loads(Path(payload_path).read_text("utf-8"))
         module_name, func_name = job.split(":", 1)
