@@ -423,6 +423,20 @@ _ERRORS = {
 }
 
 
+#: What POST /v1/estimate answers besides 200: the program's own faults are 400, a program the
+#: sandbox had to stop (timeout, CPU or memory limit, crash) is 422.
+ESTIMATE_ERRORS = {
+    400: {"model": ErrorResponse, "description": "the program or the target cannot be used: a syntax "
+          "or import error, no such factory, the factory raised or called sys.exit, JAX could not "
+          "trace or compile it, an unknown TPU generation or topology (the message says which)"},
+    403: {"model": ErrorResponse, "description": "disabled on this server"},
+    422: {"model": ErrorResponse, "description": "invalid JSON or fields; or the program was stopped "
+          "by the sandbox: over the wall-clock timeout, over the CPU-time or memory (address-space) "
+          "limit, or killed by a signal such as a segmentation fault or an abort"},
+    429: {"model": ErrorResponse, "description": "another estimate is running"},
+}
+
+
 def create_app(
     settings: Settings | None = None,
     assistant: Assistant | None = None,
@@ -479,14 +493,21 @@ def create_app(
 
     @app.post(
         "/v1/estimate", response_model=EstimateReport, tags=["diagnostics"],
-        responses={**_ERRORS, 403: {"model": ErrorResponse, "description": "disabled on this server"},
-                   429: {"model": ErrorResponse, "description": "another estimate is running"}},
+        responses={**_ERRORS, **ESTIMATE_ERRORS},
     )
     def estimate(body: EstimateRequest, request: Request) -> Any:
-        """Estimate the TPU HBM a program needs (off unless the operator enables it)."""
+        """Estimate the TPU HBM a program needs (off unless the operator enables it).
+
+        The program runs in a child process with a wall-clock timeout, CPU-time and address-space
+        limits, a private working folder and no secrets in its environment."""
+        from diagnostics.sandbox import JobCrashed, JobTimeout, ProgramOutOfMemory
+
         if not settings.enable_estimate:
             return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
-        return run_estimate(body, settings, request.app.state.estimate_gate)
+        try:
+            return run_estimate(body, settings, request.app.state.estimate_gate)
+        except (JobTimeout, JobCrashed, ProgramOutOfMemory) as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=422)
 
     @app.get("/healthz", tags=["probes"])
     def healthz() -> dict[str, str]:
