@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -91,6 +92,12 @@ def main() -> None:
             report["quality_heldout"][name] = {"queries": m.queries, "recall_at_1": m.recall_at_1,
                                                "recall_at_3": m.recall_at_3, "mrr": m.mrr}
 
+        # Latency as the server runs it: one torch thread per request (OOMKB_TORCH_THREADS), which
+        # also keeps it steady when the machine is busy; the builds above used torch's default.
+        import torch
+
+        threads = int(os.environ.get("OOMKB_TORCH_THREADS") or 1)
+        torch.set_num_threads(threads)
         shipped = searchers[True]
         for lq in queries:  # warm-up
             shipped.search(lq.q)
@@ -101,6 +108,8 @@ def main() -> None:
                 shipped.search(lq.q)
                 times.append((time.perf_counter() - t) * 1000)
         report["search_latency_ms"] = {
+            "torch_threads": threads,
+            "load_average_1min": round(os.getloadavg()[0], 2),
             "n": len(times),
             "p50": round(statistics.median(times), 2),
             "p99": round(_percentile(times, 99), 2),
