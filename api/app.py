@@ -20,14 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import (
     AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
-    ParsedError, SearchRequest, SearchResponse,
+    JsonRequest, ParsedError, SearchRequest, SearchResponse,
 )
 
 if TYPE_CHECKING:
@@ -321,6 +323,18 @@ def _validation_detail(errors: list[dict[str, Any]]) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
+def _unreadable_body_detail(cause: BaseException) -> str:
+    """Why a request body could not be parsed as JSON, in a sentence."""
+    if isinstance(cause, UnicodeDecodeError):
+        return (f"the request body is not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at "
+                f"position {cause.start}); send JSON encoded as UTF-8")
+    if isinstance(cause, RecursionError):
+        return "the request body is not usable JSON: its arrays or objects are nested too deeply"
+    if "integer string conversion" in str(cause):
+        return "the request body is not usable JSON: a number in it has too many digits"
+    return "the request body is not valid JSON"
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     from api.boundary import EXIT_USAGE, known_errors
 
@@ -330,6 +344,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         brief = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
                  for e in errors[:20]]
         return JSONResponse({"detail": _validation_detail(errors), "errors": brief}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI answers a body its JSON parser gave up on with a bare "There was an error
+        # parsing the body"; say what was wrong with it instead.
+        if exc.status_code == 400 and isinstance(exc.__cause__, (ValueError, RecursionError)):
+            return JSONResponse({"detail": _unreadable_body_detail(exc.__cause__)}, status_code=400)
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(NotReady)
     async def not_ready(request: Request, exc: NotReady) -> JSONResponse:
@@ -364,10 +386,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 # POST /v1/estimate
 
 
-class EstimateRequest(BaseModel):
+class EstimateRequest(JsonRequest):
     """A Python program whose factory is estimated on a TPU generation (CONTRACT `estimate`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
                         description="the program's Python source; it defines the factory")
@@ -518,7 +538,11 @@ def create_app(
     def readyz() -> JSONResponse:
         """Readiness: 200 once the model and the index are loaded."""
         if holder.assistant is not None:
-            return JSONResponse({"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2)})
+            body = {"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2)}
+            live = holder.assistant.live
+            if live is not None:  # which index generation answers, and whether it is stale
+                body["index"] = live.refresh().model_dump()
+            return JSONResponse(body)
         status = "failed" if holder.error else "loading"
         return JSONResponse({"status": status, "detail": holder.error or "loading the model and the index"},
                             status_code=503)
