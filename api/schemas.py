@@ -3,9 +3,12 @@ output, Slack and the tests."""
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+import re
+from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, model_validator,
+)
 
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
@@ -15,16 +18,54 @@ from kb.search import SearchResponse, SearchResult
 MAX_QUESTION_CHARS = 20_000
 MAX_ERROR_LOG_CHARS = 1_000_000
 
+LANGUAGE_CODE_PATTERN = r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$"
+_LANGUAGE_CODE = re.compile(LANGUAGE_CODE_PATTERN)
+
+
+def _language_code(value: str) -> str:
+    if len(value) > 35 or not _LANGUAGE_CODE.match(value):
+        raise ValueError(f"{value[:40]!r} is not a language code; give an ISO 639 code such as "
+                         "en, zh, pt or pt-BR")
+    return value
+
+
 LanguageCode = Annotated[
     str,
-    StringConstraints(pattern=r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$", max_length=35),
+    AfterValidator(_language_code),
+    WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
+_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport])
+_MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
-class AskRequest(BaseModel):
+
+def _json_numbers(value: Any, depth: int = 0) -> Any:
+    """A copy of parsed JSON with integral floats as ints: JSON has one kind of number, and JSON
+    Schema counts 2.0 as the integer 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if depth < _MAX_NUMBER_DEPTH:
+        if isinstance(value, dict):
+            return {k: _json_numbers(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [_json_numbers(v, depth + 1) for v in value]
+    return value
+
+
+class JsonRequest(BaseModel):
+    """A request body, read strictly: a JSON value of the wrong type is refused, never converted
+    (`"5"` or `true` is not a count, `1` is not `true`); unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_kind_of_number(cls, data: Any) -> Any:
+        return _json_numbers(data)
+
+
+class AskRequest(JsonRequest):
     """A question, optionally with a pasted error log and an estimate or profile report."""
-
-    model_config = ConfigDict(extra="forbid")
 
     question: str = Field(max_length=MAX_QUESTION_CHARS,
                           description="the question, in any language (may be empty when an error log is given)")
@@ -38,6 +79,14 @@ class AskRequest(BaseModel):
         description="answer language (en, ar, hi, ru, zh, pt, es, ja, de, fr, ko); detected "
         "from the question when absent; other languages are answered in English",
     )
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _report_exactly_typed(cls, value: Any) -> Any:
+        """A report sent as JSON is read as strictly as the request around it."""
+        if isinstance(value, dict):
+            return _REPORT.validate_python(value, strict=True)
+        return value
 
 
 class Citation(BaseModel):
@@ -82,17 +131,13 @@ class AskResponse(BaseModel):
     )
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchRequest(JsonRequest):
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=5, ge=1, le=50)
     language: LanguageCode | None = Field(default=None, description="only guides in this language")
 
 
-class DiagnoseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DiagnoseRequest(JsonRequest):
     error_log: str = Field(max_length=MAX_ERROR_LOG_CHARS)
 
 
@@ -120,7 +165,7 @@ class ErrorResponse(BaseModel):
 
 
 __all__ = [
-    "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest", "SearchResponse",
+    "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest", "SearchResponse",
     "SearchResult", "DiagnoseRequest", "ParsedError", "GuideInfo", "GuideSection",
     "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport",
 ]
