@@ -107,11 +107,13 @@ class Searcher:
             raise QueryError(f"k must be between 1 and {MAX_K}, got {k}")
         if mode not in MODES:
             raise QueryError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
-        if language is not None and language not in self.languages:
-            raise QueryError(
-                f"no guide is written in language {language!r}; guides exist in "
-                f"{', '.join(self.languages)}"
-            )
+        if language is not None:
+            asked, language = language, _base_language(language)
+            if language not in self.languages:
+                raise QueryError(
+                    f"no guide is written in language {asked!r}; guides exist in "
+                    f"{', '.join(self.languages)}"
+                )
         qlang = query_language or detect_language(query).language
         weights = MODES[mode]
         use_cards = mode != "dense" and mode != "lexical"
@@ -225,6 +227,11 @@ class Searcher:
             if item.kind == "chunk" and (item.doc_id, item.section) == key:
                 return item
         raise QueryError(f"section {key[0]}#{key[1]} has no passage in the index")
+
+
+def _base_language(code: str) -> str:
+    """The primary language subtag of a code, lower-cased: `ZH` and `zh-Hant-TW` are `zh`."""
+    return code.strip().lower().replace("_", "-").split("-")[0]
 
 
 def open_searcher(
