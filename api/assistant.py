@@ -88,6 +88,7 @@ class Assistant:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
         facts = facts_from(diagnosis, req.report)
+        shown = _user_text_as_code(facts)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
         # leak growth): its category's evidence-triggered remedies apply, general advice does not.
@@ -110,7 +111,7 @@ class Assistant:
         remedies = []
         for r in chosen:
             try:
-                text = catalogue_api.remedy_text(self.catalogue, r, facts, language, format_bytes)
+                text = catalogue_api.remedy_text(self.catalogue, r, shown, language, format_bytes)
             except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
                 continue
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
@@ -118,7 +119,7 @@ class Assistant:
         citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
-        answer = self._compose(language, note, diagnosis, facts, req.report,
+        answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, results if grounded else [], citations, grounded)
         return AskResponse(
             language=language,
@@ -232,7 +233,7 @@ class Assistant:
         if diagnosis is not None or facts.get("category"):
             return catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
         if isinstance(report, EstimateReport):
-            return self._msg("estimate_fits", language, target=report.target.topology,
+            return self._msg("estimate_fits", language, target=_as_code(report.target.topology),
                              total=format_bytes(report.total_bytes),
                              hbm=format_bytes(report.target.hbm_bytes),
                              headroom=format_bytes(report.headroom_bytes))
@@ -244,6 +245,24 @@ class Assistant:
 
     def _msg(self, key: str, language: str, **values) -> str:
         return catalogue_api.message(self.catalogue, key, language, **values)
+
+
+# Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
+# user's log or report and is shown as code.
+_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space"})
+
+
+def _as_code(text: str) -> str:
+    """`text` as a one-line Markdown code span: nothing in it reads as markup, a link or a mention
+    on the web page or in Slack; blank text stays blank (so it still counts as missing)."""
+    text = " ".join(str(text).split()).replace("`", "'")
+    return f"`{text}`" if text else text
+
+
+def _user_text_as_code(facts: dict) -> dict:
+    """The facts as shown in an answer: text that came from the user as code spans."""
+    return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS else v
+            for k, v in facts.items()}
 
 
 def _confidence(results: list[SearchResult]) -> float:
