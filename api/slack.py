@@ -361,7 +361,9 @@ def _ack_command(ack, command) -> None:
 
 
 def _notice(text: str) -> tuple[list[dict[str, Any]], str]:
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": escape_mrkdwn(text)}}], text
+    """A one-section reply; the text is escaped in the block and in the notification text alike."""
+    text = escape_mrkdwn(text)
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}], text
 
 
 def _signed_by_slack(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
