@@ -341,7 +341,7 @@ def profile_program(
     ``logdir`` (a new temporary directory when None). A missing file or name, an import error,
     a raising function, a crash or a timeout raise a ``DiagnosticsError`` with a clear message.
     """
-    from diagnostics.sandbox import resolve_program, run_job
+    from diagnostics.sandbox import job_value, resolve_program, run_job
 
     program = resolve_program(spec)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -362,7 +362,7 @@ def profile_program(
         if created and logdir_path.is_dir() and not any(logdir_path.iterdir()):
             logdir_path.rmdir()  # leave no empty directory behind a failed run
         raise
-    return ProfileReport.model_validate(result.value)
+    return job_value(result, ProfileReport)
 
 
 def _make_logdir(logdir: str | os.PathLike | None) -> Path:
