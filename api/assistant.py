@@ -79,7 +79,9 @@ class Assistant:
         log = (req.error_log or "").replace("\x00", " ")
         if not question and not log.strip() and req.report is None:
             raise QueryError("ask a question, paste an error log, or attach a report")
-        language, detected, note_key = self._language(req.language, question or log)
+        # Only the question tells the asker's language: a pasted log is English (or noise) whoever
+        # pastes it, so a log without a question is answered in English unless asked otherwise.
+        language, detected, note_key = self._language(req.language, question)
 
         diagnosis = None
         if log.strip():

@@ -27,6 +27,29 @@ def _read_text(path: Path, what: str) -> str:
         fail(f"cannot read {what} file {path}: {exc.strerror or exc}", EXIT_USAGE)
 
 
+def _fit_log(text: str) -> str:
+    """A log within the request limit: the part around the OOM message the parser finds (logs
+    of training runs are long; the error is what matters), else the end of the log."""
+    from api.schemas import MAX_ERROR_LOG_CHARS
+    from diagnostics.parse import parse_error
+
+    if len(text) <= MAX_ERROR_LOG_CHARS:
+        return text
+    lines = text.splitlines(keepends=True)
+    found = parse_error(text).line
+    centre = (found - 1) if found else len(lines) - 1
+    start = end = centre
+    size = len(lines[centre]) if lines else 0
+    while size < MAX_ERROR_LOG_CHARS // 2 and (start > 0 or end < len(lines) - 1):
+        if start > 0:
+            start -= 1
+            size += len(lines[start])
+        if end < len(lines) - 1:
+            end += 1
+            size += len(lines[end])
+    return "".join(lines[start : end + 1])[-MAX_ERROR_LOG_CHARS:]
+
+
 def _read_report(path: Path):
     from api.schemas import EstimateReport, ProfileReport
 
@@ -53,7 +76,7 @@ def register(app: typer.Typer) -> None:
         from api.schemas import AskRequest
 
         question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        error_log = _read_text(log, "log") if log else None
+        error_log = _fit_log(_read_text(log, "log")) if log else None
         parsed_report = _read_report(report) if report else None
         try:
             request = AskRequest(question=question, error_log=error_log, report=parsed_report,
