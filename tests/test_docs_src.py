@@ -1,7 +1,8 @@
 """The five source guides in docs_src/ are faithful Markdown versions of the received seeds.
 
 These tests read the real files: the Markdown guides in ``docs_src/`` and the plain-text seeds they
-were made from (``/work/shared/seeds`` unless ``OOMKB_SEEDS_DIR`` points elsewhere). The tests that
+were made from (``shared/seeds`` beside the checkout, else ``/work/shared/seeds``, unless ``OOMKB_SEEDS_DIR``
+points elsewhere). The tests that
 compare against the seeds are skipped, with the reason, where the seeds are not present.
 """
 
@@ -18,7 +19,8 @@ from markdown_it import MarkdownIt
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DOCS_DIR = REPO_ROOT / "docs_src"
-SEEDS_DIR = Path(os.environ.get("OOMKB_SEEDS_DIR", "/work/shared/seeds"))
+_BESIDE = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # shared/ beside the checkout
+SEEDS_DIR = Path(os.environ.get("OOMKB_SEEDS_DIR") or (_BESIDE if _BESIDE.is_dir() else "/work/shared/seeds"))
 
 # doc_id -> (language, seed file), as fixed by CONTRACT.md and the seeds' README.
 GUIDES: dict[str, tuple[str, str]] = {
