@@ -47,3 +47,19 @@ def user_errors():
             if isinstance(exc, cls):
                 fail(str(exc), code)
         raise
+
+
+def check_png_path(path) -> None:
+    """Refuse a `--plot` name that is not a PNG before any work is done."""
+    if path is not None and path.suffix.lower() != ".png":
+        fail(f"--plot writes a PNG image; give a file name ending in .png, not {path.name}")
+
+
+def draw_or_fail(draw, report, path) -> None:
+    """Draw `report` to `path` with `draw`, turning a write failure into a message."""
+    if path is None:
+        return
+    try:
+        draw(report, path)
+    except OSError as exc:
+        fail(f"cannot write the plot to {path}: {exc.strerror or exc}")

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.boundary import EXIT_USAGE, fail, user_errors
+from api.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
     "Estimate the TPU HBM that FILE.py:FACTORY needs, per device, with the real XLA:TPU compiler "
@@ -58,8 +58,7 @@ def estimate_command(
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     if top < 1:
         fail(f"--top must be at least 1, got {top}", EXIT_USAGE)
-    if plot is not None and plot.suffix.lower() != ".png":
-        fail(f"--plot writes a PNG image; give a file name ending in .png, not {plot.name}")
+    check_png_path(plot)
     if not as_json:
         Console(stderr=True).print(f"compiling {escape(program)} for {escape(tpu)} ...")
     with user_errors():
@@ -70,10 +69,7 @@ def estimate_command(
     if plot is not None:
         from diagnostics.plot import plot_estimate
 
-        try:
-            plot_estimate(report, plot)
-        except OSError as exc:
-            fail(f"cannot write the plot to {plot}: {exc.strerror or exc}")
+        draw_or_fail(plot_estimate, report, plot)
     if as_json:
         print(report.model_dump_json(indent=2))
         return

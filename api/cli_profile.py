@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.boundary import EXIT_USAGE, fail, user_errors
+from api.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PROFILE_HELP = (
     "Profile the live memory of FILE.py:FUNC on the local backend (CPU, GPU or TPU).\n\n"
@@ -51,8 +51,7 @@ def profile_command(
         fail(f"--repeat must be at least 1, got {repeat}", EXIT_USAGE)
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
-    if plot is not None and plot.suffix.lower() != ".png":
-        fail(f"--plot writes a PNG image; give a file name ending in .png, not {plot.name}")
+    check_png_path(plot)
     err = Console(stderr=True)
     if not as_json:
         err.print(f"profiling {escape(target)} ({repeat} calls) ...")
@@ -61,10 +60,7 @@ def profile_command(
     if plot is not None:
         from diagnostics.plot import plot_profile
 
-        try:
-            plot_profile(report, plot)
-        except OSError as exc:
-            fail(f"cannot write the plot to {plot}: {exc.strerror or exc}")
+        draw_or_fail(plot_profile, report, plot)
     if as_json:
         print(report.model_dump_json(indent=2))
         return
