@@ -10,7 +10,8 @@ import textwrap
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import ESTIMATE_DISABLED, Settings, SettingsError, create_app
+from api.http.app import ESTIMATE_DISABLED, create_app
+from api.settings import Settings, SettingsError
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
 CITATION_KEYS = {"doc_id", "section", "language", "quote"}
@@ -184,7 +185,7 @@ def test_two_mib_chunked_body_without_content_length_is_refused_with_413(client)
 
 
 def test_a_lying_small_content_length_does_not_let_a_big_body_through():
-    from api.app import BodyLimitMiddleware
+    from api.http.app import BodyLimitMiddleware
     import asyncio
 
     seen: list[int] = []

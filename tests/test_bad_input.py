@@ -22,8 +22,10 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 from typer.testing import CliRunner
 
-from api.app import AssistantHolder, Settings, create_app
-from api.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
+from api.http.app import create_app
+from api.http.holder import AssistantHolder
+from api.settings import Settings
+from api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, block_text, mention, post_event
 from tests.test_web_browser import browser, page, server_url  # noqa: F401 - fixtures
 
@@ -353,7 +355,7 @@ def test_a_slack_mention_with_markup_is_answered_without_live_markup(assistant, 
 
 
 def test_the_web_page_script_builds_the_page_from_text_nodes_only():
-    script = re.sub(r"^\s*//.*$", "", (ROOT / "api/static/app.js").read_text(), flags=re.MULTILINE)
+    script = re.sub(r"^\s*//.*$", "", (ROOT / "api/http/static/app.js").read_text(), flags=re.MULTILINE)
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
                  "new Function", "createContextualFragment", "href"):
         assert sink not in script, f"app.js uses {sink}: server or user text could become markup"

@@ -310,7 +310,7 @@ def test_plot_estimate_draws_a_png_for_a_program_that_does_not_fit(oom_report, p
 
 @pytest.fixture(scope="module")
 def cli():
-    from api.cli_estimate import register
+    from api.cli.estimate import register
 
     app = typer.Typer()
     register(app)

@@ -20,7 +20,8 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 
-from api.app import Settings, create_app
+from api.http.app import create_app
+from api.settings import Settings
 
 # (method, path) → examples per generation mode. /v1/ask embeds every question (the costly call),
 # so it gets fewer; operations without inputs have a single possible request.

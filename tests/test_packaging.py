@@ -17,7 +17,7 @@ def test_the_wheel_ships_every_data_file_the_code_reads(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = [p.relative_to(ROOT).as_posix() for pattern in (
         "docs_src/*.md", "kb/cards/*.yaml", "kb/catalogue/*.yaml", "diagnostics/*.yaml",
-        "api/static/*",
+        "api/http/static/*",
     ) for p in ROOT.glob(pattern)]
     assert len(expected) >= 5 + 5 + 4 + 2 + 3
     assert not [e for e in expected if e not in names]

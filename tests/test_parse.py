@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from api import cli_diagnose
+from api.cli import diagnose as cli_diagnose
 from diagnostics.exceptions import LogReadError, SignatureCatalogueError
 from diagnostics.parse import CATEGORIES, ParsedError, load_signatures, parse_error, read_log
 

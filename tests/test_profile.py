@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from api.cli_profile import register
+from api.cli.profile import register
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.profile import ProfileError, growth_per_call, profile_callable, resolve_target
 from diagnostics.sandbox import load_program_object, resolve_program

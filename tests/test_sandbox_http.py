@@ -18,7 +18,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import Settings, create_app
+from api.http.app import create_app
+from api.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402

@@ -19,8 +19,9 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
-from api.app import Settings, create_app
-from api.slack import (
+from api.http.app import create_app
+from api.settings import Settings
+from api.http.slack import (
     SECTION_CHARS, SeenEvents, answer_blocks, markdown_to_mrkdwn, question_from_slack, split_sections,
 )
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from api.app import Settings, create_app
+from api.http.app import create_app
+from api.settings import Settings
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from api.boundary import EXIT_USAGE, fail, user_errors
+from api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 app = typer.Typer(
     name="oomkb",
@@ -93,11 +93,11 @@ def _register_optional_commands() -> None:
     """Commands that live in their own modules (diagnostics, assistant, server)."""
     import importlib
 
-    for name in ("cli_diagnose", "cli_estimate", "cli_profile", "cli_ask", "cli_serve"):
+    for name in ("diagnose", "estimate", "profile", "ask", "serve"):
         try:
-            module = importlib.import_module(f"api.{name}")
+            module = importlib.import_module(f"api.cli.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"api.{name}":
+            if exc.name == f"api.cli.{name}":
                 continue
             raise
         module.register(app)

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.markdown import Markdown
 
-from api.boundary import EXIT_USAGE, fail, user_errors
+from api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
 def _read_text(path: Path, what: str) -> str:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from api.boundary import EXIT_USAGE, fail
+from api.cli.boundary import EXIT_USAGE, fail
 
 SERVE_HELP = (
     "Run the HTTP service: the REST API (/v1/ask, /v1/search, /v1/diagnose, /v1/docs), the web "
@@ -36,7 +36,8 @@ def serve_command(
     """Serve the REST API, the web page and Slack with uvicorn."""
     import uvicorn
 
-    from api.app import Settings, SettingsError, create_app
+    from api.http.app import create_app
+    from api.settings import Settings, SettingsError
 
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}", EXIT_USAGE)

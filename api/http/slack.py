@@ -33,7 +33,8 @@ from slack_sdk import WebClient
 from api.schemas import AskRequest, AskResponse
 
 if TYPE_CHECKING:
-    from api.app import AssistantHolder, Settings
+    from api.http.holder import AssistantHolder
+    from api.settings import Settings
 
 log = logging.getLogger("oomkb.slack")
 
@@ -310,8 +311,8 @@ class SlackBot:
 
     def reply(self, text: str) -> tuple[list[dict[str, Any]], str]:
         """(blocks, fallback text) answering a Slack message's text."""
-        from api.app import NotReady
-        from api.boundary import known_errors
+        from api.http.holder import NotReady
+        from api.cli.boundary import known_errors
 
         try:
             assistant = self.holder.require()

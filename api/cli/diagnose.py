@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from api.boundary import EXIT_USAGE, fail
+from api.cli.boundary import EXIT_USAGE, fail
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import ParsedError, decode_log, parse_error, read_log
 from diagnostics.units import format_bytes

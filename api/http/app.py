@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import tempfile
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +22,11 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.http.holder import AssistantHolder, NotReady
+from api.settings import Settings
 from api.schemas import (
     AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
     JsonRequest, ParsedError, SearchRequest, SearchResponse,
@@ -48,159 +48,6 @@ PAGE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# Settings
-
-
-class SettingsError(ValueError):
-    """An environment variable holds a value the service cannot use."""
-
-
-#: Environment variable of each setting.
-ENV_VARS: dict[str, str] = {
-    "host": "OOMKB_HOST",
-    "port": "OOMKB_PORT",
-    "index_dir": "OOMKB_INDEX_DIR",
-    "docs_dir": "OOMKB_DOCS_DIR",
-    "max_body_bytes": "OOMKB_MAX_BODY_BYTES",
-    "enable_estimate": "OOMKB_ENABLE_ESTIMATE",
-    "estimate_timeout_s": "OOMKB_ESTIMATE_TIMEOUT_S",
-    "estimate_memory_bytes": "OOMKB_ESTIMATE_MEMORY_BYTES",
-    "estimate_cpu_seconds": "OOMKB_ESTIMATE_CPU_SECONDS",
-    "slack_bot_token": "SLACK_BOT_TOKEN",
-    "slack_signing_secret": "SLACK_SIGNING_SECRET",
-    "slack_bot_user_id": "SLACK_BOT_USER_ID",
-    "slack_api_url": "SLACK_API_URL",
-    "torch_threads": "OOMKB_TORCH_THREADS",
-}
-
-
-class Settings(BaseModel):
-    """How the service runs; :meth:`from_env` reads it from `OOMKB_*` and `SLACK_*` variables."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    index_dir: Path | None = Field(default=None, description="index folder; default under OOMKB_HOME")
-    docs_dir: Path | None = Field(default=None, description="guides folder; default the built-in ones")
-    max_body_bytes: int = Field(default=MIB, gt=0, description="larger request bodies get 413")
-    enable_estimate: bool = Field(default=False, description="allow POST /v1/estimate (runs user code)")
-    estimate_timeout_s: float = Field(default=120.0, gt=0, description="wall-clock limit of an estimate")
-    estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
-                                              description="address-space limit of the estimate's child")
-    estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
-    slack_bot_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_bot_user_id: str | None = Field(default=None, description="the bot's own user id, if known")
-    slack_api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
-    torch_threads: int = Field(
-        default=1, ge=1, le=256,
-        description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
-        "in parallel threads, and more threads per request oversubscribe the cores",
-    )
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Settings from the environment (empty variables count as unset); `overrides` win.
-
-        Raises :class:`SettingsError` naming the variable when a value is unusable."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for field, var in ENV_VARS.items():
-            raw = environ.get(var, "").strip()
-            if raw:
-                values[field] = raw
-        if "enable_estimate" in values:
-            values["enable_estimate"] = values["enable_estimate"].lower() in {"1", "true", "yes", "on"}
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            problems = []
-            for e in exc.errors():
-                field = str(e["loc"][0]) if e["loc"] else "?"
-                where = ENV_VARS.get(field, field) if field not in overrides else field
-                problems.append(f"{where}: {e['msg']}")
-            raise SettingsError("invalid service settings: " + "; ".join(problems)) from None
-
-    @property
-    def slack_enabled(self) -> bool:
-        return bool(self.slack_bot_token and self.slack_signing_secret
-                    and self.slack_bot_token.get_secret_value()
-                    and self.slack_signing_secret.get_secret_value())
-
-
-# ---------------------------------------------------------------------------------------------
-# The assistant, loaded once
-
-
-class NotReady(Exception):
-    """The model and index are still loading (or failed to load); the message says which."""
-
-
-class AssistantHolder:
-    """Holds the one Assistant of the app; loads it in a background thread on start-up."""
-
-    def __init__(self, settings: Settings, assistant: Assistant | None = None):
-        self.settings = settings
-        self.assistant = assistant
-        self.error: str | None = None
-        self.load_seconds: float | None = 0.0 if assistant is not None else None
-        self.ready = threading.Event()
-        self._finished = threading.Event()  # loading ended, either way
-        if assistant is not None:
-            self.ready.set()
-            self._finished.set()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def start_loading(self) -> None:
-        """Begin loading the assistant unless it is loaded or loading already."""
-        with self._lock:
-            if self.assistant is not None or self._thread is not None:
-                return
-            self._thread = threading.Thread(target=self._load, name="oomkb-load", daemon=True)
-            self._thread.start()
-
-    def _load(self) -> None:
-        from api.assistant import load_assistant
-        from api.boundary import known_errors
-
-        started = time.monotonic()
-        log.info("loading the embedding model and the index ...")
-        try:
-            assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
-        except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
-            if isinstance(exc, tuple(known_errors())):
-                self.error = str(exc)
-                log.error("cannot load the assistant: %s", exc)
-            else:
-                self.error = "the assistant failed to load; see the server log"
-                log.exception("cannot load the assistant")
-            return
-        else:
-            self.assistant = assistant
-            self.load_seconds = time.monotonic() - started
-            self.ready.set()
-            log.info("ready in %.1f s", self.load_seconds)
-        finally:
-            self._finished.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until loading ends; True when the assistant is loaded, False on failure or timeout."""
-        self._finished.wait(timeout)
-        return self.ready.is_set()
-
-    def require(self) -> Assistant:
-        """The loaded assistant, or :class:`NotReady` saying why there is none yet."""
-        if self.assistant is not None:
-            return self.assistant
-        if self.error:
-            raise NotReady(f"the service is not ready: {self.error}")
-        raise NotReady("the service is still loading the model and the index; retry in a few seconds")
 
 
 def get_holder(request: Request) -> AssistantHolder:
@@ -336,7 +183,7 @@ def _unreadable_body_detail(cause: BaseException) -> str:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    from api.boundary import EXIT_USAGE, known_errors
+    from api.cli.boundary import EXIT_USAGE, known_errors
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -556,7 +403,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     if settings.slack_enabled:
-        from api.slack import mount_slack
+        from api.http.slack import mount_slack
 
         mount_slack(app, settings, holder, client=slack_client)
     return app

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
+from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
     "Estimate the TPU HBM that FILE.py:FACTORY needs, per device, with the real XLA:TPU compiler "

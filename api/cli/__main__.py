@@ -1,0 +1,3 @@
+from api.cli.main import main
+
+main()

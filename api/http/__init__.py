@@ -1,0 +1,1 @@
+"""The HTTP service: REST, probes, the web page and the Slack adapter."""

@@ -1,0 +1,81 @@
+"""The one Assistant of a serving process, loaded in a background thread on start-up."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from api.settings import Settings
+
+if TYPE_CHECKING:
+    from api.assistant import Assistant
+
+log = logging.getLogger("oomkb.api")
+
+
+class NotReady(Exception):
+    """The model and index are still loading (or failed to load); the message says which."""
+
+
+class AssistantHolder:
+    """Holds the one Assistant of the app; loads it in a background thread on start-up."""
+
+    def __init__(self, settings: Settings, assistant: Assistant | None = None):
+        self.settings = settings
+        self.assistant = assistant
+        self.error: str | None = None
+        self.load_seconds: float | None = 0.0 if assistant is not None else None
+        self.ready = threading.Event()
+        self._finished = threading.Event()  # loading ended, either way
+        if assistant is not None:
+            self.ready.set()
+            self._finished.set()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start_loading(self) -> None:
+        """Begin loading the assistant unless it is loaded or loading already."""
+        with self._lock:
+            if self.assistant is not None or self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._load, name="oomkb-load", daemon=True)
+            self._thread.start()
+
+    def _load(self) -> None:
+        from api.assistant import load_assistant
+        from api.cli.boundary import known_errors
+
+        started = time.monotonic()
+        log.info("loading the embedding model and the index ...")
+        try:
+            assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
+        except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
+            if isinstance(exc, tuple(known_errors())):
+                self.error = str(exc)
+                log.error("cannot load the assistant: %s", exc)
+            else:
+                self.error = "the assistant failed to load; see the server log"
+                log.exception("cannot load the assistant")
+            return
+        else:
+            self.assistant = assistant
+            self.load_seconds = time.monotonic() - started
+            self.ready.set()
+            log.info("ready in %.1f s", self.load_seconds)
+        finally:
+            self._finished.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until loading ends; True when the assistant is loaded, False on failure or timeout."""
+        self._finished.wait(timeout)
+        return self.ready.is_set()
+
+    def require(self) -> Assistant:
+        """The loaded assistant, or :class:`NotReady` saying why there is none yet."""
+        if self.assistant is not None:
+            return self.assistant
+        if self.error:
+            raise NotReady(f"the service is not ready: {self.error}")
+        raise NotReady("the service is still loading the model and the index; retry in a few seconds")
