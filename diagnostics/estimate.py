@@ -23,7 +23,6 @@ Two ways in:
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import re
@@ -41,7 +40,10 @@ from pydantic import BaseModel, Field
 from diagnostics import tpu
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import ParsedError, parse_error
-from diagnostics.sandbox import Limits, job_value, resolve_program, run_job, user_location
+from diagnostics import program as _program
+from diagnostics.program import FactoryError, resolve_program, user_location
+from diagnostics.program import callable_name as _callable_name
+from diagnostics.sandbox import Limits, job_value, run_job
 from diagnostics.units import format_bytes
 
 __all__ = [
@@ -62,16 +64,11 @@ __all__ = [
     "estimate_program",
 ]
 
-#: Name of the mesh axis when a factory asks for ``mesh``: a 1-D mesh over all devices.
-MESH_AXIS = "data"
+MESH_AXIS = _program.MESH_AXIS
 
 
 # ---------------------------------------------------------------------------------------------
 # Errors
-
-
-class FactoryError(DiagnosticsError, TypeError):
-    """The factory raised, or returned something other than ``(fn, args)``/``(fn, args, kwargs)``."""
 
 
 class TraceError(DiagnosticsError):
@@ -292,11 +289,7 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     os.environ.update(tpu.child_environment(Path(payload["workdir"]) / "tpu_logs"))
     import jax  # noqa: F401 - only now, with libtpu's variables in place
 
-    from diagnostics.sandbox import load_program_object
-
-    factory = load_program_object(str(payload["program"]))
-    if not callable(factory):
-        raise FactoryError(f"{payload['program']} is not a function (a factory must be callable)")
+    factory = _program.load_factory(str(payload["program"]))
     report = estimate_factory(
         factory,
         target=str(payload["generation"]),
@@ -311,72 +304,11 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
 # Factories and arguments
 
 
-def _callable_name(fn: Any) -> str:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return getattr(fn, "__name__", None) or type(fn).__name__
-
-
-def _call_factory(factory: Callable[..., Any], devices: list[Any]):
-    import numpy as np
-    from jax.sharding import Mesh
-
-    name = _callable_name(factory)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = {}
-    call_kwargs: dict[str, Any] = {}
-    mesh = None
-    if "mesh" in params or "devices" in params:
-        mesh = Mesh(np.array(devices), (MESH_AXIS,))
-        if "mesh" in params:
-            call_kwargs["mesh"] = mesh
-        if "devices" in params:
-            call_kwargs["devices"] = list(devices)
-    required = [
-        p.name for p in params.values()
-        if p.default is inspect.Parameter.empty
-        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and p.name not in call_kwargs
-    ]
-    if required:
-        raise FactoryError(
-            f"factory {name} needs arguments ({', '.join(required)}); a factory is called with "
-            "no arguments, or with mesh=/devices= when its signature asks for them"
-        )
-    try:
-        produced = factory(**call_kwargs)
-    except (DiagnosticsError, MemoryError):
-        raise  # the sandbox reports a MemoryError with the memory limit it hit
-    except Exception as err:
-        where = user_location(err)
-        at = f" at {where}" if where else ""
-        raise FactoryError(
-            f"factory {name} raised {type(err).__name__}: {err}{at}"
-        ) from None
-    expected = "a factory must return (fn, args) or (fn, args, kwargs)"
-    if not isinstance(produced, tuple) or len(produced) not in (2, 3):
-        got = type(produced).__name__
-        if isinstance(produced, tuple):
-            got = f"a tuple of {len(produced)}"
-        raise FactoryError(f"factory {name} returned {got}; {expected}")
-    fn, args = produced[0], produced[1]
-    kwargs = produced[2] if len(produced) == 3 else {}
-    if not callable(fn):
-        raise FactoryError(
-            f"factory {name} returned {type(fn).__name__} as fn, not a function; {expected}"
-        )
-    if not isinstance(args, (tuple, list)):
-        raise FactoryError(
-            f"factory {name} returned {type(args).__name__} as args, not a tuple or list; "
-            f"{expected} (write (x,) for one argument)"
-        )
-    if not isinstance(kwargs, Mapping):
-        raise FactoryError(
-            f"factory {name} returned {type(kwargs).__name__} as kwargs, not a dict; {expected}"
-        )
-    return fn, tuple(args), dict(kwargs), mesh
+def _call_factory(factory: Callable[..., Any], devices: list[Any],
+                  kwargs: Mapping[str, Any] | None = None) -> _program.Program:
+    label = f"factory {_callable_name(factory)}"
+    produced, mesh = _program.call_factory(factory, devices=devices, kwargs=kwargs, label=label)
+    return _program.unpack_program(produced, label, mesh)
 
 
 def _is_tpu_sharding(sharding: Any) -> bool:
