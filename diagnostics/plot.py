@@ -70,7 +70,7 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
 
     path = Path(path)
     buffers = list(report.top_buffers[:top_n])
-    rows = max(len(buffers), 1)
+    rows = 1 + len(report.vmem.windows) if report.vmem is not None else max(len(buffers), 1)
     height = 2.5 + 0.55 * rows
     fig = Figure(figsize=(8.0, height), dpi=150)
     FigureCanvasAgg(fig)
@@ -82,16 +82,33 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
         verdict, colour = "fits", "#1b5e20"
         detail = (f"{format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} HBM "
                   f"per device, {format_bytes(report.headroom_bytes)} free")
+    elif report.vmem is not None:
+        verdict, colour = "DOES NOT FIT IN VMEM", "#b71c1c"
+        vmem = report.vmem
+        bound = (f"the {format_bytes(vmem.limit_bytes or 0)} scoped limit"
+                 if vmem.kind == "scoped_limit"
+                 else f"the {format_bytes(vmem.capacity_bytes)} physical VMEM")
+        detail = (f"kernel needs {format_bytes(vmem.used_bytes)} of VMEM, over {bound} by "
+                  f"{format_bytes(vmem.over_by_bytes)} (core: {format_bytes(vmem.capacity_bytes)})")
     else:
         verdict, colour = "DOES NOT FIT", "#b71c1c"
-        detail = (f"needs {format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} "
-                  f"HBM per device, over by {format_bytes(-report.headroom_bytes)}")
+        if report.oom_space not in (None, "hbm"):
+            detail = f"the compile ran out of {report.oom_space.upper()}"
+        elif report.headroom_bytes < 0:
+            detail = (f"needs {format_bytes(report.total_bytes)} of "
+                      f"{format_bytes(target.hbm_bytes)} HBM per device, over by "
+                      f"{format_bytes(-report.headroom_bytes)}")
+        else:
+            detail = (f"the compile ran out of HBM ({format_bytes(report.total_bytes)} assigned "
+                      f"of {format_bytes(target.hbm_bytes)} per device)")
     fig.text(0.01, 0.985, f"{name}: {verdict}", fontsize=12, color=colour, weight="bold",
              va="top")
     fig.text(0.01, 0.985 - 0.3 / fig.get_figheight(), detail, fontsize=10, color=colour,
              va="top")
 
-    if buffers:
+    if report.vmem is not None:
+        _vmem_windows(ax, report.vmem)
+    elif buffers:
         labels = []
         kinds_seen: list[str] = []
         for row, buf in enumerate(buffers):
@@ -139,6 +156,25 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def _vmem_windows(ax, vmem) -> None:
+    """The kernel's VMEM need and its windows as bars, the bound it ran into as a dashed line."""
+    rows = [("kernel total", vmem.used_bytes, KIND_COLOURS["temp"])]
+    for w in vmem.windows:
+        colour = KIND_COLOURS["argument" if w.operand.startswith("input") else "output"]
+        rows.append((f"{w.operand}: {w.window_shape} x{w.buffers}", w.bytes, colour))
+    for row, (_, size, colour) in enumerate(rows):
+        ax.barh(row, size, color=colour, height=0.7)
+        ax.text(size, row, " " + format_bytes(size), va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8.5)
+    ax.invert_yaxis()
+    bound = vmem.limit_bytes if vmem.kind == "scoped_limit" else vmem.capacity_bytes
+    ax.axvline(bound or 0, color="#b71c1c", linestyle="--", linewidth=1)
+    _byte_ticks(ax, max(vmem.used_bytes, bound or 0) * 1.15)
+    ax.set_xlabel("VMEM; dashed: the "
+                  + ("scoped limit" if vmem.kind == "scoped_limit" else "physical VMEM"),
+                  fontsize=9)
 
 
 # ---------------------------------------------------------------------------------------------
