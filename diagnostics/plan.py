@@ -294,7 +294,27 @@ def plan_factory(
                 + _takes(factory)
             )
         default = _default_of(factory, name)
-        base_value = default if isinstance(default, int) and low <= default <= high else high
+        base_value = default if isinstance(default, int) and low <= default <= high else None
+        if base_value is not None:
+            try:
+                call_factory(factory, devices=session.devices(spec), kwargs={name: base_value})
+            except FactoryError:
+                base_value = None
+    label = f"factory {callable_name(factory)}"
+    vary_report = None
+    if vary is not None and base_value is None:
+        # No usable default in range: search first, then estimate at the answer.
+        vary_report = _vary(session, factory, name, low, high, spec, label, {})
+        usable = [p.value for p in vary_report.curve if p.status in ("fits", "does_not_fit", "oom")]
+        base_value = vary_report.largest_fitting if vary_report.largest_fitting is not None else (
+            usable[0] if usable else None)
+        if base_value is None:
+            example = next((p for p in vary_report.curve if p.error), None)
+            raise PlanError(
+                f"--vary {name}={low}..{high}: no value tried could be compiled"
+                + (f" (e.g. {name}={example.value}: {example.error})" if example else "")
+            )
+    if vary is not None:
         extra = {name: base_value}
 
     session.progress(f"compiling the baseline for {spec.topology}")
@@ -302,13 +322,16 @@ def plan_factory(
                                 topology=spec.topology, donation_check=False, top_n=top_n)
     session.compiles += 1
     devices = session.devices(spec)
-    label = f"factory {callable_name(factory)}"
     produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
     program = unpack_program(produced, label, mesh)
 
     fixes: list[FixReport] = []
     warnings: list[str] = []
-    base_total = baseline.total_bytes if baseline.compile_error is None else None
+    # An HBM OOM's total comes from the compiler's buffer assignment at the failure (measured,
+    # code size excluded); a failure in another memory space says nothing about the HBM total.
+    base_total = baseline.total_bytes if (
+        baseline.compile_error is None or (baseline.oom_space == "hbm" and baseline.total_bytes)
+    ) else None
     fixes += _donation_fix(session, program, spec, baseline, base_total)
     if baseline.vmem is not None:
         fixes.append(_vmem_fix(session, program, spec, baseline))
@@ -321,8 +344,7 @@ def plan_factory(
     elif baseline.vmem is not None and baseline.vmem.kind == "capacity":
         fixes += _generation_fix(session, factory, extra, spec, None, label, baseline)
 
-    vary_report = None
-    if vary is not None:
+    if vary is not None and vary_report is None:
         name, low, high = vary
         seed = {extra[name]: _Measured(
             status="fits" if baseline.fits else ("oom" if baseline.compile_error else "does_not_fit"),
@@ -423,6 +445,8 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     note = None
     if measured.status == "error":
         note = f"the compile with donation failed: {measured.error}"
+    elif measured.status == "oom":
+        note = f"with donation the compile still runs out of {(measured.oom_space or 'hbm').upper()}"
     elif base_total is not None and measured.compiled and measured.total_bytes == base_total:
         note = "donation compiles but saves nothing here (XLA already reuses those buffers)"
     return [FixReport(
@@ -531,21 +555,23 @@ def _bigger_grids(spec: tpu.TargetSpec) -> list[str]:
     grid = list(spec.chip_grid)
     grids = []
     for _ in range(MAX_TOPOLOGY_STEPS):
-        axis = min(range(len(grid)), key=lambda i: (grid[i], i))
+        axis = min(range(len(grid)), key=lambda i: (grid[i], -i))
         grid[axis] *= 2
         grids.append("x".join(str(n) for n in grid))
     return grids
 
 
 def _remeasure(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
-               spec: tpu.TargetSpec, label: str) -> _Measured:
+               spec: tpu.TargetSpec, label: str,
+               options: Mapping[str, Any] | None = None) -> _Measured:
     devices = session.devices(spec)
     try:
         produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
         fn, args, kwargs, mesh = unpack_program(produced, label, mesh)
     except FactoryError as err:
         return _Measured(status="factory_error", error=str(err), capacity_bytes=session.hbm(spec))
-    return session.measure(fn, args, kwargs, spec, mesh, what=f"{callable_name(fn)}")
+    return session.measure(fn, args, kwargs, spec, mesh, options=options,
+                           what=f"{callable_name(fn)}")
 
 
 def _topology_fix(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
@@ -605,8 +631,12 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
     tried = []
     for gen in better[:MAX_OTHER_GENERATIONS]:
         other = tpu.resolve_target(gen.name)
+        options = None
+        if baseline.vmem is not None:
+            # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
+            options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
         try:
-            measured = _remeasure(session, factory, extra, other, label)
+            measured = _remeasure(session, factory, extra, other, label, options)
         except DiagnosticsError as err:
             tried.append(f"{gen.name}: {err}")
             continue
@@ -617,7 +647,9 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
                 verified=True, fits=True, total_bytes=measured.total_bytes,
                 saving_bytes=None, capacity_bytes=measured.capacity_bytes,
                 setting={"generation": gen.name, "topology": other.topology},
-                snippet=f"oomkb estimate FILE.py:FACTORY --tpu {gen.name}",
+                snippet=f"oomkb estimate FILE.py:FACTORY --tpu {gen.name}" + (
+                    f"  # with LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib="
+                    f"{options['xla_tpu_scoped_vmem_limit_kib']}" if options else ""),
                 note=(f"per device on {gen.name}: {format_bytes(measured.total_bytes or 0)} of "
                       f"{format_bytes(measured.capacity_bytes)}; tried {', '.join(tried)}"),
                 cite=FIX_CITES["other_generation"], compiles=session.compiles - before,
@@ -755,7 +787,8 @@ def _vary(session: _Session, factory: Callable[..., Any], name: str, low: int, h
     fit_flags = [p.fits for p in curve if p.status != "factory_error" and p.status != "error"]
     if any(not a and b for a, b in zip(fit_flags, fit_flags[1:])):
         monotonic = False
-    boundary = largest is not None and largest + 1 in memo and not memo[largest + 1].fits
+    boundary = (largest is not None and largest + 1 in memo
+                and memo[largest + 1].status in ("does_not_fit", "oom"))
     if largest is not None and not monotonic:
         note = (f"memory does not grow monotonically with {name} (XLA rematerialises when memory "
                 f"is tight): {name}={largest} fits and the next value compiled does not, but "
