@@ -10,6 +10,7 @@ from typing import Union
 
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
+from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
 
 Fact = Union[int, float, str, bool, None]
@@ -23,10 +24,12 @@ _ERROR_FIELDS = (
 
 def facts_from(
     error: ParsedError | None = None,
-    report: EstimateReport | ProfileReport | None = None,
+    report: EstimateReport | ProfileReport | PlanReport | None = None,
 ) -> dict[str, Fact]:
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
+    if isinstance(report, PlanReport):
+        report = report.baseline  # the plan's evidence is its baseline estimate; fixes are shown apart
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error
     if error is not None:

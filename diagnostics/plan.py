@@ -438,7 +438,8 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         parts.append(f"donate_argnums={tuple(positions)!r}")
     if names:
         parts.append(f"donate_argnames={tuple(names)!r}")
-    setting: dict[str, Any] = {"donate_argnums": positions}
+    setting: dict[str, Any] = {"donate_argnums": positions,
+                               "arguments": [c.argument for c in candidates]}
     if names:
         setting["donate_argnames"] = names
     arguments = ", ".join(c.argument for c in candidates)

@@ -376,6 +376,12 @@ def create_app(
         except (JobTimeout, JobCrashed, ProgramOutOfMemory) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
 
+    # POST /v1/plan (api/http/plan.py): the estimate's switch, sandbox, limits and gate.
+    from api.http.plan import mount_plan
+
+    mount_plan(app, settings, gate=app.state.estimate_gate, busy=EstimateBusy,
+               responses={**_ERRORS, **ESTIMATE_ERRORS})
+
     @app.get("/healthz", tags=["probes"])
     def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
