@@ -84,6 +84,7 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         # The kernel's VMEM figures, not the HBM totals: the HBM was not what ran out.
         facts["category"] = "scoped_vmem_oom"
         facts["memory_space"] = "vmem"
+        facts["vmem_exceeded"] = vmem.kind
         facts["requested_bytes"] = vmem.used_bytes
         facts["available_bytes"] = vmem.limit_bytes or vmem.capacity_bytes
         facts["exceeded_by_bytes"] = vmem.over_by_bytes
