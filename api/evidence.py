@@ -88,8 +88,8 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         facts["requested_bytes"] = vmem.used_bytes
         facts["available_bytes"] = vmem.limit_bytes or vmem.capacity_bytes
         facts["exceeded_by_bytes"] = vmem.over_by_bytes
-        if vmem.kernel:
-            facts.setdefault("instruction", vmem.kernel)
+        if vmem.kernel and not facts.get("instruction"):
+            facts["instruction"] = vmem.kernel
         if facts["available_bytes"]:
             facts["exceeded_fraction"] = round(vmem.over_by_bytes / facts["available_bytes"], 4)
     elif getattr(report, "oom_space", None) in (None, "hbm"):
