@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install run test bench clean
+.PHONY: install run test test-quick bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# The edit-run loop: everything but the tests marked slow (under 2 minutes on 2 cores).
+test-quick: install
+	$(BIN)/python -m pytest -m "not slow" -q
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py

@@ -113,7 +113,7 @@ class Remedy(BaseModel):
 
 
 class AskResponse(BaseModel):
-    """The assistant's answer (CONTRACT `ask` shape first)."""
+    """The assistant's answer (the `ask --json` fields first)."""
 
     language: str
     diagnosis: ParsedError | None

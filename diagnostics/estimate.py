@@ -236,7 +236,7 @@ def estimate_factory(
     donation_check: bool = True,
     top_n: int = 10,
 ) -> EstimateReport:
-    """Call ``factory`` (see CONTRACT: returns ``(fn, args[, kwargs])``) and estimate the result.
+    """Call ``factory`` (the program contract: returns ``(fn, args[, kwargs])``) and estimate the result.
 
     A factory with a ``mesh`` parameter gets a 1-D ``jax.sharding.Mesh`` over the target
     topology's devices (axis name ``"data"``); one with ``devices`` gets the list of devices.

@@ -93,9 +93,13 @@ class ProgramExited(SandboxError):
 class JobTimeout(SandboxError, TimeoutError):
     """The child ran longer than its wall-clock limit and was stopped."""
 
+    http_status = 422
+
 
 class JobCrashed(SandboxError):
     """The child died without a result: a signal (abort, segfault, out-of-memory kill) or exit."""
+
+    http_status = 422
 
     def __init__(self, message: str, *, exit_status: int | None = None,
                  signal_name: str | None = None, stderr_tail: str = "") -> None:
@@ -115,6 +119,8 @@ class JobFailed(SandboxError):
 
 class ProgramOutOfMemory(JobFailed):
     """The program's allocation failed (MemoryError), usually at the child's address-space limit."""
+
+    http_status = 422
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,19 +1,25 @@
 """Shared fixtures: the real embedding model and the real index, loaded once per test session.
 
-Tests use the user's oomkb home (so the converted model and the built-in index are reused across
-runs) unless OOMKB_HOME is set; tests that change an index work on a copy in tmp_path.
+Tests never touch the user's own oomkb home: they use `OOMKB_TEST_HOME` if set, else
+`.oomkb/test-home` in the checkout (ignored by git), so the converted model and the built-in index
+are built once and reused across runs. Tests that change an index work on a copy in tmp_path.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-import api  # noqa: F401  (sets libtpu's process defaults before jax is imported)
-
 ROOT = Path(__file__).resolve().parent.parent
+os.environ["OOMKB_HOME"] = os.environ.get("OOMKB_TEST_HOME") or str(ROOT / ".oomkb" / "test-home")
+
+from api import prepare_process
+
+prepare_process()  # libtpu's process defaults and an offline model hub, before jax is imported
+
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
 
 

@@ -9,8 +9,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-EXIT_FAILURE = 1  # the environment is at fault: damaged index, missing model
-EXIT_USAGE = 2  # the input is at fault: empty query, unknown language, missing file
+from oomkb.errors import OomkbError, ServiceError, UserInputError
+
+EXIT_FAILURE = ServiceError.exit_code  # the environment is at fault: damaged index, missing model
+EXIT_USAGE = UserInputError.exit_code  # the input is at fault: empty query, unknown language, missing file
 
 _err = Console(stderr=True)
 
@@ -20,33 +22,13 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
-def known_errors() -> dict[type[BaseException], int]:
-    """Exception classes that carry a message meant for the user, with their exit codes."""
-    from diagnostics.exceptions import DiagnosticsError
-    from indexer.errors import GuideError, IndexerError
-    from indexer.model import ModelError
-    from kb.errors import KnowledgeBaseError, QueryError
-
-    return {
-        QueryError: EXIT_USAGE,
-        GuideError: EXIT_USAGE,
-        DiagnosticsError: EXIT_USAGE,
-        KnowledgeBaseError: EXIT_FAILURE,
-        IndexerError: EXIT_FAILURE,
-        ModelError: EXIT_FAILURE,
-    }
-
-
 @contextlib.contextmanager
 def user_errors():
     """Turn the project's own exceptions into `error: <message>` and a non-zero exit."""
     try:
         yield
-    except Exception as exc:
-        for cls, code in known_errors().items():
-            if isinstance(exc, cls):
-                fail(str(exc), code)
-        raise
+    except OomkbError as exc:
+        fail(str(exc), exc.exit_code)
 
 
 def check_png_path(path) -> None:

@@ -108,6 +108,9 @@ _register_optional_commands()
 
 def main() -> None:
     """Console-script entry point: unexpected failures print one line (set OOMKB_DEBUG=1 for a trace)."""
+    from api import prepare_process
+
+    prepare_process()
     try:
         app()
     except SystemExit:
