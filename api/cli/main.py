@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from api.cli.boundary import EXIT_USAGE, fail, user_errors
+from rich.markup import escape
+
+from api.cli.boundary import EXIT_FAILURE, EXIT_USAGE, fail, missing_extra_message, user_errors
 
 app = typer.Typer(
     name="oomkb",
@@ -118,6 +120,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         raise SystemExit(130)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(exc)
+        if message is None or os.environ.get("OOMKB_DEBUG"):
+            raise
+        err.print(f"[red]error:[/] {escape(message)}")
+        raise SystemExit(EXIT_FAILURE)
     except Exception as exc:  # the edge of the program: report, don't dump
         if os.environ.get("OOMKB_DEBUG"):
             raise
