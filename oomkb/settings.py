@@ -87,11 +87,22 @@ class Settings(StorageSettings):
                                           validation_alias=AliasChoices("slack_bot_user_id", "SLACK_BOT_USER_ID"))
     slack_api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL",
                                validation_alias=AliasChoices("slack_api_url", "SLACK_API_URL"))
+    public_url: str | None = Field(default=None, max_length=500, pattern=r"^https?://",
+                                   description="the URL users reach this server at (absolute citation links, Slack)")
+    db: Path | None = Field(default=None, description="the feedback database (SQLite); default under OOMKB_HOME")
+    store_logs: bool = Field(default=False, description="keep pasted error logs with the recorded answers")
+    retention_days: float | None = Field(default=90, gt=0, description="recorded answers older than this "
+                                         "are deleted")
+    admin_token: SecretStr | None = Field(default=None, description="enables /gaps for the operator")
     torch_threads: int = Field(
         default=1, ge=1, le=256,
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
         "in parallel threads, and more threads per request oversubscribe the cores",
     )
+
+    @property
+    def db_path(self) -> Path:
+        return self.db.expanduser() if self.db is not None else self.home_dir / "oomkb.sqlite"
 
     @property
     def slack_enabled(self) -> bool:

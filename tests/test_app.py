@@ -170,7 +170,7 @@ def test_two_mib_body_with_content_length_is_refused_with_413(client):
     body = json.dumps({"error_log": "x" * (2 * MIB)})
     r = client.post("/v1/diagnose", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 413
-    assert "1 MiB" in r.json()["detail"]
+    assert "1.00 MiB" in r.json()["detail"]
 
 
 def test_two_mib_chunked_body_without_content_length_is_refused_with_413(client):

@@ -25,7 +25,10 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.http.feedback import absolute_links, record_answer, store_for
+from api.http.feedback import router as feedback_router
 from api.http.holder import AssistantHolder, NotReady
+from api.http.pages import router as pages_router
 from api.settings import Settings
 from diagnostics.units import format_bytes
 from oomkb.errors import OomkbError, ServiceError
@@ -322,13 +325,18 @@ def create_app(
     app.state.settings = settings
     app.state.holder = holder
     app.state.estimate_gate = threading.Semaphore(1)
+    app.state.feedback_store = store_for(settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
 
     @app.post("/v1/ask", response_model=AskResponse, responses=_ERRORS, tags=["assistant"])
     def ask(body: AskRequest, assistant: Assistant = Depends(get_assistant)) -> AskResponse:
-        """Answer a question (and/or a pasted error log) in the asker's language, citing the guides."""
-        return assistant.ask(body)
+        """Answer a question (and/or a pasted error log) in the asker's language, citing the guides.
+
+        The answer's metadata is recorded under its `answer_id` for feedback and the gaps report."""
+        answer = absolute_links(assistant.ask(body), settings.public_url)
+        record_answer(app.state.feedback_store, body, answer, source="api")
+        return answer
 
     @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["assistant"])
     def search(body: SearchRequest, assistant: Assistant = Depends(get_assistant)) -> SearchResponse:
@@ -384,6 +392,8 @@ def create_app(
                             headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache",
                                      "X-Content-Type-Options": "nosniff"})
 
+    app.include_router(feedback_router)
+    app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     if settings.slack_enabled:
