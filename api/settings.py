@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -28,6 +28,7 @@ ENV_VARS: dict[str, str] = {
     "estimate_timeout_s": "OOMKB_ESTIMATE_TIMEOUT_S",
     "estimate_memory_bytes": "OOMKB_ESTIMATE_MEMORY_BYTES",
     "estimate_cpu_seconds": "OOMKB_ESTIMATE_CPU_SECONDS",
+    "estimate_sandbox": "OOMKB_ESTIMATE_SANDBOX",
     "slack_bot_token": "SLACK_BOT_TOKEN",
     "slack_signing_secret": "SLACK_SIGNING_SECRET",
     "slack_bot_user_id": "SLACK_BOT_USER_ID",
@@ -51,6 +52,12 @@ class Settings(BaseModel):
     estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
                                               description="address-space limit of the estimate's child")
     estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
+    estimate_sandbox: Literal["bwrap", "none"] = Field(
+        default="bwrap",
+        description="isolation of submitted programs: `bwrap` (bubblewrap: no network, own PID "
+        "namespace, read-only runtime; estimates answer 503 when it is missing) or `none` "
+        "(resource limits only; the README's warning applies)",
+    )
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_bot_user_id: str | None = Field(default=None, description="the bot's own user id, if known")
@@ -72,6 +79,8 @@ class Settings(BaseModel):
             raw = environ.get(var, "").strip()
             if raw:
                 values[field] = raw
+        if "estimate_sandbox" in values:
+            values["estimate_sandbox"] = values["estimate_sandbox"].lower()
         if "enable_estimate" in values:
             values["enable_estimate"] = values["enable_estimate"].lower() in {"1", "true", "yes", "on"}
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -84,6 +93,11 @@ class Settings(BaseModel):
                 where = ENV_VARS.get(field, field) if field not in overrides else field
                 problems.append(f"{where}: {e['msg']}")
             raise SettingsError("invalid service settings: " + "; ".join(problems)) from None
+
+    @property
+    def estimate_isolated(self) -> bool:
+        """Whether submitted programs run in the bubblewrap sandbox."""
+        return self.estimate_sandbox == "bwrap"
 
     @property
     def slack_enabled(self) -> bool:

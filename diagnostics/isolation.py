@@ -118,6 +118,9 @@ def _probe() -> IsolationStatus:
 def _namespace_options() -> list[str]:
     options = [
         "bwrap", "--die-with-parent", "--new-session",
+        # its own user namespace (capabilities there mean nothing on the host) in which no
+        # further user namespace can be made
+        "--unshare-user", "--disable-userns",
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", "oomkb-job",
     ]

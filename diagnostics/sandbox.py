@@ -460,10 +460,10 @@ def run_job(
             # then every process of the job that came back to this subreaper.
             _kill_group(proc)
             _kill_leftovers(proc.pid, token)
-            for capture in (out, err):
+            for capture, stream in ((out, proc.stdout), (err, proc.stderr)):
                 capture.thread.join(timeout=5)
-            for stream in (proc.stdout, proc.stderr):
-                if stream:
+                # closing a pipe that a thread still reads would wait for that read to end
+                if stream and not capture.thread.is_alive():
                     stream.close()
         wall = time.monotonic() - started
         stdout, stdout_dropped = out.text()

@@ -23,6 +23,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def known_errors() -> dict[type[BaseException], int]:
     """Exception classes that carry a message meant for the user, with their exit codes."""
     from diagnostics.exceptions import DiagnosticsError
+    from diagnostics.isolation import IsolationUnavailable
     from indexer.errors import GuideError, IndexerError
     from indexer.model import ModelError
     from kb.errors import KnowledgeBaseError, QueryError
@@ -30,6 +31,7 @@ def known_errors() -> dict[type[BaseException], int]:
     return {
         QueryError: EXIT_USAGE,
         GuideError: EXIT_USAGE,
+        IsolationUnavailable: EXIT_FAILURE,  # before DiagnosticsError: the machine lacks bwrap
         DiagnosticsError: EXIT_USAGE,
         KnowledgeBaseError: EXIT_FAILURE,
         IndexerError: EXIT_FAILURE,
