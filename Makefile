@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: install
+	@if [ -n "$(OOMKB_ENABLE_ESTIMATE)" ] && [ "$(OOMKB_ENABLE_ESTIMATE)" != "0" ] && [ "$(OOMKB_ESTIMATE_SANDBOX)" != "none" ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "note: OOMKB_ENABLE_ESTIMATE is set but bubblewrap is missing, so /v1/estimate will answer 503."; \
+	  echo "      Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"; \
+	  echo "      or accept running submitted programs unisolated with OOMKB_ESTIMATE_SANDBOX=none."; \
+	fi
 	$(BIN)/oomkb index
 	$(BIN)/oomkb serve --host $(HOST) --port $(PORT)
 

@@ -289,11 +289,14 @@ def estimate_program(
     donation_check: bool = False,
     top_n: int = 10,
     limits: Limits | None = None,
+    isolate: bool = False,
 ) -> EstimateReport:
     """Estimate ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
     The target and the file are checked here first, so the common mistakes fail fast; everything
-    that runs the user's code happens in the child, within ``timeout_s``.
+    that runs the user's code happens in the child, within ``timeout_s``. ``isolate=True`` runs
+    the child in the bubblewrap sandbox (see :func:`diagnostics.sandbox.run_job`): it sees the
+    program's folder read-only and nothing else of the machine's files.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -310,6 +313,9 @@ def estimate_program(
         timeout_s=timeout_s,
         limits=limits,
         what=what,
+        isolate=isolate,
+        read_only=[program_spec.path.parent],
+        home_files=[tpu.hbm_cache_path()],
     )
     return job_value(result, EstimateReport, what)
 

@@ -304,8 +304,12 @@ def profile_program(
     repeat: int = 5,
     logdir: str | os.PathLike | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    isolate: bool = False,
 ) -> ProfileReport:
     """Profile the user's ``FILE.py:FUNC`` in a child process on the local backend.
+
+    ``isolate=True`` runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`):
+    it sees the program's folder read-only and the trace folder read-write, and no other files.
 
     FUNC is called once with no arguments (or with ``devices=``/``mesh=`` set to the local
     devices when its signature asks for them). If it returns ``(fn, args)`` or
@@ -332,6 +336,9 @@ def profile_program(
              "logdir": str(logdir_path)},
             timeout_s=timeout_s,
             what=f"the profile of {program.path.name}:{program.name}",
+            isolate=isolate,
+            read_only=[program.path.parent],
+            writable=[logdir_path],
         )
     except BaseException:
         if created and logdir_path.is_dir() and not any(logdir_path.iterdir()):

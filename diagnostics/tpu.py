@@ -204,7 +204,8 @@ def topology_devices(target: TargetSpec) -> list[Any]:
 # HBM capacity, measured once per libtpu version and topology
 
 
-def _cache_path() -> Path:
+def hbm_cache_path() -> Path:
+    """Where measured HBM capacities are kept (a job in a sandbox gets a read-only copy)."""
     from indexer.settings import oomkb_home
 
     return oomkb_home() / "tpu_hbm.json"
@@ -259,7 +260,7 @@ def measure_hbm_bytes(device: Any) -> int:
 def hbm_capacity_bytes(target: TargetSpec, device: Any) -> int:
     """HBM per device of ``target``, as the compiler counts it (measured once, then cached)."""
     key = f"libtpu {libtpu_version()}|{target.topology}"
-    path = _cache_path()
+    path = hbm_cache_path()
     cached = _read_cache(path).get(key)
     if cached:
         return cached

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from oomkb.errors import UserInputError
@@ -79,6 +79,12 @@ class Settings(StorageSettings):
     estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
                                               description="address-space limit of the estimate's child")
     estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
+    estimate_sandbox: Literal["bwrap", "none"] = Field(
+        default="bwrap",
+        description="isolation of submitted programs: `bwrap` (bubblewrap: no network, own PID "
+        "namespace, read-only runtime; estimates answer 503 when it is missing) or `none` "
+        "(resource limits only; the README's warning applies)",
+    )
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
         "slack_bot_token", "SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
@@ -99,6 +105,16 @@ class Settings(StorageSettings):
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
         "in parallel threads, and more threads per request oversubscribe the cores",
     )
+
+    @field_validator("estimate_sandbox", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def estimate_isolated(self) -> bool:
+        """Whether submitted programs run in the bubblewrap sandbox."""
+        return self.estimate_sandbox == "bwrap"
 
     @property
     def db_path(self) -> Path:

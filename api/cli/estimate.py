@@ -47,6 +47,10 @@ def estimate_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
+                           "no other processes, no files but its own folder and the Python packages")
+    ] = False,
     donation_check: Annotated[
         bool, typer.Option("--donation-check/--no-donation-check",
                            help="measure the saving of donating arguments with a second compile "
@@ -67,7 +71,7 @@ def estimate_command(
     with user_errors():
         report = estimate_program(
             program, target=tpu, topology=topology, timeout_s=timeout,
-            donation_check=donation_check, top_n=top,
+            donation_check=donation_check, top_n=top, isolate=isolate,
         )
     if plot is not None:
         from diagnostics.plot import plot_estimate

@@ -43,6 +43,10 @@ def profile_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
+                           "no other processes, no files but its own folder and the Python packages")
+    ] = False,
 ) -> None:
     """Run FILE.py:FUNC N times in a child process and report its live memory."""
     from diagnostics.profile import profile_program
@@ -54,7 +58,8 @@ def profile_command(
     if not as_json:
         err.print(f"profiling {escape(target)} ({repeat} calls) ...")
     with user_errors():
-        report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout)
+        report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout,
+                                 isolate=isolate)
     if plot is not None:
         from diagnostics.plot import plot_profile
 

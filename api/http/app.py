@@ -245,6 +245,41 @@ ESTIMATE_DISABLED = (
 )
 
 
+def sandbox_refusal(settings: Settings) -> str | None:
+    """Why submitted programs cannot run now (isolation asked for, bubblewrap unusable), or None.
+
+    Every endpoint that runs submitted code answers 503 with this text; the log says what to
+    install. ``OOMKB_ESTIMATE_SANDBOX=none`` opts out of isolation (then this is always None)."""
+    from diagnostics.isolation import INSTALL_HINT, isolation_status
+
+    if not settings.estimate_isolated:
+        return None
+    status = isolation_status()
+    if status.available:
+        return None
+    log.error("submitted programs are refused: %s; %s, or set OOMKB_ESTIMATE_SANDBOX=none to run "
+              "them without isolation", status.problem, INSTALL_HINT)
+    return (f"this server runs submitted programs only in an isolation sandbox, and it has none "
+            f"({status.problem}); the operator must install bubblewrap (the server log says how)")
+
+
+def sandbox_readiness(settings: Settings) -> dict[str, Any]:
+    """What `/readyz` says about running submitted programs."""
+    body: dict[str, Any] = {"enabled": settings.enable_estimate, "sandbox": settings.estimate_sandbox}
+    if settings.enable_estimate:
+        if settings.estimate_isolated:
+            from diagnostics.isolation import isolation_status
+
+            body["isolated"] = isolation_status().available
+            if not body["isolated"]:
+                body["detail"] = "bubblewrap is not usable here: submitted programs are refused (503)"
+        else:
+            body["isolated"] = False
+            body["detail"] = ("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without "
+                              "isolation (resource limits only)")
+    return body
+
+
 def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
     """Write the program to a private temporary folder and estimate it in the sandbox."""
     from diagnostics.estimate import estimate_program
@@ -261,7 +296,7 @@ def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semap
             return estimate_program(
                 f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
                 timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
-                top_n=req.top_n, limits=limits,
+                top_n=req.top_n, limits=limits, isolate=settings.estimate_isolated,
             )
     finally:
         gate.release()
@@ -286,6 +321,8 @@ ESTIMATE_ERRORS = {
           "or import error, no such factory, the factory raised or called sys.exit, JAX could not "
           "trace or compile it, an unknown TPU generation or topology (the message says which)"},
     403: {"model": ErrorResponse, "description": "disabled on this server"},
+    503: {"model": ErrorResponse, "description": "enabled, but this server has no isolation sandbox "
+          "(bubblewrap) and its operator did not opt out with OOMKB_ESTIMATE_SANDBOX=none"},
     422: {"model": ErrorResponse, "description": "invalid JSON or fields; or the program was stopped "
           "by the sandbox: over the wall-clock timeout, over the CPU-time or memory (address-space) "
           "limit, or killed by a signal such as a segmentation fault or an abort"},
@@ -326,6 +363,11 @@ def create_app(
     app.state.holder = holder
     app.state.estimate_gate = threading.Semaphore(1)
     app.state.feedback_store = store_for(settings)
+    if settings.enable_estimate and not settings.estimate_isolated:
+        log.warning("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without isolation "
+                    "(no network or file system boundary; resource limits only)")
+    elif settings.enable_estimate:
+        sandbox_refusal(settings)  # says in the log, at start-up, what to install
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
 
@@ -363,9 +405,13 @@ def create_app(
         """Estimate the TPU HBM a program needs (off unless the operator enables it).
 
         The program runs in a child process with a wall-clock timeout, CPU-time and address-space
-        limits, a private working folder and no secrets in its environment."""
+        limits, a private working folder and no secrets in its environment; unless the operator
+        opted out, inside a bubblewrap sandbox with no network, its own PID namespace and a
+        read-only view of only the Python runtime and packages."""
         if not settings.enable_estimate:
             return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
+        if refusal := sandbox_refusal(settings):
+            return JSONResponse({"detail": refusal}, status_code=503)
         return run_estimate(body, settings, request.app.state.estimate_gate)
 
     @app.get("/healthz", tags=["probes"])
@@ -377,7 +423,8 @@ def create_app(
     def readyz() -> JSONResponse:
         """Readiness: 200 once the model and the index are loaded."""
         if holder.assistant is not None:
-            body = {"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2)}
+            body = {"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2),
+                    "estimate": sandbox_readiness(settings)}
             live = holder.assistant.live
             if live is not None:  # which index generation answers, and whether it is stale
                 body["index"] = live.refresh().model_dump()
