@@ -290,8 +290,13 @@ def estimate_program(
     top_n: int = 10,
     limits: Limits | None = None,
     isolate: bool = False,
+    python: str | None = None,
+    paths: Sequence[str] = (),
 ) -> EstimateReport:
     """Estimate ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
+
+    ``python`` runs it in the user's own interpreter (their environment's packages), ``paths``
+    go first on its import path.
 
     The target and the file are checked here first, so the common mistakes fail fast; everything
     that runs the user's code happens in the child, within ``timeout_s``. ``isolate=True`` runs
@@ -314,8 +319,10 @@ def estimate_program(
         limits=limits,
         what=what,
         isolate=isolate,
-        read_only=[program_spec.path.parent],
+        read_only=[program_spec.path.parent, *filter(None, [_program.project_root(program_spec.path)])],
         home_files=[tpu.hbm_cache_path()],
+        python=python,
+        sys_path=paths,
     )
     return job_value(result, EstimateReport, what)
 

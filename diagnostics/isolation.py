@@ -46,7 +46,7 @@ INSTALL_HINT = (
 
 #: Packages of this project that a job's child imports (code and catalogues only; no data of
 #: the service, no settings).
-CHILD_PACKAGES = ("diagnostics", "indexer", "kb")
+CHILD_PACKAGES = ("oomkb", "diagnostics", "indexer", "kb")
 
 #: Size of the sandbox's private /tmp (a tmpfs, so it is memory).
 TMP_BYTES = 256 << 20

@@ -18,6 +18,7 @@ import weakref
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -305,6 +306,8 @@ def profile_program(
     logdir: str | os.PathLike | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     isolate: bool = False,
+    python: str | None = None,
+    paths: Sequence[str] = (),
 ) -> ProfileReport:
     """Profile the user's ``FILE.py:FUNC`` in a child process on the local backend.
 
@@ -339,6 +342,9 @@ def profile_program(
             isolate=isolate,
             read_only=[program.path.parent],
             writable=[logdir_path],
+            python=python,
+            need_tpu=False,
+            sys_path=paths,
         )
     except BaseException:
         if created and logdir_path.is_dir() and not any(logdir_path.iterdir()):

@@ -63,6 +63,7 @@ from diagnostics.program import (  # the program contract lives there; re-export
     resolve_program,
     user_location,
 )
+from diagnostics.interpreter import check_interpreter, child_bootstrap
 from diagnostics.isolation import IsolationUnavailable, bwrap_command, isolation_status
 from diagnostics.units import format_bytes
 
@@ -290,6 +291,9 @@ def run_job(
     read_only: Sequence[str | os.PathLike[str]] = (),
     writable: Sequence[str | os.PathLike[str]] = (),
     home_files: Sequence[str | os.PathLike[str]] = (),
+    python: str | os.PathLike[str] | None = None,
+    need_tpu: bool = True,
+    sys_path: Sequence[str | os.PathLike[str]] = (),
 ) -> JobResult:
     """Run ``job(payload) -> dict`` in a fresh Python process and return its result.
 
@@ -305,14 +309,25 @@ def run_job(
     ``read_only`` (read-only) and ``writable`` (read-write), has ``HOME`` and ``TMPDIR`` on a
     private ``/tmp``, and an ``OOMKB_HOME`` of its own holding copies of ``home_files`` (caches it
     may read; nothing it writes there comes back). Without ``isolate`` those three are ignored.
+
+    ``python`` runs the child in another interpreter (the user's environment, see
+    :mod:`diagnostics.interpreter`; it must have jax, and libtpu when ``need_tpu``), and
+    ``sys_path`` puts folders first on the child's import path (``--path``).
     """
     limits = limits or Limits()
+    interp = check_interpreter(python, need_tpu=need_tpu) if python is not None else None
+    if interp is not None:
+        read_only = [*read_only, *interp.folders, *interp.support_path]
+    extra_path = [str(Path(p).resolve()) for p in sys_path]
+    if extra_path:
+        read_only = [*read_only, *extra_path]
     tool = isolation_status().require() if isolate else None
     workdir = Path(tempfile.mkdtemp(prefix="oomkb-job-")).resolve()
     try:
         payload_path = workdir / "payload.json"
         result_path = workdir / "result.json"
-        payload_path.write_text(json.dumps({**payload, "workdir": str(workdir)}), "utf-8")
+        payload_path.write_text(json.dumps({**payload, "workdir": str(workdir), "sys_path": extra_path}),
+                                "utf-8")
         child_env = clean_environment(extra=env)
         root = _package_root()
         python_path = child_env.get("PYTHONPATH")
@@ -322,8 +337,7 @@ def run_job(
         child_env[_JOB_TOKEN] = token
         max_processes = (_user_task_count() + limits.processes) if limits.processes else None
         command = [
-            sys.executable, "-c",
-            "from diagnostics.sandbox import _child_main; _child_main()",
+            interp.executable if interp is not None else sys.executable, "-c", child_bootstrap(interp),
             job, str(payload_path), str(result_path), limits.model_dump_json(),
             str(max_processes or ""),
         ]
@@ -802,6 +816,7 @@ def _child_main() -> None:
     _drop_privileges()
     try:
         payload = json.loads(Path(payload_path).read_text("utf-8"))
+        sys.path[:0] = [p for p in payload.get("sys_path") or () if p not in sys.path]
         module_name, func_name = job.split(":", 1)
         func = getattr(importlib.import_module(module_name), func_name)
         value = func(payload)
