@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -33,7 +33,13 @@ ENV_VARS: dict[str, str] = {
     "slack_bot_user_id": "SLACK_BOT_USER_ID",
     "slack_api_url": "SLACK_API_URL",
     "torch_threads": "OOMKB_TORCH_THREADS",
+    "allowed_hosts": "OOMKB_ALLOWED_HOSTS",
+    "slack_command_response": "OOMKB_SLACK_COMMAND_RESPONSE",
 }
+
+#: Host names every server answers to, besides the address it is bound to.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+_ANY_ADDRESS = {"0.0.0.0", "::", ""}
 
 
 class Settings(BaseModel):
@@ -60,6 +66,16 @@ class Settings(BaseModel):
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
         "in parallel threads, and more threads per request oversubscribe the cores",
     )
+    allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Host header values the server answers (others get 400, against DNS rebinding); "
+        "default: the bound host, localhost, 127.0.0.1 and [::1]. `*.example.com` matches "
+        "subdomains; `*` alone turns the check off (only behind a proxy that checks Host itself)",
+    )
+    slack_command_response: Literal["ephemeral", "in_channel"] = Field(
+        default="ephemeral",
+        description="who sees the answer to /oom: only the asker (ephemeral) or the whole channel",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -72,6 +88,8 @@ class Settings(BaseModel):
             raw = environ.get(var, "").strip()
             if raw:
                 values[field] = raw
+        if "allowed_hosts" in values:
+            values["allowed_hosts"] = [h.strip() for h in values["allowed_hosts"].split(",") if h.strip()]
         if "enable_estimate" in values:
             values["enable_estimate"] = values["enable_estimate"].lower() in {"1", "true", "yes", "on"}
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -81,9 +99,36 @@ class Settings(BaseModel):
             problems = []
             for e in exc.errors():
                 field = str(e["loc"][0]) if e["loc"] else "?"
-                where = ENV_VARS.get(field, field) if field not in overrides else field
+                where = ENV_VARS.get(field, field) if overrides.get(field) is None else field
                 problems.append(f"{where}: {e['msg']}")
             raise SettingsError("invalid service settings: " + "; ".join(problems)) from None
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, hosts: list[str] | None) -> list[str] | None:
+        if hosts is None:
+            return None
+        if not hosts:
+            raise ValueError("give at least one host name (or * to allow any)")
+        for host in hosts:
+            if host != "*" and ("*" in host[1:] or (host.startswith("*") and not host.startswith("*."))
+                                or any(c in host for c in " /@")):
+                raise ValueError(f"{host!r} is not a host name or a pattern such as *.example.com")
+        return [h.lower() for h in hosts]
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """The Host header values the server answers: `allowed_hosts`, or by default the bound
+        host (unless it is a wildcard address), localhost, 127.0.0.1 and [::1]."""
+        if self.allowed_hosts is not None:
+            return list(self.allowed_hosts)
+        hosts = list(LOCAL_HOSTS)
+        bound = self.host.strip().lower()
+        if bound not in _ANY_ADDRESS:
+            bound = f"[{bound.strip('[]')}]" if ":" in bound else bound
+            if bound not in hosts:
+                hosts.insert(0, bound)
+        return hosts
 
     @property
     def slack_enabled(self) -> bool:

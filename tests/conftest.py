@@ -15,6 +15,9 @@ import api  # noqa: F401  (sets libtpu's process defaults before jax is imported
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
+#: Base URL of in-process test clients. The server answers only the hosts it trusts (by default
+#: the bound host, localhost, 127.0.0.1, [::1]); Starlette's TestClient would send "testserver".
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture(scope="session")

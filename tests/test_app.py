@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.http.app import ESTIMATE_DISABLED, create_app
 from api.settings import Settings, SettingsError
+from tests.conftest import LOCAL
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
 CITATION_KEYS = {"doc_id", "section", "language", "quote"}
@@ -38,7 +39,7 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def client(assistant):
-    with TestClient(create_app(Settings(), assistant)) as c:
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
         yield c
 
 
@@ -53,7 +54,7 @@ def test_healthz_and_readyz_answer_200_when_loaded(client):
 
 def test_before_the_model_is_loaded_readyz_and_ask_say_503_but_healthz_is_200():
     app = create_app(Settings())  # no lifespan run: nothing starts loading
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     assert c.get("/healthz").status_code == 200
     ready = c.get("/readyz")
     assert ready.status_code == 503 and ready.json()["status"] == "loading"
@@ -258,7 +259,7 @@ def test_a_bug_becomes_a_generic_500_without_internals(assistant):
         def ask(self, req):
             raise RuntimeError("secret internal state /etc/passwd")
 
-    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False) as c:
+    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False, base_url=LOCAL) as c:
         r = c.post("/v1/ask", json={"question": "hbm"})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -286,7 +287,7 @@ def test_estimate_is_disabled_by_default_with_a_clear_403(client):
 @pytest.fixture(scope="module")
 def estimating_client(assistant):
     settings = Settings(enable_estimate=True, estimate_timeout_s=20)
-    with TestClient(create_app(settings, assistant)) as c:
+    with TestClient(create_app(settings, assistant), base_url=LOCAL) as c:
         yield c
 
 
