@@ -195,7 +195,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
         seen.append(len((await receive())["body"]))
 
     sent: list[dict] = []
-    messages = [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 4
+    messages = ([{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 3
+                + [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": False}])
 
     async def receive():
         return messages.pop(0)
@@ -207,6 +208,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
     asyncio.run(BodyLimitMiddleware(app, max_bytes=MIB)(scope, receive, send))
     assert seen == []
     assert sent[0]["status"] == 413
+    # the rest of the body was read and dropped before the answer ended (the client reads the 413)
+    assert messages == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
 def test_body_just_under_the_limit_is_accepted(client):
