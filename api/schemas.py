@@ -36,9 +36,6 @@ LanguageCode = Annotated[
 ]
 
 _REPORT = TypeAdapter(Union[EstimateReport, ProfileReport])
-#: Every integer in a report (byte counts above all) must fit in a signed 64-bit integer, as the
-#: estimator and the profiler write them; a larger one cannot be a real size and is refused (422).
-MAX_REPORT_INT = 2**63 - 1
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -75,8 +72,7 @@ class AskRequest(JsonRequest):
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
     report: Union[EstimateReport, ProfileReport, None] = Field(
-        default=None, description="the JSON of `oomkb estimate --json` or `oomkb profile --json`; "
-        f"every integer in it (byte counts, counts) between -{MAX_REPORT_INT} and {MAX_REPORT_INT}",
+        default=None, description="the JSON of `oomkb estimate --json` or `oomkb profile --json`"
     )
     language: LanguageCode | None = Field(
         default=None,
@@ -89,24 +85,8 @@ class AskRequest(JsonRequest):
     def _report_exactly_typed(cls, value: Any) -> Any:
         """A report sent as JSON is read as strictly as the request around it."""
         if isinstance(value, dict):
-            _check_integers(value)
             return _REPORT.validate_python(value, strict=True)
         return value
-
-
-def _check_integers(value: Any, path: tuple[str, ...] = (), depth: int = 0) -> None:
-    """Raise ValueError naming the first integer in a parsed JSON report outside ±MAX_REPORT_INT."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if abs(value) > MAX_REPORT_INT:
-            where = ".".join(path) or "report"
-            raise ValueError(f"{where} is out of range: integers in a report must lie between "
-                             f"-{MAX_REPORT_INT} and {MAX_REPORT_INT} (2^63 - 1)")
-    elif depth < _MAX_NUMBER_DEPTH and isinstance(value, dict):
-        for key, item in value.items():
-            _check_integers(item, (*path, str(key)[:40]), depth + 1)
-    elif depth < _MAX_NUMBER_DEPTH and isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_integers(item, (*path, str(i)), depth + 1)
 
 
 class Citation(BaseModel):

@@ -32,8 +32,8 @@ from slack_sdk import WebClient
 
 from api.http.app import DRAIN_BYTES, PAGE_CSP, create_app
 from api.http.slack import MAX_SLACK_TEXT_CHARS, question_from_slack
-from api.schemas import MAX_REPORT_INT
 from api.settings import Settings, SettingsError
+from diagnostics.units import MAX_BYTE_COUNT
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, signed
 
@@ -146,11 +146,18 @@ def test_a_declared_body_too_big_to_drain_is_refused_at_once(live):
 @pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8000", "127.0.0.1.nip.io",
                                   "localhost.attacker.example", "testserver"])
 def test_a_request_for_a_host_that_is_not_this_server_is_a_400_with_a_detail(client, host):
-    for method, path, body in (("GET", "/", None), ("GET", "/readyz", None),
-                               ("POST", "/v1/ask", {"question": "How do I fix an HBM OOM?"})):
+    for method, path, body in (("GET", "/", None), ("GET", "/static/app.js", None), ("GET", "/openapi.json", None),
+                               ("POST", "/v1/ask", {"question": "How do I fix an HBM OOM?"}),
+                               ("POST", "/v1/estimate", {"source": "def make(): pass"})):
         r = client.request(method, path, json=body, headers={"Host": host})
         assert r.status_code == 400, (path, r.status_code)
         assert host.split(":")[0] in r.json()["detail"] and "OOMKB_ALLOWED_HOSTS" in r.json()["detail"]
+
+
+def test_the_probes_answer_any_host_since_orchestrators_call_them_by_address(client):
+    for path in ("/healthz", "/readyz"):
+        assert client.get(path, headers={"Host": "10.8.3.17:8000"}).status_code == 200
+    assert client.post("/readyz", headers={"Host": "10.8.3.17:8000"}).status_code == 400
 
 
 def test_an_enabled_estimate_never_runs_for_a_rebound_host(assistant, tmp_path):
@@ -166,9 +173,9 @@ def test_an_enabled_estimate_never_runs_for_a_rebound_host(assistant, tmp_path):
 def test_localhost_names_and_the_bound_address_are_answered_by_a_live_server(live):
     port = live.rsplit(":", 1)[1]
     for host in ("127.0.0.1", "localhost", "LOCALHOST", "[::1]", f"localhost:{port}", f"[::1]:{port}"):
-        r = httpx.get(f"{live}/healthz", headers={"Host": host}, timeout=10)
+        r = httpx.get(f"{live}/openapi.json", headers={"Host": host}, timeout=10)
         assert r.status_code == 200, host
-    r = httpx.get(f"{live}/healthz", headers={"Host": "rebind.attacker.example"}, timeout=10)
+    r = httpx.get(f"{live}/openapi.json", headers={"Host": "rebind.attacker.example"}, timeout=10)
     assert r.status_code == 400 and r.headers["content-type"] == "application/json"
 
 
@@ -185,9 +192,9 @@ def test_allowed_hosts_from_the_environment_replace_the_defaults(assistant):
     settings = Settings.from_env({"OOMKB_ALLOWED_HOSTS": "oomkb.example.com, *.corp.example"})
     assert settings.trusted_hosts == ["oomkb.example.com", "*.corp.example"]
     with TestClient(create_app(settings, assistant), base_url="http://oomkb.example.com") as c:
-        assert c.get("/healthz").status_code == 200
-        assert c.get("/healthz", headers={"Host": "team.corp.example"}).status_code == 200
-        assert c.get("/healthz", headers={"Host": "localhost"}).status_code == 400
+        assert c.get("/openapi.json").status_code == 200
+        assert c.get("/openapi.json", headers={"Host": "team.corp.example"}).status_code == 200
+        assert c.get("/openapi.json", headers={"Host": "localhost"}).status_code == 400
     with pytest.raises(SettingsError, match="OOMKB_ALLOWED_HOSTS"):
         Settings.from_env({"OOMKB_ALLOWED_HOSTS": "exa*mple.com"})
 
@@ -263,13 +270,13 @@ def estimate_report() -> dict:
 
 @pytest.mark.parametrize(("path", "value"), [
     (("headroom_bytes",), -10**400),
-    (("headroom_bytes",), -(MAX_REPORT_INT + 1)),
+    (("headroom_bytes",), -(MAX_BYTE_COUNT + 1)),
     (("total_bytes",), 2**64),
     (("target", "hbm_bytes"), 10**30),
     (("top_buffers", 0, "bytes"), 10**19),
     (("padding", "waste_bytes"), -10**100),
 ])
-def test_a_report_integer_beyond_64_bits_is_a_422_naming_it(client, caplog, path, value):
+def test_a_report_byte_count_beyond_4_eib_is_a_422_naming_it(client, caplog, path, value):
     report = estimate_report()
     node = report
     for key in path[:-1]:
@@ -278,22 +285,50 @@ def test_a_report_integer_beyond_64_bits_is_a_422_naming_it(client, caplog, path
     with caplog.at_level(logging.ERROR):
         r = client.post("/v1/ask", json={"question": "Will this fit?", "report": report})
     assert r.status_code == 422, r.text
-    assert ".".join(map(str, path)) in r.json()["detail"] and "out of range" in r.json()["detail"]
+    detail = r.json()["detail"]
+    assert f"report.EstimateReport.{'.'.join(map(str, path))}: Input should be" in detail, detail
+    assert str(MAX_BYTE_COUNT) in detail
     assert not caplog.records
 
 
-def test_report_integers_at_the_64_bit_bounds_are_answered(client):
+def test_a_profile_report_byte_count_beyond_4_eib_is_a_422(client):
+    report = {"backend": "cpu", "calls": 2, "baseline_bytes": 0, "live_bytes_per_call": [1024, 10**40],
+              "peak_bytes": 1024, "peak_call": 1, "growth_bytes_per_call": 0, "leak_suspects": [],
+              "call_seconds": [0.1, 0.1], "trace_dir": "t", "xprof_command": "xprof --logdir t"}
+    r = client.post("/v1/ask", json={"question": "Is this a leak?", "report": report})
+    assert r.status_code == 422
+    assert ["body", "report", "ProfileReport", "live_bytes_per_call", 1] in [e["loc"] for e in r.json()["errors"]]
+    report["live_bytes_per_call"] = [1024, 2048]
+    assert client.post("/v1/ask", json={"question": "Is this a leak?", "report": report}).status_code == 200
+
+
+def test_report_byte_counts_at_the_bounds_are_answered(client):
     report = estimate_report()
-    report.update(fits=False, total_bytes=MAX_REPORT_INT, headroom_bytes=-MAX_REPORT_INT)
-    report["padding"]["waste_bytes"] = MAX_REPORT_INT
+    report.update(fits=False, total_bytes=MAX_BYTE_COUNT, headroom_bytes=-MAX_BYTE_COUNT)
+    report["padding"]["waste_bytes"] = MAX_BYTE_COUNT
     r = client.post("/v1/ask", json={"question": "Will this fit?", "report": report})
     assert r.status_code == 200, r.text
-    assert r.json()["facts"]["exceeded_by_bytes"] == MAX_REPORT_INT
+    assert r.json()["facts"]["exceeded_by_bytes"] == MAX_BYTE_COUNT
 
 
-def test_the_schema_states_the_bound_of_report_integers(client):
-    schema = client.get("/openapi.json").json()
-    assert str(MAX_REPORT_INT) in schema["components"]["schemas"]["AskRequest"]["properties"]["report"]["description"]
+def test_absurd_figures_in_a_reports_parsed_compile_error_are_answered_not_a_500(client):
+    """A parsed error holds what the log said (however large); every computation on it is safe."""
+    report = estimate_report()
+    report["fits"] = False
+    report["compile_error"] = {"category": "compile_hbm_oom", "requested_bytes": -10**400, "available_bytes": 3,
+                               "used_bytes": 10**399, "exceeded_by_bytes": 10**400, "free_bytes": 10**300}
+    r = client.post("/v1/ask", json={"question": "Will this fit?", "report": report})
+    assert r.status_code == 200, r.text
+
+
+def test_the_schema_states_the_bounds_of_report_byte_counts(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model, field in (("EstimateReport", "headroom_bytes"), ("EstimateReport", "total_bytes"),
+                         ("TargetInfo", "hbm_bytes"), ("ProfileReport", "peak_bytes")):
+        prop = schemas[model]["properties"][field]
+        assert (prop["minimum"], prop["maximum"]) == (-MAX_BYTE_COUNT, MAX_BYTE_COUNT), (model, field)
+    items = schemas["ProfileReport"]["properties"]["live_bytes_per_call"]["items"]
+    assert items["maximum"] == MAX_BYTE_COUNT
 
 
 # ------------------------------------------------------------------ Slack text patterns

@@ -187,9 +187,12 @@ class TrustedHosts:
     """Answer only requests whose Host header names this server (against DNS rebinding).
 
     The check is Starlette's TrustedHostMiddleware; a refused request gets a 400 with a JSON
-    `detail`, like every other client error here, instead of its plain-text body."""
+    `detail`, like every other client error here, instead of its plain-text body. The probes
+    (`GET /healthz`, `GET /readyz`) answer any host: orchestrators call them by the pod's address,
+    and they disclose nothing (no paths, no data)."""
 
     _ADMITTED = "oomkb.host_admitted"
+    PROBES = frozenset({"/healthz", "/readyz"})
 
     def __init__(self, app: Callable[..., Awaitable[None]], allowed_hosts: list[str]):
         self.app = app
@@ -204,6 +207,9 @@ class TrustedHosts:
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             await self._check(scope, receive, send)
+            return
+        if scope["path"] in self.PROBES and scope["method"] in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
             return
 
         async def send_if_admitted(message: dict) -> None:
