@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from pydantic import BaseModel, Field
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.units import ByteCount
 
 if TYPE_CHECKING:
     from diagnostics.program import ProgramSpec
@@ -42,7 +43,7 @@ class LeakSuspect(BaseModel):
     shape: str = Field(description="array shape, e.g. '(256, 128)'")
     dtype: str
     count: int = Field(description="arrays of this group alive after the last call")
-    bytes: int = Field(description="device bytes held by those arrays after the last call")
+    bytes: ByteCount = Field(description="device bytes held by those arrays after the last call")
     count_per_call: list[int] = Field(description="arrays of this group alive after each call")
     source: str | None = Field(
         default=None,
@@ -58,18 +59,18 @@ class ProfileReport(BaseModel):
     target: str | None = Field(default=None, description="FILE.py:FUNC when run from the CLI")
     target_kind: Literal["callable", "factory", "step"] = "callable"
     calls: int
-    baseline_bytes: int = Field(description="bytes of live arrays before the first call")
-    live_bytes_per_call: list[int] = Field(
+    baseline_bytes: ByteCount = Field(description="bytes of live arrays before the first call")
+    live_bytes_per_call: list[ByteCount] = Field(
         description="bytes of live arrays right after each call, its outputs still held"
     )
-    peak_bytes: int = Field(description="largest of baseline_bytes and live_bytes_per_call")
+    peak_bytes: ByteCount = Field(description="largest of baseline_bytes and live_bytes_per_call")
     peak_call: int = Field(description="1-based call of the peak; 0 when the baseline is largest")
-    growth_bytes_per_call: int = Field(
+    growth_bytes_per_call: ByteCount = Field(
         description="least-squares slope of live_bytes_per_call over the call number, rounded"
     )
     leak_suspects: list[LeakSuspect]
     call_seconds: list[float]
-    memory_stats_peak_bytes: int | None = Field(
+    memory_stats_peak_bytes: ByteCount | None = Field(
         default=None,
         description="largest peak_bytes_in_use of device.memory_stats() (GPU/TPU); null on CPU",
     )

