@@ -143,7 +143,7 @@ def assistant(searcher):
 def estimating_app(assistant, **settings) -> TestClient:
     defaults = {"enable_estimate": True, "estimate_timeout_s": 60.0, "estimate_cpu_seconds": 60,
                 "estimate_memory_bytes": 4 * GIB}
-    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant))
+    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant), base_url="http://127.0.0.1")
 
 
 def run_probe(client, listener, fake_home, outside: Path) -> tuple[dict, str]:
