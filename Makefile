@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install run test test-quick bench lock clean
+.PHONY: install run test test-quick test-oldest-jax bench lock clean
 
 # Everything (all extras) at the exact versions of constraints.txt; pyproject.toml keeps ranges.
 $(STAMP): pyproject.toml constraints.txt
@@ -33,6 +33,19 @@ test: install
 test-quick: install
 	$(BIN)/python -m pytest -m "not slow" -q
 
+# The diagnostics against the oldest jax in pyproject.toml's range (its floor), in a light install:
+# base + tpu + plot extras, everything else at constraints.txt's versions.
+OLDEST_VENV := .venv-oldest-jax
+OLDEST_JAX = $(shell sed -n 's/^ *"jax>=\([0-9.]*\)",.*/\1/p' pyproject.toml | head -1)
+test-oldest-jax:
+	test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	grep -v '^\(jax\|jaxlib\)==' constraints.txt > $(OLDEST_VENV)/constraints.txt
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -c $(OLDEST_VENV)/constraints.txt \
+	  "jax==$(OLDEST_JAX)" "jaxlib==$(OLDEST_JAX)" -e ".[tpu,plot,test]"
+	$(OLDEST_VENV)/bin/python -c "import jax; assert jax.__version__ == '$(OLDEST_JAX)', jax.__version__"
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_program.py tests/test_estimate.py \
+	  tests/test_plan.py tests/test_light_install.py
+
 bench: install
 	$(BIN)/python benchmarks/retrieval.py
 
@@ -44,4 +57,4 @@ lock: install
 	} > constraints.txt
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info

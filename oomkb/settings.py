@@ -11,13 +11,15 @@ explicitly by the code that is about to import the Hugging Face libraries.
 
 from __future__ import annotations
 
+import contextvars
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from oomkb.errors import UserInputError
 
@@ -35,6 +37,21 @@ _ANY_ADDRESS = {"0.0.0.0", "::", ""}
 
 class SettingsError(UserInputError, ValueError):
     """An environment variable holds a value oomkb cannot use; the message names the variable."""
+
+
+#: The variables a `from_env(environ)` call reads instead of the process environment.
+_ENVIRON: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("oomkb_environ", default=None)
+
+
+class _EnvironSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading a given mapping when one is set."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        environ = _ENVIRON.get()
+        if environ is None:
+            return super()._load_env_vars()
+        return {(k if self.case_sensitive else k.lower()): v for k, v in environ.items()
+                if not (self.env_ignore_empty and v == "")}
 
 
 class StorageSettings(BaseSettings):
@@ -57,11 +74,17 @@ class StorageSettings(BaseSettings):
         return Path(platformdirs.user_cache_dir("oomkb", appauthor=False))
 
     @classmethod
-    def from_env(cls, **overrides: Any):
-        """Read the environment; `overrides` (None means "not given") win.
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, _EnvironSource(settings_cls))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any):
+        """Read the environment (or `environ` instead of it); `overrides` (None means "not given") win.
 
         Raises :class:`SettingsError` naming the variable when a value is unusable."""
         given = {k: v for k, v in overrides.items() if v is not None}
+        token = _ENVIRON.set(dict(environ) if environ is not None else None)
         try:
             return cls(**given)
         except ValidationError as exc:
@@ -70,6 +93,8 @@ class StorageSettings(BaseSettings):
                 field = str(e["loc"][0]) if e["loc"] else "?"
                 problems.append(f"{field if field in given else env_var(cls, field)}: {e['msg']}")
             raise SettingsError("invalid settings: " + "; ".join(problems)) from None
+        finally:
+            _ENVIRON.reset(token)
 
 
 class Settings(StorageSettings):
