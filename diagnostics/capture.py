@@ -117,8 +117,8 @@ class capture(contextlib.ContextDecorator):
         console: bool = True,
         on_report: Callable[[CaptureReport], Any] | None = None,
     ) -> None:
-        self.path = Path(report) if report is not None else None
-        self.pprof_path = Path(pprof) if pprof is not None else None
+        self.path = Path(report).absolute() if report is not None else None
+        self.pprof_path = Path(pprof).absolute() if pprof is not None else None
         self.console = console
         self.on_report = on_report
         self.report: CaptureReport | None = None

@@ -40,6 +40,11 @@ class Holder(BaseModel):
     module: str | None = Field(default=None, description="module of a global, class or function")
     source: str | None = Field(default=None, description="'file:line' where the root is bound or defined")
 
+    def label(self) -> str:
+        """The same in words of no language: "GRADS[4] (list, module_global train, train.py:4)"."""
+        parts = [p for p in (self.container, f"{self.kind} {self.module or self.name}", self.source) if p]
+        return f"{self.path} ({', '.join(parts)})"
+
     def describe(self) -> str:
         """One line for people: "list `GRADS` (global of module `train`, train.py:4)"."""
         what = f"{self.container} " if self.container else ""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from pydantic import BaseModel, Field
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.holders import Holder, held_by
 
 if TYPE_CHECKING:
     from diagnostics.sandbox import ProgramSpec
@@ -48,6 +49,10 @@ class LeakSuspect(BaseModel):
     source: str | None = Field(
         default=None,
         description="'file:line (function)' that created most of these arrays; null when unknown",
+    )
+    held_by: list[Holder] = Field(
+        default_factory=list,
+        description="what keeps them alive when Python does (a module global, an attribute, a closure)",
     )
 
 
@@ -255,6 +260,7 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
                 bytes=sum(_device_bytes(a) for a in members),
                 count_per_call=counts,
                 source=sources.most_common(1)[0][0] if sources else None,
+                held_by=held_by(members[0], ignore=[members, final_arrays]),
             )
         )
     suspects.sort(key=lambda s: (-s.bytes, s.shape, s.dtype))

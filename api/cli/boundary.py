@@ -12,7 +12,7 @@ from rich.markup import escape
 EXIT_FAILURE = 1  # the environment is at fault: damaged index, missing model
 EXIT_USAGE = 2  # the input is at fault: empty query, unknown language, missing file
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, soft_wrap=True)  # one line, however long the path in it
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:

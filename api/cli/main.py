@@ -93,7 +93,7 @@ def _register_optional_commands() -> None:
     """Commands that live in their own modules (diagnostics, assistant, server)."""
     import importlib
 
-    for name in ("diagnose", "estimate", "profile", "ask", "serve"):
+    for name in ("diagnose", "estimate", "profile", "ask", "serve", "run"):
         try:
             module = importlib.import_module(f"api.cli.{name}")
         except ModuleNotFoundError as exc:
