@@ -193,7 +193,10 @@ def build_report(
     for rank, ((shape, dtype, source, function), members) in enumerate(ordered):
         holders: list[Holder] = []
         if rank < HELD_BY_GROUPS:
-            holders = held_by(members[0], ignore=[arrays, members, groups, ordered], frames=frames)
+            try:
+                holders = held_by(members[0], ignore=[arrays, members, groups, ordered], frames=frames)
+            except Exception as problem:  # a strange object on the way: the rest of the report still counts
+                print(f"oomkb: could not tell what holds {dtype}{shape}: {problem}", file=sys.stderr)
         buffers.append(LiveBufferGroup(bytes=sum(_bytes(a) for a in members), count=len(members), shape=shape,
                                        dtype=dtype, source=source, function=function, held_by=holders))
     del groups, ordered, arrays

@@ -254,7 +254,7 @@ def _root(ref: Any, node: Any, target: Any, parents, by_id) -> Holder | None:
             for fn in gc.get_referrers(closure):
                 if isinstance(fn, types.FunctionType) and fn.__closure__ is closure:
                     code = fn.__code__
-                    index = closure.index(ref)
+                    index = next(i for i, cell in enumerate(closure) if cell is ref)
                     var = code.co_freevars[index] if index < len(code.co_freevars) else "?"
                     path, container = _path(node, target, parents, by_id)
                     return Holder(kind="closure", name=fn.__qualname__, path=var + path, module=fn.__module__,
