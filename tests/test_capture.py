@@ -95,7 +95,10 @@ def test_capture_names_the_creating_lines_and_the_holder_and_reraises(tmp_path):
 def test_capture_costs_nothing_and_writes_nothing_without_an_error(tmp_path):
     import jax.numpy as jnp
 
-    with capture(tmp_path / "oom.json") as catcher:
+    import oomkb
+
+    assert oomkb.capture is capture and "capture" in dir(oomkb)
+    with oomkb.capture(tmp_path / "oom.json") as catcher:
         total = float(jnp.ones(3).sum())
     assert total == 3.0 and catcher.report is None and not any(tmp_path.iterdir())
 
