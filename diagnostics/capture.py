@@ -40,7 +40,9 @@ _MAX_CHAIN = 8
 
 class DeviceBytes(BaseModel):
     id: str = Field(description="device, e.g. 'cpu:0', 'cuda:1', 'tpu:3'")
-    live_bytes: int
+    live_bytes: int = Field(description="bytes of the live arrays' shards on this device")
+    in_use_bytes: int | None = Field(default=None, description="the allocator's bytes_in_use (GPU/TPU; null on CPU)")
+    limit_bytes: int | None = Field(default=None, description="the allocator's bytes_limit (GPU/TPU; null on CPU)")
 
 
 class LiveBufferGroup(BaseModel):
@@ -127,7 +129,7 @@ class capture(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is None or not isinstance(exc, Exception) and not isinstance(exc, MemoryError):
+        if exc is None or not isinstance(exc, Exception):
             return False  # no error, or Ctrl-C / SystemExit: nothing to report
         try:
             if not is_oom(exc):
@@ -201,6 +203,7 @@ def build_report(
                                        dtype=dtype, source=source, function=function, held_by=holders))
     del groups, ordered, arrays
 
+    stats = _memory_stats()
     pprof = None
     if pprof_path is not None:
         try:
@@ -212,7 +215,8 @@ def build_report(
     return CaptureReport(
         error=parsed,
         backend=jax.default_backend(),
-        devices=[DeviceBytes(id=d, live_bytes=b) for d, b in sorted(devices.items())],
+        devices=[DeviceBytes(id=d, live_bytes=devices.get(d, 0), **stats.get(d, {}))
+                 for d in sorted(set(devices) | {f"{x.platform}:{x.id}" for x in jax.local_devices()})],
         live_bytes_total=sum(devices.values()),
         live_buffers=buffers,
         live_array_count=sum(b.count for b in buffers),
@@ -221,6 +225,23 @@ def build_report(
         raised_at=user_location(exc),
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _memory_stats() -> dict[str, dict[str, int]]:
+    """bytes_in_use and bytes_limit per local device, where the allocator reports them."""
+    import jax
+
+    found: dict[str, dict[str, int]] = {}
+    for device in jax.local_devices():
+        try:
+            stats = device.memory_stats() or {}
+        except Exception:
+            continue
+        values = {k: int(stats[s]) for k, s in (("in_use_bytes", "bytes_in_use"), ("limit_bytes", "bytes_limit"))
+                  if isinstance(stats.get(s), int)}
+        if values:
+            found[f"{device.platform}:{device.id}"] = values
+    return found
 
 
 def _deleted(array: Any) -> bool:

@@ -21,7 +21,9 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-HolderKind = Literal["module_global", "object_attribute", "closure", "local_variable", "jax_cache", "class_attribute"]
+HolderKind = Literal[
+    "module_global", "object_attribute", "closure", "local_variable", "jax_cache", "class_attribute", "function_cache"
+]
 
 MAX_DEPTH = 6
 MAX_SCANS = 40  # gc.get_referrers calls per object (each scans the whole heap)
@@ -56,6 +58,7 @@ class Holder(BaseModel):
             "closure": f"closure of `{self.name}`",
             "local_variable": f"local variable in `{self.name}`",
             "jax_cache": f"a cache inside `{self.module}`",
+            "function_cache": f"the cache of `{self.name}`",
         }[self.kind]
         return f"{what}`{self.path}` ({label}{where})"
 
@@ -261,6 +264,16 @@ def _root(ref: Any, node: Any, target: Any, parents, by_id) -> Holder | None:
                                   container=_container(container, node, target),
                                   source=f"{code.co_filename}:{code.co_firstlineno}")
         return None
+    if callable(ref) and hasattr(ref, "cache_info") and hasattr(ref, "__wrapped__"):  # functools caches
+        wrapped = ref.__wrapped__
+        module = getattr(wrapped, "__module__", None) or ""
+        code = getattr(wrapped, "__code__", None)
+        name = getattr(wrapped, "__qualname__", repr(wrapped))
+        path, container = _path(node, target, parents, by_id)
+        return Holder(kind="jax_cache" if module.split(".")[0] in ("jax", "jaxlib") else "function_cache",
+                      name=name, path=f"{name}.cache{path}", module=module or None,
+                      container=_container(container, node, target),
+                      source=f"{code.co_filename}:{code.co_firstlineno}" if code else None)
     if isinstance(ref, dict):
         owner = _class_owning(ref)
         if owner is not None:

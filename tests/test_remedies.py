@@ -234,6 +234,11 @@ EVIDENCE_CASES = {
         [RUNTIME, _with(RUNTIME, live_group_bytes=MiB, live_group_shape="float32(256, 1024)",
                         live_group_source="train.py:12")],
     ),
+    "live-arrays-held-gpu": (
+        _with(GPU, live_group_bytes=MiB, live_group_shape="float32(256, 1024)",
+              live_group_source="train.py:12", live_group_held_by="GRADS[4] (list, module_global train, train.py:3)"),
+        [GPU, _with(GPU, live_group_bytes=MiB, live_group_shape="float32(256, 1024)", live_group_source="train.py:12")],
+    ),
     "leak-growth": (
         _with(GPU, growth_bytes_per_call=4 * MiB, peak_bytes=GiB),
         [GPU, _with(GPU, growth_bytes_per_call=0, peak_bytes=GiB)],

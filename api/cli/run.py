@@ -140,7 +140,12 @@ def _print_table(report, console: Console) -> None:
     error = report.error
     console.print(f"[bold red]out of memory[/] ({error.category}, backend {report.backend})"
                   + (f" at {escape(report.raised_at)}" if report.raised_at else ""))
-    per_device = ", ".join(f"{d.id} {format_bytes(d.live_bytes)}" for d in report.devices)
+    per_device = ", ".join(
+        f"{d.id} {format_bytes(d.live_bytes)}"
+        + (f" of {format_bytes(d.in_use_bytes)} in use" if d.in_use_bytes is not None else "")
+        + (f", limit {format_bytes(d.limit_bytes)}" if d.limit_bytes is not None else "")
+        for d in report.devices
+    )
     console.print(f"live arrays at the error: {report.live_array_count}, "
                   f"{format_bytes(report.live_bytes_total)}" + (f" ({per_device})" if per_device else ""))
     table = Table(show_edge=False)
