@@ -103,6 +103,17 @@ def test_capture_costs_nothing_and_writes_nothing_without_an_error(tmp_path):
     assert total == 3.0 and catcher.report is None and not any(tmp_path.iterdir())
 
 
+def test_a_report_that_cannot_be_written_never_hides_the_oom(tmp_path, capsys):
+    import jax.numpy as jnp
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(Exception, match="RESOURCE_EXHAUSTED"):
+        with capture(blocker / "oom.json", console=False):
+            jnp.zeros((1 << 40,)).block_until_ready()
+    assert "could not build the out-of-memory report" in capsys.readouterr().err
+
+
 def test_capture_passes_other_errors_through_untouched(tmp_path):
     decorated = capture(tmp_path / "oom.json")(lambda: {}["missing"])
     with pytest.raises(KeyError):
@@ -191,10 +202,14 @@ def test_run_shows_another_exception_with_its_traceback_and_exit_code(tmp_path):
 
 @pytest.mark.parametrize(
     ("script", "message"),
-    [(None, "no such script"), ("def broken(:\n    pass\n", "train.py:1: the script does not parse")],
+    [(None, "no such script"), ("def broken(:\n    pass\n", "train.py:1: the script does not parse"),
+     ("print('never run')\n", "--lang: '12!' is not a language code")],
 )
 def test_run_refuses_a_missing_or_unparsable_script_in_one_line(tmp_path, script, message):
-    if script is None:
+    if message.startswith("--lang"):
+        result = _run(tmp_path, script, "--lang", "12!")
+        assert "never run" not in result.stdout
+    elif script is None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         result = subprocess.run([sys.executable, "-m", "api.cli", "run", str(tmp_path / "nope.py")],
                                 capture_output=True, text=True, timeout=60, env=env)

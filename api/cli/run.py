@@ -64,6 +64,7 @@ def run_command(
     """Run SCRIPT.py [ARGS...] and report an out-of-memory error with the arrays alive at it."""
     from diagnostics.capture import capture, user_traceback
 
+    _check_language(lang)
     path = _check_script(script)
     code = _compile_script(path)
     del code  # compiled only to report a syntax error as a usage error; runpy runs the file
@@ -89,6 +90,18 @@ def run_command(
     finally:
         sys.argv = argv
         sys.path[:] = sys_path0
+
+
+def _check_language(lang: str) -> None:
+    """Refuse a malformed --lang before the script runs, not after it has failed."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from api.schemas import LanguageCode
+
+    try:
+        TypeAdapter(LanguageCode).validate_python(lang)
+    except ValidationError as exc:
+        fail(f"--lang: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
 
 
 def _check_script(script: str) -> Path:
