@@ -114,6 +114,15 @@ def test_a_report_that_cannot_be_written_never_hides_the_oom(tmp_path, capsys):
     assert "could not build the out-of-memory report" in capsys.readouterr().err
 
 
+def test_python_memory_error_is_reported_as_host_oom(tmp_path):
+    with pytest.raises(MemoryError):
+        with capture(tmp_path / "oom.json", console=False) as catcher:
+            raise MemoryError("cannot allocate the replay buffer")
+    assert catcher.report.error.category == "host_oom"
+    assert catcher.report.error.message == "cannot allocate the replay buffer"
+    assert (tmp_path / "oom.json").exists()
+
+
 def test_capture_passes_other_errors_through_untouched(tmp_path):
     decorated = capture(tmp_path / "oom.json")(lambda: {}["missing"])
     with pytest.raises(KeyError):
