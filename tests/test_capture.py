@@ -306,7 +306,17 @@ def test_profile_leak_suspect_is_held_by_the_module_level_list(tmp_path):
     holder = suspect.held_by[0]
     assert (holder.kind, holder.name, holder.module, holder.container) == ("module_global", "HISTORY", "leaky_train", "list")
     assert holder.source == f"{path}:{_line(source, 'HISTORY = []')}"
-    assert facts_from(None, report)["leak_suspect_held_by"].startswith("HISTORY[")
+    facts = facts_from(None, report)
+    assert facts["leak_suspect_held_by"].startswith("HISTORY[")
+    # The assistant's step names the holder (a profile without an error is read as a runtime leak).
+    from diagnostics.units import format_bytes
+    from kb import remedies as catalogue_api
+
+    catalogue = catalogue_api.load_catalogue()
+    chosen = catalogue_api.choose_remedies(catalogue, facts, "runtime_allocation")
+    leak = next(r for r in chosen if r.id == "rt-leak-references")
+    text = catalogue_api.remedy_text(catalogue, leak, facts, "fr", format_bytes)
+    assert "HISTORY[" in text and "leaky_train" in text and "maintenus en vie par" in text
     module.HISTORY.clear()
 
 
