@@ -35,6 +35,7 @@ from diagnostics.parse import ParsedError, parse_error
 PPROF_SUFFIX = ".prof"
 MAX_GROUPS = 50
 HELD_BY_GROUPS = 10  # the largest groups whose holders are looked for
+HELD_BY_SECONDS = 5.0  # time allowed for all of them (each heap scan is O(heap))
 _MAX_CHAIN = 8
 
 
@@ -196,7 +197,8 @@ def build_report(
         holders: list[Holder] = []
         if rank < HELD_BY_GROUPS:
             try:
-                holders = held_by(members[0], ignore=[arrays, members, groups, ordered], frames=frames)
+                holders = held_by(members[0], ignore=[arrays, members, groups, ordered], frames=frames,
+                                  deadline=started + HELD_BY_SECONDS)
             except Exception as problem:  # a strange object on the way: the rest of the report still counts
                 print(f"oomkb: could not tell what holds {dtype}{shape}: {problem}", file=sys.stderr)
         buffers.append(LiveBufferGroup(bytes=sum(_bytes(a) for a in members), count=len(members), shape=shape,

@@ -16,6 +16,7 @@ import linecache
 import os
 import re
 import sys
+import time
 import types
 from typing import Any, Iterable, Literal
 
@@ -64,14 +65,19 @@ class Holder(BaseModel):
 
 
 def held_by(
-    obj: Any, ignore: Iterable[Any] = (), limit: int = MAX_HOLDERS, frames: Iterable[types.FrameType] = ()
+    obj: Any,
+    ignore: Iterable[Any] = (),
+    limit: int = MAX_HOLDERS,
+    frames: Iterable[types.FrameType] = (),
+    deadline: float | None = None,
 ) -> list[Holder]:
     """The Python roots that keep `obj` alive (at most `limit`), nearest first.
 
     `ignore` lists objects of the caller that refer to `obj` only for the inspection (lists of
     arrays being examined); frames of this package are never counted as holders. Running frames
     keep their locals out of the garbage collector's sight, so the caller's stack and `frames`
-    (e.g. those of an exception's traceback) are searched for locals explicitly.
+    (e.g. those of an exception's traceback) are searched for locals explicitly. `deadline` (a
+    `time.perf_counter()` value) stops the walk early on a huge heap, with what was found so far.
     """
     skip = {id(o) for o in ignore}
     scopes = _frame_scopes(frames)
@@ -89,6 +95,9 @@ def held_by(
         next_frontier: list[Any] = []
         for node in frontier:
             if scans >= MAX_SCANS or len(found) >= limit:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                scans = MAX_SCANS
                 break
             scans += 1
             for frame, local in scopes:
