@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Union
 
+from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.profile import ProfileReport
@@ -24,18 +25,22 @@ _ERROR_FIELDS = (
 
 def facts_from(
     error: ParsedError | None = None,
-    report: EstimateReport | ProfileReport | None = None,
+    report: EstimateReport | ProfileReport | CaptureReport | None = None,
 ) -> dict[str, Fact]:
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error
+    if isinstance(report, CaptureReport) and error is None:
+        error = report.error
     if error is not None:
         _error_facts(error, facts)
     if isinstance(report, EstimateReport):
         _estimate_facts(report, facts)
     elif isinstance(report, ProfileReport):
         _profile_facts(report, facts)
+    elif isinstance(report, CaptureReport):
+        _capture_facts(report, facts)
     return {k: v for k, v in facts.items() if v is not None}
 
 
@@ -135,6 +140,20 @@ def _profile_facts(report: ProfileReport, facts: dict[str, Fact]) -> None:
         facts["leak_suspect_bytes"] = top.bytes
         if top.source:
             facts["leak_suspect_source"] = top.source
+        if getattr(top, "held_by", None):
+            facts["leak_suspect_held_by"] = top.held_by[0].label()
+
+
+def _capture_facts(report: CaptureReport, facts: dict[str, Fact]) -> None:
+    facts.setdefault("backend", report.backend)
+    facts.update(live_bytes_total=report.live_bytes_total, live_array_count=report.live_array_count)
+    held = [g for g in report.live_buffers if g.held_by]
+    top = held[0] if held else (report.live_buffers[0] if report.live_buffers else None)
+    if top is not None:
+        facts.update(live_group_bytes=top.bytes, live_group_shape=f"{top.dtype}{top.shape}",
+                     live_group_source=top.source)
+        if top.held_by:
+            facts["live_group_held_by"] = top.held_by[0].label()
 
 
 def _fraction(part: int, whole: int) -> float | None:

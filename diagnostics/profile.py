@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from pydantic import BaseModel, Field
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.holders import Holder, held_by
+from diagnostics.program import array_creation_site
 from diagnostics.units import ByteCount
 
 if TYPE_CHECKING:
@@ -48,6 +50,10 @@ class LeakSuspect(BaseModel):
     source: str | None = Field(
         default=None,
         description="'file:line (function)' that created most of these arrays; null when unknown",
+    )
+    held_by: list[Holder] = Field(
+        default_factory=list,
+        description="what keeps them alive when Python does (a module global, an attribute, a closure)",
     )
 
 
@@ -246,7 +252,7 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
         members = [a for a in final_arrays if _group_key(a) == (shape, dtype)]
         if not members:  # freed after the last call (for example with the last output)
             continue
-        sources = Counter(source for a in members if (source := _creation_site(a)) is not None)
+        sources = Counter(source for a in members if (source := array_creation_site(a)) is not None)
         suspects.append(
             LeakSuspect(
                 shape=str(shape),
@@ -255,22 +261,11 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
                 bytes=sum(_device_bytes(a) for a in members),
                 count_per_call=counts,
                 source=sources.most_common(1)[0][0] if sources else None,
+                held_by=held_by(members[0], ignore=[members, final_arrays]),
             )
         )
     suspects.sort(key=lambda s: (-s.bytes, s.shape, s.dtype))
     return suspects[:MAX_LEAK_SUSPECTS]
-
-
-def _creation_site(array: Any) -> str | None:
-    """'file:line (function)' of the innermost user frame in the array's creation traceback."""
-    from diagnostics.program import user_frame
-
-    try:
-        traceback = array.traceback
-        frames = list(traceback.frames) if traceback is not None else []
-    except Exception:
-        return None
-    return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
 
 
 def _memory_stats_peak() -> int | None:

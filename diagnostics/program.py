@@ -423,6 +423,16 @@ def user_frame(frames: Iterable[tuple[str, int, str]]) -> str | None:
     return None
 
 
+def array_creation_site(array: Any) -> str | None:
+    """'file:line (function)' of the innermost user frame in a jax array's creation traceback."""
+    try:
+        traceback = array.traceback
+        frames = list(traceback.frames) if traceback is not None else []
+    except Exception:  # noqa: BLE001 - an array without a traceback (or a deleted one)
+        return None
+    return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
+
+
 def user_location(exc: BaseException) -> str | None:
     """``file.py:line`` of the innermost frame of ``exc``'s traceback that is the user's code."""
     found = None

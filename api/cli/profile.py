@@ -106,9 +106,11 @@ def _print_report(report, plot: Path | None) -> None:
         for column in ("shape", "dtype", "count", "bytes"):
             suspects.add_column(column, no_wrap=True)
         suspects.add_column("created at", overflow="fold")
+        suspects.add_column("held by", overflow="fold")
         for suspect in report.leak_suspects:
+            holders = "; ".join(h.describe() for h in suspect.held_by) or "unknown"
             suspects.add_row(suspect.shape, suspect.dtype, str(suspect.count), format_bytes(suspect.bytes),
-                             escape(_shorter_path(suspect.source) or "unknown"))
+                             escape(_shorter_path(suspect.source) or "unknown"), escape(holders))
         out.print(suspects)
     else:
         out.print("no leak suspects")
