@@ -4,12 +4,14 @@ output, Slack and the tests."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Annotated, Any, Union
 
 from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, model_validator,
 )
 
+from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.plan import PlanReport
@@ -36,7 +38,7 @@ LanguageCode = Annotated[
     WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
-_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, PlanReport])
+_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport, PlanReport])
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -72,9 +74,10 @@ class AskRequest(JsonRequest):
                           description="the question, in any language (may be empty when an error log is given)")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
-    report: Union[EstimateReport, ProfileReport, PlanReport, None] = Field(
+    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
         default=None,
-        description="the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb plan --json`",
+        description="the JSON of `oomkb estimate --json`, `oomkb profile --json`, `oomkb run --json` "
+        "or `oomkb plan --json`",
     )
     language: LanguageCode | None = Field(
         default=None,
@@ -101,6 +104,14 @@ class Citation(BaseModel):
     section_title: str = ""
     guide_title: str = ""
     citation: str = Field(default="", description="doc_id#section")
+    url: str = Field(default="", description="where to read the section: /guides/{doc_id}#{section}, "
+                     "absolute when the server knows its public URL (OOMKB_PUBLIC_URL)")
+
+    @model_validator(mode="after")
+    def _default_url(self) -> Citation:
+        if not self.url:
+            self.url = f"/guides/{self.doc_id}#{self.section}"
+        return self
 
 
 class Remedy(BaseModel):
@@ -115,7 +126,7 @@ class Remedy(BaseModel):
 
 
 class AskResponse(BaseModel):
-    """The assistant's answer (CONTRACT `ask` shape first)."""
+    """The assistant's answer (the `ask --json` fields first)."""
 
     language: str
     diagnosis: ParsedError | None
@@ -131,6 +142,8 @@ class AskResponse(BaseModel):
     facts: dict[str, Union[int, float, str, bool, None]] = Field(
         default_factory=dict, description="the evidence the advice was chosen on"
     )
+    answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
+                           description="names this answer in POST /v1/feedback")
 
 
 class SearchRequest(JsonRequest):
@@ -169,5 +182,5 @@ class ErrorResponse(BaseModel):
 __all__ = [
     "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest", "SearchResponse",
     "SearchResult", "DiagnoseRequest", "ParsedError", "GuideInfo", "GuideSection",
-    "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport",
+    "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport", "CaptureReport",
 ]

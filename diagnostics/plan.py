@@ -30,7 +30,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ from diagnostics.program import (
     callable_name,
     factory_accepts,
     load_factory,
+    project_root,
     resolve_program,
     unpack_program,
     wants_devices,
@@ -840,11 +841,15 @@ def plan_program(
     timeout_s: float = 900.0,
     limits: Limits | None = None,
     progress_file: Path | None = None,
+    python: str | None = None,
+    paths: Sequence[str] = (),
+    isolate: bool = False,
 ) -> PlanReport:
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
     The target, the file and the --vary text are checked here first; the child writes one line
-    per step to ``progress_file`` when given (the CLI shows them as they come).
+    per step to ``progress_file`` when given (the CLI shows them as they come; inside the
+    bubblewrap sandbox, ``isolate=True``, the child cannot write it and no progress shows).
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -858,7 +863,10 @@ def plan_program(
             "topology": spec.topology, "vary": list(vary) if vary else None,
             "progress_file": str(progress_file) if progress_file else None,
         },
-        timeout_s=timeout_s, limits=limits, what=what,
+        timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
+        isolate=isolate,
+        read_only=[program_spec.path.parent, *filter(None, [project_root(program_spec.path)])],
+        home_files=[tpu.hbm_cache_path()],
     )
     return job_value(result, PlanReport, what)
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.http.app import ESTIMATE_DISABLED, create_app
 from api.settings import Settings, SettingsError
+from tests.conftest import LOCAL
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
 CITATION_KEYS = {"doc_id", "section", "language", "quote"}
@@ -38,7 +39,7 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def client(assistant):
-    with TestClient(create_app(Settings(), assistant)) as c:
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
         yield c
 
 
@@ -53,7 +54,7 @@ def test_healthz_and_readyz_answer_200_when_loaded(client):
 
 def test_before_the_model_is_loaded_readyz_and_ask_say_503_but_healthz_is_200():
     app = create_app(Settings())  # no lifespan run: nothing starts loading
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     assert c.get("/healthz").status_code == 200
     ready = c.get("/readyz")
     assert ready.status_code == 503 and ready.json()["status"] == "loading"
@@ -170,7 +171,7 @@ def test_two_mib_body_with_content_length_is_refused_with_413(client):
     body = json.dumps({"error_log": "x" * (2 * MIB)})
     r = client.post("/v1/diagnose", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 413
-    assert "1 MiB" in r.json()["detail"]
+    assert "1.00 MiB" in r.json()["detail"]
 
 
 def test_two_mib_chunked_body_without_content_length_is_refused_with_413(client):
@@ -194,7 +195,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
         seen.append(len((await receive())["body"]))
 
     sent: list[dict] = []
-    messages = [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 4
+    messages = ([{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 3
+                + [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": False}])
 
     async def receive():
         return messages.pop(0)
@@ -206,6 +208,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
     asyncio.run(BodyLimitMiddleware(app, max_bytes=MIB)(scope, receive, send))
     assert seen == []
     assert sent[0]["status"] == 413
+    # the rest of the body was read and dropped before the answer ended (the client reads the 413)
+    assert messages == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
 def test_body_just_under_the_limit_is_accepted(client):
@@ -258,7 +262,7 @@ def test_a_bug_becomes_a_generic_500_without_internals(assistant):
         def ask(self, req):
             raise RuntimeError("secret internal state /etc/passwd")
 
-    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False) as c:
+    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False, base_url=LOCAL) as c:
         r = c.post("/v1/ask", json={"question": "hbm"})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -286,7 +290,7 @@ def test_estimate_is_disabled_by_default_with_a_clear_403(client):
 @pytest.fixture(scope="module")
 def estimating_client(assistant):
     settings = Settings(enable_estimate=True, estimate_timeout_s=20)
-    with TestClient(create_app(settings, assistant)) as c:
+    with TestClient(create_app(settings, assistant), base_url=LOCAL) as c:
         yield c
 
 
@@ -309,11 +313,41 @@ def test_enabled_estimate_reports_user_errors_as_400(estimating_client):
 # ------------------------------------------------------------------ settings
 
 
-def test_settings_come_from_the_environment_and_bad_values_name_the_variable():
-    s = Settings.from_env({"OOMKB_ENABLE_ESTIMATE": "1", "OOMKB_PORT": "9000", "SLACK_BOT_TOKEN": ""})
+def test_settings_come_from_the_environment_and_bad_values_name_the_variable(monkeypatch):
+    monkeypatch.setenv("OOMKB_ENABLE_ESTIMATE", "1")
+    monkeypatch.setenv("OOMKB_PORT", "9000")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s3cret")
+    s = Settings.from_env()
     assert s.enable_estimate and s.port == 9000 and not s.slack_enabled
+    assert s.slack_signing_secret.get_secret_value() == "s3cret"
+    assert Settings.from_env(port=9100).port == 9100  # a command-line value wins
+    monkeypatch.setenv("OOMKB_PORT", "eighty")
     with pytest.raises(SettingsError, match="OOMKB_PORT"):
-        Settings.from_env({"OOMKB_PORT": "eighty"})
+        Settings.from_env()
+    with pytest.raises(SettingsError, match="port"):
+        Settings.from_env(port=-1)
+
+
+def test_a_bad_service_setting_does_not_stop_offline_storage_settings(monkeypatch, tmp_path):
+    from indexer.settings import default_index_dir
+
+    monkeypatch.setenv("OOMKB_PORT", "eighty")
+    monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
+    assert default_index_dir() == tmp_path / "index"
+
+
+def test_importing_the_project_writes_nothing_to_the_environment():
+    import subprocess
+    import sys
+
+    code = ("import os; before = dict(os.environ); import oomkb, api, api.cli, api.http.app, indexer.model, "
+            "kb.search, diagnostics.estimate; import sys; "
+            "sys.exit(0 if dict(os.environ) == before else 1)")
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
+                        "ALLOW_MULTIPLE_LIBTPU_LOAD", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_HOSTNAMES"}}
+    assert subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode == 0
 
 
 def test_serve_command_is_registered_and_rejects_a_bad_port():

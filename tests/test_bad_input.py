@@ -26,6 +26,7 @@ from api.http.app import create_app
 from api.http.holder import AssistantHolder
 from api.settings import Settings
 from api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
+from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, block_text, mention, post_event
 from tests.test_web_browser import browser, page, server_url  # noqa: F401 - fixtures
 
@@ -59,7 +60,7 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def client(assistant):
-    with TestClient(create_app(Settings(), assistant), raise_server_exceptions=False) as c:
+    with TestClient(create_app(Settings(), assistant), raise_server_exceptions=False, base_url=LOCAL) as c:
         yield c
 
 
@@ -108,7 +109,7 @@ def test_a_question_at_the_20k_character_limit_is_answered(client):
 
 def test_a_5_mib_body_is_refused_with_413(client):
     detail = refused(post_raw(client, "/v1/ask", json.dumps({"question": "x" * (5 * MIB)}).encode()), 413)
-    assert "1 MiB" in detail
+    assert "1.00 MiB" in detail
 
 
 @pytest.mark.parametrize("raw", [b"\xff\xfe", b"\xc3\x28", b"\xc0\xaf", b"\xf8\x88\x80\x80\x80"],
@@ -220,7 +221,7 @@ def test_a_report_with_a_wrong_type_deep_inside_is_refused_not_converted(client)
 
 def test_an_estimate_enabled_server_refuses_wrong_types_before_running_anything(assistant):
     app = create_app(Settings(enable_estimate=True, estimate_timeout_s=20), assistant)
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url=LOCAL) as c:
         started = time.monotonic()
         for body in ({"source": "def make(): pass", "donation_check": "yes"},
                      {"source": "def make(): pass", "top_n": "3"}, {"source": ""}, ["source"]):
@@ -345,7 +346,7 @@ def test_a_slack_mention_with_markup_is_answered_without_live_markup(assistant, 
     question = ("why? <!channel> <@U123> &lt;script&gt;alert(1)&lt;/script&gt; ```"
                 + vmem_log("&lt;img src=x onerror=alert(1)&gt; <!channel> <https://evil.example|x> *bold*")
                 + "```")
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         assert post_event(c, mention(question, ts="1700000099.000100")).status_code == 200
         (posted,) = slack_api.wait_for("chat.postMessage")
     text = block_text(posted["blocks"]) + "\n" + posted["text"]
@@ -357,8 +358,11 @@ def test_a_slack_mention_with_markup_is_answered_without_live_markup(assistant, 
 def test_the_web_page_script_builds_the_page_from_text_nodes_only():
     script = re.sub(r"^\s*//.*$", "", (ROOT / "api/http/static/app.js").read_text(), flags=re.MULTILINE)
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "new Function", "createContextualFragment", "href"):
+                 "new Function", "createContextualFragment", "javascript:"):
         assert sink not in script, f"app.js uses {sink}: server or user text could become markup"
+    # Links are made only by guideUrl(): a fixed same-origin path with encoded guide and section ids.
+    hrefs = re.findall(r"href\s*:\s*([^,}]+)", script)
+    assert hrefs and all(h.strip().startswith("guideUrl(") for h in hrefs), hrefs
 
 
 def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  # noqa: F811 - fixture
@@ -368,7 +372,11 @@ def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  #
     page.wait_for("!document.getElementById('result').hidden && document.getElementById('answer').innerText")
     assert INJECTION in page.evaluate("document.getElementById('answer').textContent")
     assert INJECTION in page.evaluate("document.getElementById('diagnosis-figures').textContent")
-    assert page.evaluate("document.querySelectorAll('#result script, #result img, #result a, #result iframe').length") == 0
+    assert page.evaluate("document.querySelectorAll('#result script, #result img, #result iframe').length") == 0
+    # the only links are the sources' own, to this server's guide pages
+    links = page.evaluate("[...document.querySelectorAll('#result a')].map(a => a.getAttribute('href'))")
+    assert all(link.startswith("/guides/") for link in links), links
+    assert not page.evaluate("[...document.querySelectorAll('#answer a')].length")
     assert page.evaluate("window.__xss === undefined")
     assert page.exceptions() == []
 

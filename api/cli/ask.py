@@ -51,14 +51,14 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from api.schemas import EstimateReport, PlanReport, ProfileReport
+    from api.schemas import CaptureReport, EstimateReport, PlanReport, ProfileReport
 
     text = _read_text(path, "report")
     try:
-        return TypeAdapter(EstimateReport | ProfileReport | PlanReport).validate_json(text)
+        return TypeAdapter(EstimateReport | ProfileReport | CaptureReport | PlanReport).validate_json(text)
     except ValidationError:
-        fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json` or "
-             "`oomkb plan --json`", EXIT_USAGE)
+        fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json`, "
+             "`oomkb run --json` or `oomkb plan --json`", EXIT_USAGE)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from api.settings import Settings
+from oomkb.errors import OomkbError, ServiceError
 
 if TYPE_CHECKING:
     from api.assistant import Assistant
@@ -15,8 +16,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("oomkb.api")
 
 
-class NotReady(Exception):
+class NotReady(ServiceError):
     """The model and index are still loading (or failed to load); the message says which."""
+
+    retry_after_s = 5
 
 
 class AssistantHolder:
@@ -45,15 +48,16 @@ class AssistantHolder:
 
     def _load(self) -> None:
         from api.assistant import load_assistant
-        from api.cli.boundary import known_errors
 
         started = time.monotonic()
         log.info("loading the embedding model and the index ...")
         try:
             assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
         except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
-            if isinstance(exc, tuple(known_errors())):
-                self.error = str(exc)
+            # The full message (it may name files and folders) goes to the server log only;
+            # /readyz and the 503s say what kind of problem it is.
+            if isinstance(exc, OomkbError):
+                self.error = short_reason(exc)
                 log.error("cannot load the assistant: %s", exc)
             else:
                 self.error = "the assistant failed to load; see the server log"
@@ -79,3 +83,16 @@ class AssistantHolder:
         if self.error:
             raise NotReady(f"the service is not ready: {self.error}")
         raise NotReady("the service is still loading the model and the index; retry in a few seconds")
+
+
+def short_reason(exc: BaseException) -> str:
+    """What kind of problem `exc` is, in a clause without file names: the first clause of the
+    docstring of its most specific class that has one (the message itself stays in the log)."""
+    for cls in type(exc).__mro__:
+        doc = (cls.__doc__ or "").strip()
+        if cls is BaseException or cls is Exception:
+            break
+        if doc and not doc.startswith("Base for"):
+            clause = doc.splitlines()[0].split(";")[0].strip().rstrip(".")
+            return f"{clause[:1].lower()}{clause[1:]}; see the server log"
+    return "the assistant failed to load; see the server log"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,24 +59,23 @@ def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
                             cpu_seconds=settings.estimate_cpu_seconds)
             vary = (req.vary.name, req.vary.low, req.vary.high) if req.vary else None
             return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
-                                vary=vary, timeout_s=settings.estimate_timeout_s, limits=limits)
+                                vary=vary, timeout_s=settings.estimate_timeout_s, limits=limits,
+                                isolate=settings.estimate_isolated)
     finally:
         gate.release()
 
 
 def mount_plan(app: FastAPI, settings: Settings, *, gate: threading.Semaphore,
-               busy: type[Exception], responses: dict[int, Any]) -> None:
-    """Add POST /v1/plan to ``app`` (``gate`` and ``busy`` are /v1/estimate's)."""
+               busy: type[Exception], responses: dict[int, Any],
+               refusal: Callable[[Settings], str | None]) -> None:
+    """Add POST /v1/plan to ``app`` (``gate``, ``busy`` and ``refusal`` are /v1/estimate's)."""
 
     @app.post("/v1/plan", response_model=PlanReport, tags=["diagnostics"], responses=responses)
     def plan(body: PlanRequest) -> Any:
         """Find what makes a program fit by compiling each remedy (off unless the operator
         enables it; the same sandbox and limits as /v1/estimate)."""
-        from diagnostics.sandbox import JobCrashed, JobTimeout, ProgramOutOfMemory
-
         if not settings.enable_estimate:
             return JSONResponse({"detail": PLAN_DISABLED}, status_code=403)
-        try:
-            return run_plan(body, settings, gate, busy)
-        except (JobTimeout, JobCrashed, ProgramOutOfMemory) as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=422)
+        if refused := refusal(settings):
+            return JSONResponse({"detail": refused}, status_code=503)
+        return run_plan(body, settings, gate, busy)
