@@ -30,6 +30,7 @@ BUDGET: dict[tuple[str, str], dict[GenerationMode, int]] = {
     ("POST", "/v1/search"): {GenerationMode.POSITIVE: 150, GenerationMode.NEGATIVE: 150},
     ("POST", "/v1/diagnose"): {GenerationMode.POSITIVE: 200, GenerationMode.NEGATIVE: 150},
     ("POST", "/v1/estimate"): {GenerationMode.POSITIVE: 150, GenerationMode.NEGATIVE: 150},
+    ("POST", "/v1/plan"): {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 100},
     ("GET", "/v1/docs"): {GenerationMode.POSITIVE: 1},
     ("GET", "/healthz"): {GenerationMode.POSITIVE: 1},
     ("GET", "/readyz"): {GenerationMode.POSITIVE: 1},
