@@ -307,11 +307,27 @@ def load_assistant(index_dir: Path | None = None, docs_dir: Path | None = None,
 
 def plan_lines(msg, report: PlanReport, language: str) -> list[str]:
     """A plan's verified fixes, fitting ones first, each with its measured figures, its snippet
-    and the guide section it comes from; then the --vary answer. Markdown in ``language``."""
-    lines = [f"### {msg('plan_heading', language, target=_as_code(report.target.topology))}", ""]
+    and the guide section it comes from; then the --vary answer. Markdown in ``language``.
+    A line whose values are blank in the report (a hand-written one) is left out."""
+
+    def lenient(key, lang, **values):
+        try:
+            return msg(key, lang, **values)
+        except catalogue_api.MissingValue:
+            return None
+
+    return [line for line in _plan_lines(lenient, report, language) if line is not None]
+
+
+def _plan_lines(msg, report: PlanReport, language: str) -> list[str | None]:
+    heading = msg("plan_heading", language, target=_as_code(report.target.topology))
+    lines = [f"### {heading}" if heading else None, ""]
     fixes = sorted((f for f in report.fixes if f.verified), key=lambda f: not f.fits)
     for n, fix in enumerate(fixes, start=1):
-        title = _fix_title(msg, fix, language, report)
+        try:
+            title = _fix_title(msg, fix, language, report)
+        except (TypeError, ValueError, OverflowError):  # a hand-made setting of the wrong shape
+            title = None
         if title is None:
             continue
         if fix.fits and fix.total_bytes is not None and fix.saving_bytes and fix.saving_bytes > 0:
@@ -321,10 +337,13 @@ def plan_lines(msg, report: PlanReport, language: str) -> list[str]:
             status = msg("plan_status_fits", language, total=format_bytes(fix.total_bytes))
         else:
             status = msg("plan_status_no", language)
-        cite = f" [`{fix.cite}`]" if fix.cite else ""
+        if status is None:
+            continue
+        cite = f" [`{_as_code(fix.cite)[1:-1]}`]" if fix.cite and _as_code(fix.cite) else ""
         lines.append(f"{n}. **{title}**: {status}{cite}")
-        if fix.snippet and fix.fits:
-            lines += ["", "   ```python", f"   {fix.snippet}", "   ```"]
+        snippet = " ".join(fix.snippet.split()).replace("`", "'")  # one line, no fence escape
+        if snippet and fix.fits:
+            lines += ["", "   ```python", f"   {snippet}", "   ```"]
     vary = report.vary
     if vary is not None:
         lines.append("")
@@ -342,7 +361,8 @@ def _fix_title(msg, fix, language: str, report: PlanReport) -> str | None:
     setting = fix.setting or {}
     if fix.id == "donate_arguments":
         names = setting.get("arguments") or [f"args[{n}]" for n in setting.get("donate_argnums", [])]
-        return msg("plan_fix_donate_arguments", language, arguments=_as_code(", ".join(names)))
+        return msg("plan_fix_donate_arguments", language,
+                   arguments=_as_code(", ".join(str(n) for n in names)))
     if fix.id == "raise_scoped_vmem_limit":
         vmem = report.baseline.vmem
         if "vmem_limit_bytes" not in setting or (
