@@ -168,9 +168,10 @@ def _frame_scopes(extra: Iterable[types.FrameType]) -> list[tuple[types.FrameTyp
 
 
 def _library_dirs() -> tuple[str, ...]:
-    from diagnostics.profile import _library_dirs as library_dirs
+    """Folders of library code (ours, the standard library, installed packages, JAX)."""
+    from diagnostics.program import not_user_dirs
 
-    return library_dirs()
+    return not_user_dirs()
 
 
 def _is_module_dict(value: Any) -> bool:
