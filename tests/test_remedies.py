@@ -414,7 +414,7 @@ RICH_FACTS = {
     "padding_waste_fraction": 0.158, "padding_worst_shape": "f32[129,1024]",
     "donation_savings_bytes": 1536 * MiB, "donation_arguments": "params, opt_state",
     "host_callback_count": 2, "host_callback_source": "train.py:41",
-    "replicated_argument_count": 3, "replicated_argument_bytes": 5 * GiB,
+    "host_callback_kind": "io_callback", "replicated_argument_count": 3, "replicated_argument_bytes": 5 * GiB,
     "replicated_argument_path": "params['embed']", "temp_bytes": 7 * GiB,
     "target_generation": "v5e", "total_bytes": 19 * GiB, "hbm_bytes": 16 * GiB, "fits": False,
     "growth_bytes_per_call": 4 * MiB, "peak_bytes": 2 * GiB,
@@ -433,6 +433,19 @@ def test_every_template_renders_without_leftover_placeholders(catalogue):
             assert "{" not in text and "}" not in text, f"{where} [{lang}]: {text}"
             rendered += 1
     assert rendered > 1000
+
+
+def test_host_callback_remedy_names_the_kind_of_callback_the_program_has(catalogue):
+    remedy = catalogue.remedy("hbm-host-callback")
+    facts = _with(HBM, host_callback_count=1, host_callback_kind="io_callback",
+                  host_callback_source="model.py:7")
+    for lang in SUPPORTED:
+        text = remedy_text(catalogue, remedy, facts, lang, format_bytes)
+        assert "`io_callback`" in text and "model.py:7" in text, (lang, text)
+        assert "`jax.debug.print()`" in text and "`jax.pure_callback`" in text, (lang, text)
+    unknown = remedy_text(catalogue, remedy, _with(HBM, host_callback_count=3), "en", format_bytes)
+    assert unknown.startswith("Host callbacks in the compiled program: 3.")
+    assert "`jax.debug.callback`" in unknown
 
 
 def test_rendered_remedy_shows_the_users_numbers_in_binary_units(catalogue):
