@@ -17,6 +17,7 @@ What must be in backticks (`code_tokens`): outside backtick spans and `{placehol
     (not abbreviations such as "e.g." and not version numbers);
   * calls: a name followed by parentheses, `jax.debug.print()`, `ones(...)`;
   * HLO shapes: `f32[129,1024]`, `bf16[2048,4096]`;
+  * shell commands and addresses: `pip install xprof`, `http://localhost:6006`;
   * the names a remedy declares in its `flags` and `apis`, wherever they appear.
 
 A backtick span must hold the whole token: `` `--xla_foo`=true `` fails, and so does a span of one
@@ -207,6 +208,9 @@ CODE_TOKEN = re.compile(
             rf"(?<![A-Za-z0-9_.-]){_IDENT}=(?:\"[^\"\s]*\"|'[^'\s]*'|\([0-9, ]*\)|[A-Za-z0-9_.=:/+-]*[A-Za-z0-9_/])",
             # dotted names (two identifiers or more, each of two characters or more)
             rf"(?<![A-Za-z0-9_.])[A-Za-z_][A-Za-z0-9_]++(?:\.[A-Za-z_][A-Za-z0-9_]++)++(?![(])",
+            # commands and addresses
+            r"(?<![A-Za-z0-9_])pip install [A-Za-z0-9_.\[\]-]*[A-Za-z0-9_\]]",
+            r"https?://[^\s`'\"<>()]*[^\s`'\"<>().,;:]",
             # HLO shapes
             r"(?<![A-Za-z0-9_])(?:pred|[suf]\d{1,2}|bf16|c64|c128)\[[0-9,]*\]",
             # identifiers with an underscore (environment variables included)

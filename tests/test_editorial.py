@@ -114,7 +114,7 @@ def test_an_item_added_later_is_checked_too(tmp_path, glossary):
     shutil.copytree(default_catalogue_dir(), folder)
     path = folder / "messages.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    text = {lang: "Use `jax.jit`." for lang in SUPPORTED}
+    text = {lang: "`jax.jit`" for lang in SUPPORTED}
     text["de"] = "Spende die Puffer mit jax.jit."
     data["messages"]["next_steps_example"] = {"text": text}
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
