@@ -726,3 +726,37 @@ def test_an_estimate_that_does_not_fit_gets_remedies_from_its_own_numbers(catalo
             "hbm-padding-measured"} <= set(ids)
     text = remedy_text(catalogue, catalogue.remedy("hbm-donation-measured"), facts, "es", format_bytes)
     assert "2.00 GiB" in text
+
+
+@pytest.mark.parametrize(
+    "language, calls, expected",
+    [
+        ("ru", 1, "Профиль за 1 вызов:"), ("ru", 3, "Профиль за 3 вызова:"),
+        ("ru", 5, "Профиль за 5 вызовов:"), ("ru", 21, "Профиль за 21 вызов:"),
+        ("ru", 12, "Профиль за 12 вызовов:"), ("en", 1, "Profile over 1 call:"),
+        ("en", 4, "Profile over 4 calls:"), ("de", 1, "Profil über 1 Aufruf:"),
+        ("fr", 0, "Profil sur 0 appel :"), ("ar", 2, "على مدى استدعاءين:"),
+        ("ar", 11, "على مدى 11 استدعاءً:"), ("zh", 1, "1 次调用"),
+    ],
+)
+def test_profile_summary_counts_agree_with_the_number_in_each_language(catalogue, language, calls, expected):
+    text = message(catalogue, "profile_summary", language, calls=calls, peak="2.00 GiB",
+                   growth_per_call="4.00 MiB")
+    assert expected in text, text
+
+
+def test_a_plural_without_the_forms_its_language_needs_is_rejected(tmp_path):
+    from kb.remedies import plural_categories
+
+    assert plural_categories("ru") == {"one", "few", "many"}
+    assert plural_categories("zh") == {"other"}
+    folder = tmp_path / "catalogue"
+    shutil.copytree(default_catalogue_dir(), folder)
+    path = folder / "messages.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "{calls, plural, one {# вызов} few {# вызова} many {# вызовов} other {# вызова}}",
+        "{calls, plural, one {# вызов} other {# вызовов}}",
+    )
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CatalogueError, match=r"profile_summary.*\[ru\].*lacks the form\(s\) few, many"):
+        load_catalogue(folder)
