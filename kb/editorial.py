@@ -17,7 +17,8 @@ What must be in backticks (`code_tokens`): outside backtick spans and `{placehol
     (not abbreviations such as "e.g." and not version numbers);
   * calls: a name followed by parentheses, `jax.debug.print()`, `ones(...)`;
   * HLO shapes: `f32[129,1024]`, `bf16[2048,4096]`;
-  * shell commands and addresses: `pip install xprof`, `http://localhost:6006`;
+  * shell commands, addresses and paths: `pip install xprof`, `http://localhost:6006`,
+    `/tmp/xprof`;
   * the names a remedy declares in its `flags` and `apis`, wherever they appear.
 
 A backtick span must hold the whole token: `` `--xla_foo`=true `` fails, and so does a span of one
@@ -211,6 +212,8 @@ CODE_TOKEN = re.compile(
             # commands and addresses
             r"(?<![A-Za-z0-9_])pip install [A-Za-z0-9_.\[\]-]*[A-Za-z0-9_\]]",
             r"https?://[^\s`'\"<>()]*[^\s`'\"<>().,;:]",
+            # absolute paths: `/tmp/xprof`
+            r"(?<![A-Za-z0-9_/:.~-])/[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+/?(?<![.])",
             # HLO shapes
             r"(?<![A-Za-z0-9_])(?:pred|[suf]\d{1,2}|bf16|c64|c128)\[[0-9,]*\]",
             # identifiers with an underscore (environment variables included)
