@@ -529,15 +529,6 @@ def test_not_covered_says_what_the_guides_do_cover(catalogue):
         assert "XProf" in message(catalogue, "not_covered", lang)
 
 
-def test_estimate_summary_message_takes_formatted_sizes(catalogue):
-    text = message(catalogue, "estimate_summary", "fr", target="v5e",
-                   total=format_bytes(20 * GiB), hbm=format_bytes(16 * GiB))
-    assert "v5e" in text and "20.00 GiB" in text and "16.00 GiB" in text
-
-
-# --------------------------------------------------------------------------- broken catalogues
-
-
 def _broken_copy(tmp_path: Path, file: str, mutate) -> Path:
     """A copy of the built-in catalogue in tmp_path with `mutate` applied to one file's data."""
     folder = tmp_path / "catalogue"
