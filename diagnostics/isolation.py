@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from diagnostics.exceptions import DiagnosticsError
+from oomkb.errors import ServiceError
 
 __all__ = [
     "INSTALL_HINT",
@@ -45,13 +46,13 @@ INSTALL_HINT = (
 
 #: Packages of this project that a job's child imports (code and catalogues only; no data of
 #: the service, no settings).
-CHILD_PACKAGES = ("diagnostics", "indexer", "kb")
+CHILD_PACKAGES = ("oomkb", "diagnostics", "indexer", "kb")
 
 #: Size of the sandbox's private /tmp (a tmpfs, so it is memory).
 TMP_BYTES = 256 << 20
 
 
-class IsolationUnavailable(DiagnosticsError):
+class IsolationUnavailable(ServiceError, DiagnosticsError):
     """Isolation was asked for, and bubblewrap is missing or cannot create namespaces here.
 
     The environment is at fault, not the input: the CLI exits 1, the HTTP service answers 503."""

@@ -266,13 +266,16 @@ def test_sandbox_none_is_the_operators_explicit_choice_and_readyz_shows_it(assis
         assert "without isolation" in ready["detail"]
 
 
-def test_the_sandbox_setting_comes_from_the_environment():
-    assert Settings.from_env({}).estimate_sandbox == "bwrap"
-    assert Settings.from_env({"OOMKB_ESTIMATE_SANDBOX": "None"}).estimate_sandbox == "none"
+def test_the_sandbox_setting_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("OOMKB_ESTIMATE_SANDBOX", raising=False)
+    assert Settings.from_env().estimate_sandbox == "bwrap"
+    monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "None")
+    assert Settings.from_env().estimate_sandbox == "none"
     from api.settings import SettingsError
 
+    monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "docker")
     with pytest.raises(SettingsError, match="OOMKB_ESTIMATE_SANDBOX"):
-        Settings.from_env({"OOMKB_ESTIMATE_SANDBOX": "docker"})
+        Settings.from_env()
 
 
 def test_run_job_with_isolate_and_no_bubblewrap_raises_before_starting_anything(no_bwrap):

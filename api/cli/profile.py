@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.options import PathOption, PythonOption, import_paths
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PROFILE_HELP = (
@@ -47,12 +48,12 @@ def profile_command(
         bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
                            "no other processes, no files but its own folder and the Python packages")
     ] = False,
+    python: PythonOption = None,
+    path: PathOption = None,
 ) -> None:
     """Run FILE.py:FUNC N times in a child process and report its live memory."""
     from diagnostics.profile import profile_program
 
-    if repeat < 1:
-        fail(f"--repeat must be at least 1, got {repeat}", EXIT_USAGE)
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     check_png_path(plot)
@@ -61,7 +62,7 @@ def profile_command(
         err.print(f"profiling {escape(target)} ({repeat} calls) ...")
     with user_errors():
         report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout,
-                                 isolate=isolate)
+                                 isolate=isolate, python=python, paths=import_paths(path))
     if plot is not None:
         from diagnostics.plot import plot_profile
 

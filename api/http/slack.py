@@ -312,16 +312,16 @@ class SlackBot:
     def reply(self, text: str) -> tuple[list[dict[str, Any]], str]:
         """(blocks, fallback text) answering a Slack message's text."""
         from api.http.holder import NotReady
-        from api.cli.boundary import known_errors
+        from oomkb.errors import OomkbError
 
         try:
             assistant = self.holder.require()
             answer = assistant.ask(question_from_slack(text))
         except NotReady as exc:
             return _notice(f":hourglass: {exc}")
-        except Exception as exc:
-            if isinstance(exc, tuple(known_errors())):
-                return _notice(f":warning: {exc}")
+        except OomkbError as exc:
+            return _notice(f":warning: {exc}")
+        except Exception:
             log.exception("answering a Slack message failed")
             return _notice(":warning: Sorry, something went wrong on my side; the cause is logged.")
         return answer_blocks(answer), fallback_text(answer)

@@ -152,6 +152,11 @@
     panel.hidden = false;
   }
 
+  // Where a guide section is read on this server (the API sends it as `url` with each citation).
+  function guideUrl(docId, section) {
+    return "/guides/" + encodeURIComponent(docId) + "#" + encodeURIComponent(section);
+  }
+
   function showSources(citations) {
     const list = $("sources-list");
     list.replaceChildren();
@@ -160,7 +165,8 @@
       list.append(el("li", { "data-doc-id": c.doc_id }, [
         el("div", { dir: "auto" }, [el("strong", {}, [c.guide_title || c.doc_id]),
                                     c.section_title ? " › " + c.section_title : ""]),
-        el("div", { class: "cite" }, [el("code", {}, [cite]), " (" + c.language + ")"]),
+        el("div", { class: "cite" }, [el("a", { href: guideUrl(c.doc_id, c.section) },
+                                         [el("code", {}, [cite])]), " (" + c.language + ")"]),
         el("blockquote", { dir: "auto", lang: c.language }, [c.quote || ""]),
       ]));
     }
@@ -180,6 +186,7 @@
     answer.dataset.grounded = String(data.grounded);
     showSources(data.citations);
     $("result").hidden = false;
+    document.dispatchEvent(new CustomEvent("oomkb:answer", { detail: data }));
   }
 
   function showSearch(data) {
@@ -189,7 +196,8 @@
     for (const r of data.results) {
       const item = el("li", { "data-doc-id": r.doc_id }, [
         el("div", { dir: "auto" }, [el("strong", {}, [r.guide_title]), " › " + r.section_title]),
-        el("div", { class: "cite" }, [el("code", {}, [r.citation]), " (" + r.language + ", score " + r.score.toFixed(4) + ")"]),
+        el("div", { class: "cite" }, [el("a", { href: guideUrl(r.doc_id, r.section) }, [el("code", {}, [r.citation])]),
+                                      " (" + r.language + ", score " + r.score.toFixed(4) + ")"]),
       ]);
       if (r.card) {
         item.append(el("p", { dir: "auto", lang: data.query_language }, [r.card.summary || ""]));
