@@ -14,6 +14,7 @@ from pydantic import (
 from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
+from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
 from kb.search import SearchResponse, SearchResult
 
@@ -37,7 +38,7 @@ LanguageCode = Annotated[
     WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
-_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport])
+_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport, PlanReport])
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -73,8 +74,10 @@ class AskRequest(JsonRequest):
                           description="the question, in any language (may be empty when an error log is given)")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
-    report: Union[EstimateReport, ProfileReport, CaptureReport, None] = Field(
-        default=None, description="the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb run --json`"
+    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
+        default=None,
+        description="the JSON of `oomkb estimate --json`, `oomkb profile --json`, `oomkb run --json` "
+        "or `oomkb plan --json`",
     )
     language: LanguageCode | None = Field(
         default=None,

@@ -515,6 +515,12 @@ def create_app(
             return JSONResponse({"detail": refusal}, status_code=503)
         return run_estimate(body, settings, request.app.state.estimate_gate)
 
+    # POST /v1/plan (api/http/plan.py): the estimate's switch, sandbox, limits and gate.
+    from api.http.plan import mount_plan
+
+    mount_plan(app, settings, gate=app.state.estimate_gate, busy=EstimateBusy,
+               responses={**_ERRORS, **ESTIMATE_ERRORS}, refusal=sandbox_refusal)
+
     @app.get("/healthz", tags=["probes"])
     def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
