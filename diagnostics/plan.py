@@ -52,6 +52,7 @@ from diagnostics.estimate import (
 )
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import parse_error
+from diagnostics.program import project_root
 from diagnostics.program import (
     FactoryError,
     call_factory,
@@ -848,8 +849,9 @@ def plan_program(
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
     The target, the file and the --vary text are checked here first; the child writes one line
-    per step to ``progress_file`` when given (the CLI shows them as they come; inside the
-    bubblewrap sandbox, ``isolate=True``, the child cannot write it and no progress shows).
+    per step to ``progress_file`` when given (the CLI shows them as they come). ``isolate=True``
+    runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`): it sees the
+    program's folder read-only, the progress file's folder read-write, and no other files.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -866,6 +868,7 @@ def plan_program(
         timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
         isolate=isolate,
         read_only=[program_spec.path.parent, *filter(None, [project_root(program_spec.path)])],
+        writable=[progress_file.parent] if progress_file else [],
         home_files=[tpu.hbm_cache_path()],
     )
     return job_value(result, PlanReport, what)

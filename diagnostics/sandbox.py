@@ -401,8 +401,9 @@ def run_job(
 def _exit_status(returncode: int | None, *, isolated: bool) -> int | None:
     """The child's status as ``subprocess`` reports it (negative for a signal).
 
-    bubblewrap exits with 128 + N when the program inside died of signal N."""
-    if isolated and returncode is not None and 128 < returncode < 128 + 65:
+    bubblewrap exits with 128 + N when the program inside died of signal N (a program that
+    calls ``os._exit(128 + N)`` itself is reported as killed by signal N)."""
+    if isolated and returncode is not None and 128 < returncode <= 128 + 31:
         return -(returncode - 128)
     return returncode
 

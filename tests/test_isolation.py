@@ -444,3 +444,14 @@ def test_cli_profile_isolate_writes_its_trace_to_the_log_folder(tmp_path):
     report = json.loads(done.stdout)
     assert report["calls"] == 2 and Path(report["trace_dir"]).is_relative_to(logdir)
     assert list(logdir.rglob("*.xplane.pb")), "no trace written through the read-write bind"
+
+
+@pytest.mark.slow
+def test_cli_plan_isolate_runs_in_the_sandbox(tmp_path):
+    require_bwrap()
+    program = tmp_path / "tiny.py"
+    program.write_text(TINY)
+    done = cli("plan", f"{program}:make", "--isolate", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["baseline"]["fits"] is True and report["compiles"] >= 1

@@ -57,6 +57,10 @@ def plan_command(
     ] = 900.0,
     python: PythonOption = None,
     path: PathOption = None,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
+                           "no other processes, no files but its own folder and the Python packages")
+    ] = False,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
     from diagnostics.plan import parse_vary, plan_program
@@ -77,7 +81,7 @@ def plan_command(
             try:
                 outcome["report"] = plan_program(program, target=tpu, topology=topology, python=python,
                                                  paths=paths, vary=vary_spec, timeout_s=timeout,
-                                                 progress_file=progress_file)
+                                                 progress_file=progress_file, isolate=isolate)
             except BaseException as exc:  # re-raised below, in the main thread
                 outcome["error"] = exc
 
