@@ -52,7 +52,6 @@ from diagnostics.estimate import (
 )
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import parse_error
-from diagnostics.program import project_root
 from diagnostics.program import (
     FactoryError,
     call_factory,
