@@ -67,6 +67,21 @@ class JsonRequest(BaseModel):
         return _json_numbers(data)
 
 
+#: The longest program source an estimate or plan request may carry.
+MAX_PROGRAM_CHARS = 200_000
+
+
+class ProgramRequest(JsonRequest):
+    """A submitted Python program, the factory in it and the TPU target (estimate and plan)."""
+
+    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
+                        description="the program's Python source; it defines the factory")
+    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
+                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
+    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
+    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
+
+
 class AskRequest(JsonRequest):
     """A question, optionally with a pasted error log and an estimate or profile report."""
 
