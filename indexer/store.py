@@ -28,6 +28,7 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from indexer.checksum import sha256_file
 from indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
 
 FORMAT_VERSION = 1
@@ -209,7 +210,7 @@ def _prune(index_dir: Path, keep: str) -> None:
 
 
 def _file_info(path: Path) -> FileInfo:
-    return FileInfo(bytes=path.stat().st_size, sha256=_sha256(path))
+    return FileInfo(bytes=path.stat().st_size, sha256=sha256_file(path))
 
 
 def _verify_file(path: Path, info: FileInfo | None, hint: str) -> None:
@@ -224,16 +225,8 @@ def _verify_file(path: Path, info: FileInfo | None, hint: str) -> None:
             f"index file {path} has {size} bytes, the manifest says {info.bytes} "
             f"(truncated or overwritten){hint}"
         )
-    if _sha256(path) != info.sha256:
+    if sha256_file(path) != info.sha256:
         raise IndexCorruptError(f"index file {path} does not match its checksum{hint}")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fsync(path: Path) -> None:
