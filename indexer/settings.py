@@ -47,3 +47,18 @@ def model_setting() -> str:
     The value is either the default name or a path to a local sentence-transformers model folder.
     """
     return os.environ.get("OOMKB_MODEL") or DEFAULT_MODEL_NAME
+
+
+#: How the query model is exported into the index: ``int8`` (dynamic per-channel quantisation:
+#: a quarter of the size, twice the speed, retrieval unchanged on the benchmark) or ``fp32``.
+DEFAULT_QUERY_PRECISION = "int8"
+
+
+def query_precision_setting() -> str:
+    """``$OOMKB_QUERY_PRECISION`` (``int8`` or ``fp32``), else :data:`DEFAULT_QUERY_PRECISION`."""
+    from indexer.errors import ModelError
+
+    value = (os.environ.get("OOMKB_QUERY_PRECISION") or DEFAULT_QUERY_PRECISION).strip().lower()
+    if value not in ("int8", "fp32"):
+        raise ModelError(f"OOMKB_QUERY_PRECISION must be int8 or fp32, got {value!r}")
+    return value

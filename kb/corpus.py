@@ -42,27 +42,36 @@ def load_corpus(docs_dir: Path | None = None, cards_dir: Path | None = None,
 
 
 def model_info(embedder) -> ModelInfo:
-    from indexer.model import model_identity
+    """What an index built with this loaded sentence-transformers model records about it."""
+    from indexer.model import model_info as describe
 
-    ident = model_identity(embedder)
-    version = str(ident["version"])
-    if ident.get("weights_sha256"):  # a re-converted or edited model must not reuse old vectors
-        version += f" weights:{str(ident['weights_sha256'])[:16]}"
-    return ModelInfo(name=str(ident["name"]), version=version, dims=int(ident["dims"]))
+    return describe(embedder)
+
+
+def _model_and_loader(embedder=None):
+    """The model an index build records, and the embedder (loaded, or a loader called only when
+    something must be embedded or exported): finding the model needs no torch once converted."""
+    from indexer.model import configured_model_info, is_complete, load_embedder
+
+    if embedder is not None:
+        return model_info(embedder), embedder
+    expected = configured_model_info()
+    if is_complete(expected):
+        return expected, load_embedder
+    embedder = load_embedder()  # converts the built-in model on first use
+    return model_info(embedder), embedder
 
 
 def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress: bool = False,
           embedder=None, corpus: Corpus | None = None) -> BuildStats:
     """Build or refresh the index (incremental: unchanged texts are not re-embedded)."""
-    from indexer.model import load_embedder
-
-    embedder = embedder or load_embedder()
+    model, embedder = _model_and_loader(embedder)
     corpus = corpus or load_corpus(docs_dir)
     return build_index(
         corpus.items,
         Path(index_dir) if index_dir else default_index_dir(),
         embedder,
-        model_info(embedder),
+        model,
         corpus.source_hash,
         progress=progress,
     )
@@ -70,15 +79,18 @@ def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress:
 
 def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
                  progress: bool = False, embedder=None) -> LoadedIndex:
-    """The current index, built on first use and refreshed when the guides or cards changed.
+    """The current index with its query encoder, built on first use and refreshed when the
+    guides or cards changed.
 
-    A damaged index or one built with another model is not silently replaced: the error says
-    to run `oomkb index`, which rebuilds it."""
-    from indexer.model import load_embedder
+    With a current index this imports neither torch nor transformers: the configured model is
+    identified from its files and queries are embedded by the generation's exported model
+    (`LoadedIndex.embedder` is that `QueryEncoder`). A damaged index or one built with another
+    model is not silently replaced: the error says to run `oomkb index`, which rebuilds it."""
+    from indexer.model import configured_model_info
+    from indexer.query_model import load_query_encoder
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
-    embedder = embedder or load_embedder()
-    expected = model_info(embedder)
+    expected = model_info(embedder) if embedder is not None else configured_model_info()
     corpus = load_corpus(docs_dir)
     stats = None
     try:
@@ -86,7 +98,8 @@ def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     except IndexMissingError:
         index = None
     if index is None or index.manifest.docs_hash != corpus.source_hash:
-        stats = build_index(corpus.items, index_dir, embedder, expected, corpus.source_hash,
+        model, loader = _model_and_loader(embedder)
+        stats = build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
                             progress=progress)
-        index = load_index(index_dir, expect_model=expected)
-    return LoadedIndex(index, corpus.guides, corpus.cards, embedder, stats)
+        index = load_index(index_dir, expect_model=model)
+    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True), stats)
