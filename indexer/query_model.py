@@ -39,12 +39,19 @@ PRECISIONS = ("int8", "fp32")
 _INFO_FILE = "query_model.json"
 _LOCK_TIMEOUT_S = 900
 _default_threads = 0  # 0: ONNX Runtime's choice (all cores); the server sets 1 per request
+_default_batching = False
 
 
 def set_default_threads(threads: int) -> None:
     """Intra-op threads for query encoders loaded from now on (the server uses 1 per request)."""
     global _default_threads
     _default_threads = max(0, int(threads))
+
+
+def set_default_batching(batch: bool) -> None:
+    """Whether query encoders loaded from now on batch concurrent queries (see QueryEncoder)."""
+    global _default_batching
+    _default_batching = bool(batch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,7 +177,7 @@ def ensure_query_model(
             return previous.path, info
     folder = _cache_dir(model, precision)
     info = _read_cached(folder, model, precision)
-    if info is not None:
+    if info is not None and _intact(folder, info):
         return folder, info
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +187,7 @@ def ensure_query_model(
     try:
         with lock.acquire(timeout=_LOCK_TIMEOUT_S):
             info = _read_cached(folder, model, precision)
-            if info is None:
+            if info is None or not _intact(folder, info):
                 work = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
                 work.mkdir()
                 try:
@@ -216,12 +223,12 @@ class QueryEncoder:
     """
 
     def __init__(self, onnx_path: Path, tokenizer_path: Path, info: QueryModelInfo,
-                 threads: int | None = None, batch: bool = False,
+                 threads: int | None = None, batch: bool | None = None,
                  background: bool = False) -> None:
         self.info = info
         self.dims = info.dims
         self.path = Path(onnx_path)
-        self.batching = batch
+        self.batching = _default_batching if batch is None else batch
         self.calls = 0  # embedding calls made (for the benchmark: fewer than queries = batching)
         self._threads = _default_threads if threads is None else threads
         self._paths = (Path(onnx_path), Path(tokenizer_path))
@@ -247,11 +254,19 @@ class QueryEncoder:
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             onnx_path, tokenizer_path = self._paths
+            # hashlib and onnxruntime both release the GIL: the checksum runs beside the load.
+            digest: list[str] = []
+            hasher = threading.Thread(target=lambda: digest.append(sha256_file(onnx_path)),
+                                      daemon=True)
+            hasher.start()
             session = ort.InferenceSession(str(onnx_path), options,
                                            providers=["CPUExecutionProvider"])
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.no_padding()
             tokenizer.enable_truncation(max_length=self.info.max_length)
+            hasher.join()
+            if digest != [self.info.sha256]:
+                raise ValueError(f"{onnx_path.name} does not match its checksum")
             self._session, self._tokenizer = session, tokenizer
         except BaseException as exc:  # onnxruntime and tokenizers raise their own types
             self._load_error = exc
@@ -330,7 +345,7 @@ class _Pending:
 
 
 def load_query_encoder(index: StoredIndex, threads: int | None = None,
-                       batch: bool = False, background: bool = False) -> QueryEncoder:
+                       batch: bool | None = None, background: bool = False) -> QueryEncoder:
     """The query encoder stored in an index generation (its checksum was verified on load).
 
     ``background`` returns at once and loads meanwhile; the first query waits for it."""

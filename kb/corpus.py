@@ -9,7 +9,7 @@ from indexer.build import BuildStats, build_index, chunk_items, docs_hash
 from indexer.errors import IndexMissingError
 from indexer.guides import Guide, load_guides
 from indexer.settings import default_index_dir
-from indexer.store import IndexItem, ModelInfo, StoredIndex, load_index
+from indexer.store import FORMAT_VERSION, IndexItem, ModelInfo, StoredIndex, load_index
 from kb.cards import SectionCard, card_items, cards_hash, load_cards
 
 
@@ -77,6 +77,27 @@ def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress:
     )
 
 
+def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
+                  progress: bool = False, embedder=None) -> BuildStats | None:
+    """Build the index if it is missing, of an older format, or its guides or cards changed
+    (reusing every vector it can); None if it is current. Loads no model when it is current."""
+    from indexer.model import configured_model_info
+
+    index_dir = Path(index_dir) if index_dir else default_index_dir()
+    expected = model_info(embedder) if embedder is not None else configured_model_info()
+    corpus = load_corpus(docs_dir)
+    try:
+        index = load_index(index_dir, expect_model=expected, vectors_only=True)
+    except IndexMissingError:
+        index = None
+    if (index is not None and index.manifest.format_version == FORMAT_VERSION
+            and index.manifest.docs_hash == corpus.source_hash):
+        return None
+    model, loader = _model_and_loader(embedder)
+    return build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
+                       progress=progress)
+
+
 def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
                  progress: bool = False, embedder=None) -> LoadedIndex:
     """The current index with its query encoder, built on first use and refreshed when the
@@ -84,22 +105,16 @@ def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
 
     With a current index this imports neither torch nor transformers: the configured model is
     identified from its files and queries are embedded by the generation's exported model
-    (`LoadedIndex.embedder` is that `QueryEncoder`). A damaged index or one built with another
-    model is not silently replaced: the error says to run `oomkb index`, which rebuilds it."""
+    (`LoadedIndex.embedder` is that `QueryEncoder`, loading in the background meanwhile). A
+    damaged index or one built with another model is not silently replaced: the error says
+    to run `oomkb index`, which rebuilds it."""
     from indexer.model import configured_model_info
     from indexer.query_model import load_query_encoder
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
+    stats = refresh_index(index_dir, docs_dir, progress=progress, embedder=embedder)
     expected = model_info(embedder) if embedder is not None else configured_model_info()
+    index = load_index(index_dir, expect_model=expected)
     corpus = load_corpus(docs_dir)
-    stats = None
-    try:
-        index = load_index(index_dir, expect_model=expected)
-    except IndexMissingError:
-        index = None
-    if index is None or index.manifest.docs_hash != corpus.source_hash:
-        model, loader = _model_and_loader(embedder)
-        stats = build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
-                            progress=progress)
-        index = load_index(index_dir, expect_model=model)
-    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True), stats)
+    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True),
+                       stats)

@@ -104,7 +104,7 @@ class LiveIndex:
         before, after = old.index.manifest.query_model, index.manifest.query_model
         if before is not None and after is not None and before.sha256 == after.sha256:
             return old.embedder
-        return load_query_encoder(index, batch=getattr(old.embedder, "batching", False))
+        return load_query_encoder(index, batch=getattr(old.embedder, "batching", None))
 
     def _docs_changed(self) -> bool:
         try:
