@@ -84,7 +84,7 @@ class QueryModelInfo(BaseModel):
 
     model_name: str
     model_version: str
-    precision: Literal["int8", "fp32"]
+    precision: Literal["fp32", "mixed", "int8"]
     export_version: int
     prompt: str
     max_length: int

@@ -97,7 +97,7 @@ def test_concurrent_queries_are_batched_into_fewer_calls(loaded_index):
 def test_the_generation_carries_its_query_model_with_checksums(loaded_index):
     manifest = loaded_index.index.manifest
     info = manifest.query_model
-    assert info is not None and info.precision in ("int8", "fp32")
+    assert info is not None and info.precision in ("fp32", "mixed", "int8")
     assert info.dims == manifest.model.dims
     assert info.model_version == manifest.model.version and info.model_name == manifest.model.name
     for name in (QUERY_ONNX, QUERY_TOKENIZER):
@@ -132,7 +132,7 @@ def test_a_changed_model_is_exported_again_not_taken_from_the_cache(loaded_index
     changed = model.model_copy(update={"version": model.version + "-retrained"})
     assert _cache_dir(changed, precision) != _cache_dir(model, precision)
     assert _read_cached(_cache_dir(changed, precision), changed, precision) is None
-    other = "fp32" if precision == "int8" else "int8"
+    other = "fp32" if precision != "fp32" else "mixed"
     assert _cache_dir(model, other) != _cache_dir(model, precision)
 
 

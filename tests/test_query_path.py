@@ -21,13 +21,22 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "sentence_transformers", "jax", "jaxlib")
 
 
+# Runs the CLI as `python -m api.cli` does and, at exit, prints the modules it had imported.
+_RUN_CLI = (
+    "import atexit, json, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + json.dumps(\n"
+    "    sorted(n for n, m in sys.modules.items() if m is not None)) + '\\n'))\n"
+    "sys.argv = ['oomkb', *sys.argv[1:]]\n"
+    "runpy.run_module('api.cli', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def _imported_modules(stderr: str) -> set[str]:
-    """Module names from `python -X importtime` output."""
-    names = set()
-    for line in stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip())
-    return names
+    """The module names the child printed at exit (see _RUN_CLI)."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("MODULES "):
+            return set(json.loads(line[len("MODULES "):]))
+    raise AssertionError(f"the child printed no module list: {stderr[-2000:]}")
 
 
 def _heavy(modules: set[str]) -> list[str]:
@@ -43,8 +52,8 @@ def _env() -> dict[str, str]:
 def test_cli_search_imports_neither_torch_nor_transformers_nor_jax(loaded_index):
     index_dir = loaded_index.index.path.parent
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "api.cli", "search", "scoped vmem limit",
-         "--json", "-k", "2", "--index", str(index_dir)],
+        [sys.executable, "-c", _RUN_CLI, "search", "scoped vmem limit", "--json", "-k", "2",
+         "--index", str(index_dir)],
         capture_output=True, text=True, timeout=300, env=_env(), cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -57,8 +66,11 @@ def test_cli_search_imports_neither_torch_nor_transformers_nor_jax(loaded_index)
 
 def test_importing_the_package_and_its_interfaces_pulls_no_jax_or_torch():
     code = ("import api, api.assistant, api.cli.main, api.http.app, kb.search, kb.live, "
-            "kb.corpus, indexer.query_model, indexer.model")
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True,
+            "kb.corpus, kb.lexical, indexer.query_model, indexer.model, json, sys\n"
+            "kb.lexical._import_bm25s()\n"
+            "print('MODULES ' + json.dumps([n for n, m in sys.modules.items() if m is not None]),"
+            " file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=300, env=_env(), cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _heavy(_imported_modules(proc.stderr)) == []
