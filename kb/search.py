@@ -253,4 +253,6 @@ def open_searcher(
     from kb.corpus import ensure_index
 
     loaded = ensure_index(index_dir=index_dir, docs_dir=docs_dir, progress=progress)
-    return Searcher(loaded.index, loaded.guides, loaded.cards, loaded.embedder)
+    searcher = Searcher(loaded.index, loaded.guides, loaded.cards, loaded.embedder)
+    loaded.embedder.wait()  # it loaded while the lexical index was built; ready means ready
+    return searcher
