@@ -30,11 +30,26 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+# This folder holds an `api.py` of its own: the project's `api` package must win.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 
-from api import cli as _cli  # noqa: E402,F401  (package defaults, as the CLI sets them)
-from live_server import QUESTIONS, LiveServer, _descendants, _status_kib  # noqa: E402
+
+def _bench_module(name: str):
+    """A sibling benchmark module, loaded by path (it shares names with the project)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+import api  # noqa: E402,F401  (the project's package, before benchmarks/api.py is loaded)
+
+_live = _bench_module("live_server")
+QUESTIONS, LiveServer, _descendants, _status_kib = (
+    _live.QUESTIONS, _live.LiveServer, _live._descendants, _live._status_kib)
 
 QUERY = "How do I raise the scoped VMEM limit for my Pallas kernel?"
 EMBED_QUERIES = [q["question"] for q in QUESTIONS] * 3
@@ -111,11 +126,7 @@ def _memory(pid: int) -> list[dict]:
 
 
 def serve_run(workers: int, batch: bool, requests: int, concurrency: int) -> dict:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_api", ROOT / "benchmarks" / "api.py")
-    bench_api = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_api)
+    bench_api = _bench_module("api")
     cold_start, load = bench_api.cold_start, bench_api.load
 
     env = {"OOMKB_QUERY_BATCH": "1" if batch else "0"}
