@@ -77,6 +77,17 @@ def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress:
     )
 
 
+def _query_model_current(index: StoredIndex) -> bool:
+    """Whether the generation's query model is the export this oomkb makes (same export format,
+    the configured precision); the model itself is checked against the manifest's model."""
+    from indexer.query_model import EXPORT_FORMAT_VERSION
+    from indexer.settings import query_precision_setting
+
+    info = index.manifest.query_model
+    return (info is not None and info.export_version == EXPORT_FORMAT_VERSION
+            and info.precision == query_precision_setting())
+
+
 def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
                   progress: bool = False, embedder=None) -> BuildStats | None:
     """Build the index if it is missing, of an older format, or its guides or cards changed
@@ -91,7 +102,8 @@ def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     except IndexMissingError:
         index = None
     if (index is not None and index.manifest.format_version == FORMAT_VERSION
-            and index.manifest.docs_hash == corpus.source_hash):
+            and index.manifest.docs_hash == corpus.source_hash
+            and _query_model_current(index)):
         return None
     model, loader = _model_and_loader(embedder)
     return build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
