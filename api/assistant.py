@@ -19,6 +19,7 @@ from api.schemas import (
 )
 from diagnostics.parse import ParsedError, parse_error
 from diagnostics.units import format_bytes
+from kb import grounding
 from kb import remedies as catalogue_api
 from kb.errors import QueryError
 from kb.language import FALLBACK, detect_language, is_supported, language_name
@@ -108,7 +109,7 @@ class Assistant:
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or (confidence >= GROUNDED_MIN and bool(results))
+        grounded = bool(chosen) or grounding.decide(query, results, searcher).grounded
 
         remedies = []
         for r in chosen:
