@@ -12,7 +12,8 @@ regression over features that each say something different:
   `kb/catalogue/grounding_terms.yaml` the question holds (JAX/XLA/TPU by name; their memory tools,
   flags and errors; memory and running out of it; ML programs; other systems such as the JVM,
   databases, phones, other ML frameworks);
-- `error_wording`: whether it holds XLA/JAX error wording.
+- `error_wording`: whether it holds XLA/JAX error wording;
+- `memory_without_context`: memory wording with none of JAX/XLA, ML or XLA error wording.
 
 The weights are data: `kb/catalogue/grounding_model.yaml`, fitted by `benchmarks/grounding.py
 --fit` on the labelled training questions (tests/data/grounding_train.yaml with the retrieval and
@@ -39,7 +40,8 @@ TERMS_FILE = CATALOGUE / "grounding_terms.yaml"
 MODEL_FILE = CATALOGUE / "grounding_model.yaml"
 GROUPS = ("framework", "domain", "memory", "ml", "foreign")
 CAPS = {"framework": 2, "domain": 3, "memory": 2, "ml": 2, "foreign": 2}  # a count beyond adds no evidence
-FEATURES = ("dense_top", "dense_margin", "lexical_top", "known_words", *GROUPS, "error_wording")
+FEATURES = ("dense_top", "dense_margin", "lexical_top", "known_words", *GROUPS, "error_wording",
+            "memory_without_context")
 
 # Letters that are separated by spaces (a term there must match whole words); other scripts
 # (Han, Kana, Hangul, Devanagari, Arabic) match as substrings.
@@ -147,6 +149,10 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     }
     for g in GROUPS:
         x[g] = min(terms.count(g, text), CAPS[g]) / CAPS[g]
+    # Memory talk with no sign of JAX, XLA, an ML program or an XLA error: a game, a phone, a
+    # database, a person's memory... (a linear model cannot form this "and not" by itself).
+    context = x["framework"] + x["domain"] + x["ml"] + x["error_wording"]
+    x["memory_without_context"] = float(x["memory"] > 0 and context == 0)
     return x
 
 
