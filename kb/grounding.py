@@ -13,7 +13,9 @@ regression over features that each say something different:
   flags and errors; memory and running out of it; ML programs; other systems such as the JVM,
   databases, phones, other ML frameworks);
 - `error_wording`: whether it holds XLA/JAX error wording;
-- `memory_without_context`: memory wording with none of JAX/XLA, ML or XLA error wording.
+- `memory_without_context`: memory wording with none of JAX/XLA, ML or XLA error wording;
+- `prototype_margin`: the question's best cosine to a short description of what the guides cover
+  minus its best cosine to one of what they do not (descriptions in grounding_terms.yaml).
 
 The weights are data: `kb/catalogue/grounding_model.yaml`, fitted by `benchmarks/grounding.py
 --fit` on the labelled training questions (tests/data/grounding_train.yaml with the retrieval and
@@ -41,7 +43,7 @@ MODEL_FILE = CATALOGUE / "grounding_model.yaml"
 GROUPS = ("framework", "domain", "memory", "ml", "foreign")
 CAPS = {"framework": 2, "domain": 3, "memory": 2, "ml": 2, "foreign": 2}  # a count beyond adds no evidence
 FEATURES = ("dense_top", "dense_margin", "lexical_top", "known_words", *GROUPS, "error_wording",
-            "memory_without_context")
+            "memory_without_context", "prototype_margin")
 
 # Letters that are separated by spaces (a term there must match whole words); other scripts
 # (Han, Kana, Hangul, Devanagari, Arabic) match as substrings.
@@ -78,9 +80,12 @@ class GroundingModel(BaseModel):
 
 
 class _Terms:
-    def __init__(self, groups: dict[str, list[str]], error_patterns: list[str]):
+    def __init__(self, groups: dict[str, list[str]], error_patterns: list[str],
+                 prototypes: dict[str, list[str]]):
         self.groups = {g: [_compile(t) for t in sorted(set(groups.get(g) or []))] for g in GROUPS}
         self.errors = [re.compile(p, re.IGNORECASE) for p in error_patterns]
+        self.covered = [str(t) for t in prototypes["covered"]]
+        self.not_covered = [str(t) for t in prototypes["not_covered"]]
 
     def count(self, group: str, text: str) -> int:
         return sum(1 for p in self.groups[group] if p.search(text))
@@ -114,7 +119,7 @@ def _normalise(text: str) -> str:
 def load_terms(path: str = str(TERMS_FILE)) -> _Terms:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        return _Terms(data["groups"], data.get("error_patterns") or [])
+        return _Terms(data["groups"], data.get("error_patterns") or [], data["prototypes"])
     except (OSError, yaml.YAMLError, KeyError, TypeError, re.error) as exc:
         raise GroundingError(f"grounding terms unreadable ({path}): {exc}") from exc
 
@@ -132,8 +137,26 @@ def load_model(path: str = str(MODEL_FILE)) -> GroundingModel:
     return model
 
 
+_PROTOTYPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def prototype_margin(question: str, embedder) -> float:
+    """Best cosine of `question` to a covered description minus best to an uncovered one."""
+    from indexer.model import embed_queries
+
+    terms = load_terms()
+    vectors = _PROTOTYPES.get(embedder)
+    if vectors is None:
+        vectors = (embed_queries(embedder, terms.covered), embed_queries(embedder, terms.not_covered))
+        _PROTOTYPES[embedder] = vectors
+    q = embed_queries(embedder, [question])[0]
+    return float((vectors[0] @ q).max() - (vectors[1] @ q).max())
+
+
 def features(question: str, results, searcher=None) -> dict[str, float]:
-    """The feature vector of `question` given its search `results` (kb.search.SearchResult)."""
+    """The feature vector of `question` given its search `results` (kb.search.SearchResult);
+    `searcher` gives the index vocabulary and the embedding model (without it, those features
+    are 0)."""
     terms = load_terms()
     dense = sorted((r.dense_score for r in results), reverse=True)
     top = dense[0] if dense else 0.0
@@ -153,6 +176,8 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     # database, a person's memory... (a linear model cannot form this "and not" by itself).
     context = x["framework"] + x["domain"] + x["ml"] + x["error_wording"]
     x["memory_without_context"] = float(x["memory"] > 0 and context == 0)
+    x["prototype_margin"] = (prototype_margin(question, searcher.embedder)
+                             if searcher is not None else 0.0)
     return x
 
 
