@@ -4,7 +4,7 @@ covered" for off-topic ones, on the training set and on the held-out set (writte
 Prints one JSON object. Each question goes through the real assistant (`Assistant.ask`: language
 detection, hybrid search, the pasted-error override, kb.grounding's model). `--fit` first refits
 the model on the training questions (tests/data/grounding_train.yaml, the earlier rounds'
-held-out parts grounding_heldout_r1.yaml and _r2.yaml, the retrieval sets and offtopic.yaml),
+held-out parts grounding_heldout_r1.yaml, _r2.yaml and _r3.yaml, the retrieval sets and offtopic.yaml),
 choosing the L2 strength by 5-fold cross-validation on them, and writes
 kb/catalogue/grounding_model.yaml; the held-out file (grounding_heldout.yaml) is never used to fit
 or choose anything.
@@ -45,7 +45,7 @@ def load_labelled(name: str) -> list[dict]:
 
 def training_set() -> list[dict]:
     return [*load_labelled("grounding_train.yaml"), *load_labelled("grounding_heldout_r1.yaml"),
-            *load_labelled("grounding_heldout_r2.yaml"),
+            *load_labelled("grounding_heldout_r2.yaml"), *load_labelled("grounding_heldout_r3.yaml"),
             *load_labelled("queries.yaml"),
             *load_labelled("queries_heldout.yaml"), *load_labelled("offtopic.yaml")]
 

@@ -15,7 +15,10 @@ regression over features that each say something different:
 - `error_wording`: whether it holds XLA/JAX error wording;
 - `memory_without_context`: memory wording with none of JAX/XLA, ML or XLA error wording;
 - `prototype_margin`: the question's best cosine to a short description of what the guides cover
-  minus its best cosine to one of what they do not (descriptions in grounding_terms.yaml).
+  minus its best cosine to one of what they do not (descriptions in grounding_terms.yaml);
+- `unknown_names`: names the guides never use (`React`, `Cassandra`, `Blender`): Latin-script
+  words that are capitalised inside a sentence, or written in Latin letters inside a question in
+  another script, and that neither the index nor the word lists know.
 
 The weights are data: `kb/catalogue/grounding_model.yaml`, fitted by `benchmarks/grounding.py
 --fit` on the labelled training questions (tests/data/grounding_train.yaml with the retrieval and
@@ -35,6 +38,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel
 
+from kb.language import detect_language
 from kb.lexical import tokenize
 
 CATALOGUE = Path(__file__).resolve().parent / "catalogue"
@@ -43,7 +47,7 @@ MODEL_FILE = CATALOGUE / "grounding_model.yaml"
 GROUPS = ("framework", "domain", "memory", "ml", "foreign")
 CAPS = {"framework": 2, "domain": 3, "memory": 2, "ml": 2, "foreign": 2}  # a count beyond adds no evidence
 FEATURES = ("dense_top", "dense_margin", "lexical_top", "known_words", *GROUPS, "error_wording",
-            "memory_without_context", "prototype_margin")
+            "memory_without_context", "prototype_margin", "unknown_names")
 
 # Letters that are separated by spaces (a term there must match whole words); other scripts
 # (Han, Kana, Hangul, Devanagari, Arabic) match as substrings.
@@ -100,13 +104,16 @@ _CYRILLIC_WORD = r"\u0400-\u04ff0-9"
 def _compile(term: str) -> re.Pattern[str]:
     term = term.strip().lower()
     stem = term.endswith("*")
+    inside = term.startswith("*")  # `*speicher*`: also inside a compound (`Gerätespeicher`)
+    term = term.lstrip("*")
     bare = term.rstrip("*")
     if not _SPACED.match(term):
         return re.compile(re.escape(bare))
     word = _SEPARATORS.sub(" ", bare)
     body = re.escape(word).replace(r"\ ", r"\s+")
     letters = _CYRILLIC_WORD if re.match(r"[\u0400-\u04ff]", word) else _LATIN_WORD
-    return re.compile(f"(?<![{letters}])" + body + ("" if stem else f"(?![{letters}])"))
+    return re.compile(("" if inside else f"(?<![{letters}])") + body
+                      + ("" if stem else f"(?![{letters}])"))
 
 
 def _normalise(text: str) -> str:
@@ -178,6 +185,7 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     x["memory_without_context"] = float(x["memory"] > 0 and context == 0)
     x["prototype_margin"] = (prototype_margin(question, searcher.embedder)
                              if searcher is not None else 0.0)
+    x["unknown_names"] = unknown_names(question, searcher) if searcher is not None else 0.0
     return x
 
 
@@ -192,6 +200,35 @@ def known_words(question: str, searcher) -> float:
         _VOCABULARIES[searcher] = vocab
     tokens = tokenize(question)
     return sum(t in vocab for t in tokens) / len(tokens) if tokens else 0.0
+
+
+_NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z+#]{2,}(?![\w.])")
+_NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u3000-\u303f\uff00-\uffef]")
+
+
+def unknown_names(question: str, searcher) -> float:
+    """How many product-like names in `question` the index and the word lists never use."""
+    vocab = _VOCABULARIES.get(searcher)
+    if vocab is None:
+        known_words(question, searcher)
+        vocab = _VOCABULARIES[searcher]
+    terms = load_terms()
+    foreign_script = bool(_NON_LATIN.search(question))
+    if not foreign_script and detect_language(question).language == "de":
+        return 0.0  # German capitalises every noun: a capital says nothing about a name there
+    count = 0
+    for m in _NAME.finditer(question):
+        word = m.group()
+        start_of_sentence = not question[:m.start()].strip() or \
+            question[:m.start()].rstrip()[-1] in ".!?¿¡:"
+        if not foreign_script and (not word[0].isupper() or start_of_sentence):
+            continue
+        lowered = word.lower()
+        if lowered in vocab or any(p.fullmatch(lowered) for g in GROUPS
+                                   for p in terms.groups[g]):
+            continue
+        count += 1
+    return float(min(count, 2)) / 2
 
 
 def decide(question: str, results, searcher=None, model: GroundingModel | None = None) -> Decision:
