@@ -21,8 +21,10 @@ regression over features that each say something different:
   another script, and that neither the index nor the word lists know.
 
 The weights are data: `kb/catalogue/grounding_model.yaml`, fitted by `benchmarks/grounding.py
---fit` on the labelled training questions (tests/data/grounding_train.yaml with the retrieval and
-off-topic sets) and evaluated on tests/data/grounding_heldout.yaml, which was written after the fit.
+--fit` on the labelled training questions (tests/data/grounding_train.yaml, the earlier rounds'
+held-out parts grounding_heldout_r*.yaml, the retrieval and off-topic sets) and evaluated on
+tests/data/grounding_heldout.yaml, which no fit has read. The features cost one extra query
+embedding per question (and, once per process, the embeddings of the descriptions).
 """
 
 from __future__ import annotations
