@@ -156,7 +156,13 @@ def _latin(prose: str) -> Detection:
     for ch in prose.lower():
         for code, weight in ev.letters.get(ch, {}).items():
             scores[code] += weight
-    evidence = max(scores.values())
+    # How strongly the words speak for one supported language, each distinct word once (an
+    # Italian "il ... il" is not twice the French evidence).
+    distinct = dict.fromkeys(_LATIN_SUPPORTED, 0.0)
+    for w in set(words):
+        for code, weight in ev.words.get(w, {}).items():
+            distinct[code] += weight
+    evidence = max(distinct.values())
     guesses = _langdetect(content) if sum(ch.isalpha() for ch in content) >= 3 else []
     ld_weight = _LANGDETECT_WEIGHT_SHORT if len(words) < _SHORT_WORDS else _LANGDETECT_WEIGHT_LONG
     for code, prob in guesses:
