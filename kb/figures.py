@@ -171,8 +171,9 @@ class Figures:
         if kind.needs_generation and not named:
             return []
         subjects = named or [g for g, f in self.data.generations.items()
-                             if getattr(f, "hbm_public" if kind.kind == "hbm" else kind.kind, None)
-                             or (kind.kind == "cores" and f.cores_per_chip)]
+                             if (kind.kind == "hbm" and f.hbm_public)
+                             or (kind.kind == "cores" and f.cores_per_chip)
+                             or (kind.kind in ("vmem", "scoped_vmem") and self.vmem(g, kind.kind))]
         return [self._generation(kind, g, language) for g in subjects]
 
     def _msg(self, key: str, language: str, **values: object) -> str:
@@ -185,6 +186,19 @@ class Figures:
         if url is None:
             return self._msg("source_measured", language, measured_with=self.data.measured_with), "measured"
         return self._msg("source_public", language, url=url), url
+
+    def vmem(self, name: str, which: str) -> tuple[int, str] | None:
+        """(bytes, source key) of a generation's physical VMEM (`vmem`) or default scoped limit
+        (`scoped_vmem`): from tpu_generations.yaml when it carries the figure (one place for
+        the estimator and the answers), else from this file's entry."""
+        gen = self.gens[name]
+        field = {"vmem": "vmem_bytes", "scoped_vmem": "scoped_vmem_default_bytes"}[which]
+        value = getattr(gen, field, None)
+        if isinstance(value, int) and value > 0:
+            note = str(getattr(gen, field.replace("_bytes", "").replace("_default", "") + "_source", "") or "")
+            return value, "measured" if note.startswith("measured") else "jax-tpu-info"
+        entry = getattr(self.data.generations.get(name), which, None) if name in self.data.generations else None
+        return (parse_size(str(entry.value)), entry.source) if entry else None
 
     def _generation(self, kind: QuestionKind, name: str, language: str) -> FigureAnswer:
         fig = self.data.generations[name]
@@ -200,14 +214,13 @@ class Figures:
                 devices=devices, measured_with=self.data.measured_with)
             out.value_bytes = per_device * devices
             out.sources = [where, "measured"]
-        elif kind.kind in ("vmem", "scoped_vmem") and getattr(fig, kind.kind) and fig.vmem:
-            value: Value = getattr(fig, kind.kind)
-            source, where = self._source(value.source, language)
-            vmem = format_bytes(parse_size(str(fig.vmem.value)))
-            amount = format_bytes(parse_size(str(value.value)))
-            values = {"vmem": vmem} if kind.kind == "vmem" else {"limit": amount, "vmem": vmem}
+        elif kind.kind in ("vmem", "scoped_vmem") and self.vmem(name, kind.kind) and self.vmem(name, "vmem"):
+            amount, source_key = self.vmem(name, kind.kind)
+            source, where = self._source(source_key, language)
+            vmem = format_bytes(self.vmem(name, "vmem")[0])
+            values = {"vmem": vmem} if kind.kind == "vmem" else {"limit": format_bytes(amount), "vmem": vmem}
             out.text = self._msg(kind.kind, language, generation=name, source=source, **values)
-            out.value_bytes = parse_size(str(value.value))
+            out.value_bytes = amount
             out.sources = [where]
         elif kind.kind == "cores" and fig.cores_per_chip:
             source, where = self._source(fig.cores_per_chip.source, language)
