@@ -1,9 +1,15 @@
-"""The assistant and its interfaces (CLI, HTTP, Slack, web page).
+"""The assistant and its interfaces: the command line (`api.cli`) and the HTTP service (`api.http`).
 
-Importing the package sets libtpu's process defaults (quiet start-up, no lockfile clash) before
-anything here imports jax, directly or through a library that probes it.
+Nothing is set up at import time; the entry points (`api.cli.main`, `api.http.app.create_app`)
+call :func:`prepare_process` first.
 """
 
-from diagnostics.tpu import prepare_in_process as _prepare_libtpu
 
-_prepare_libtpu()
+def prepare_process() -> None:
+    """Process defaults oomkb needs before jax or the Hugging Face libraries load (only defaults:
+    a value the user set wins): libtpu quiet and sharable, the model hub offline."""
+    from diagnostics.tpu import prepare_in_process
+    from oomkb.settings import prepare_offline_environment
+
+    prepare_in_process()
+    prepare_offline_environment()

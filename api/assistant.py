@@ -22,7 +22,7 @@ from diagnostics.parse import ParsedError, parse_error
 from diagnostics.units import format_bytes
 from kb import remedies as catalogue_api
 from kb.errors import QueryError
-from kb.language import FALLBACK, detect_language, is_supported, language_name
+from kb.language import FALLBACK, base_language, detect_language, is_supported, language_name
 from kb.live import LiveIndex
 from kb.search import SearchResponse, SearchResult, Searcher
 
@@ -154,7 +154,7 @@ class Assistant:
     def _language(explicit: str | None, text: str) -> tuple[str, str | None, str | None]:
         """(answer language, language seen, message key explaining a fallback or None)."""
         if explicit:
-            code = explicit.lower().replace("_", "-").split("-")[0]
+            code = base_language(explicit)
             if is_supported(code):
                 return code, code, None
             return FALLBACK, code, "unsupported_language"

@@ -76,13 +76,27 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         replicated_argument_count=len(report.replicated_arguments),
         replicated_argument_bytes=sum(a.bytes for a in report.replicated_arguments),
     )
-    facts.setdefault("category", "compile_hbm_oom" if not report.fits else None)
-    facts.setdefault("available_bytes", hbm)
-    facts.setdefault("used_bytes", report.total_bytes)
-    if not report.fits:
-        facts.setdefault("exceeded_by_bytes", -report.headroom_bytes)
-        if hbm:
-            facts.setdefault("exceeded_fraction", round(-report.headroom_bytes / hbm, 4))
+    vmem = getattr(report, "vmem", None)
+    if vmem is not None:
+        # The kernel's VMEM figures, not the HBM totals: the HBM was not what ran out.
+        facts["category"] = "scoped_vmem_oom"
+        facts["memory_space"] = "vmem"
+        facts["requested_bytes"] = vmem.used_bytes
+        facts["available_bytes"] = vmem.limit_bytes or vmem.capacity_bytes
+        facts["exceeded_by_bytes"] = vmem.over_by_bytes
+        if vmem.kernel:
+            facts.setdefault("instruction", vmem.kernel)
+        if facts["available_bytes"]:
+            facts["exceeded_fraction"] = round(vmem.over_by_bytes / facts["available_bytes"], 4)
+    elif getattr(report, "oom_space", None) in (None, "hbm"):
+        # (another space ran out: the HBM headroom says nothing about the failure)
+        facts.setdefault("category", "compile_hbm_oom" if not report.fits else None)
+        facts.setdefault("available_bytes", hbm)
+        facts.setdefault("used_bytes", report.total_bytes)
+        if not report.fits and report.headroom_bytes < 0:
+            facts.setdefault("exceeded_by_bytes", -report.headroom_bytes)
+            if hbm:
+                facts.setdefault("exceeded_fraction", round(-report.headroom_bytes / hbm, 4))
     if report.padding.items:
         worst = max(report.padding.items, key=lambda p: p.padding_bytes)
         facts["padding_worst_shape"] = worst.shape

@@ -4,6 +4,7 @@ output, Slack and the tests."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Annotated, Any, Union
 
 from pydantic import (
@@ -101,6 +102,14 @@ class Citation(BaseModel):
     section_title: str = ""
     guide_title: str = ""
     citation: str = Field(default="", description="doc_id#section")
+    url: str = Field(default="", description="where to read the section: /guides/{doc_id}#{section}, "
+                     "absolute when the server knows its public URL (OOMKB_PUBLIC_URL)")
+
+    @model_validator(mode="after")
+    def _default_url(self) -> Citation:
+        if not self.url:
+            self.url = f"/guides/{self.doc_id}#{self.section}"
+        return self
 
 
 class Remedy(BaseModel):
@@ -116,7 +125,7 @@ class Remedy(BaseModel):
 
 
 class AskResponse(BaseModel):
-    """The assistant's answer (CONTRACT `ask` shape first)."""
+    """The assistant's answer (the `ask --json` fields first)."""
 
     language: str
     diagnosis: ParsedError | None
@@ -138,6 +147,8 @@ class AskResponse(BaseModel):
     next_steps: list[NextStep] = Field(
         default_factory=list, description="oomkb commands that would give the missing evidence"
     )
+    answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
+                           description="names this answer in POST /v1/feedback")
 
 
 class SearchRequest(JsonRequest):

@@ -23,7 +23,6 @@ Two ways in:
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import re
@@ -34,14 +33,17 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from diagnostics import tpu
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import ParsedError, parse_error
-from diagnostics.sandbox import Limits, job_value, resolve_program, run_job, user_location
+from diagnostics import program as _program
+from diagnostics.program import FactoryError, resolve_program, user_location
+from diagnostics.program import callable_name as _callable_name
+from diagnostics.sandbox import Limits, job_value, run_job
 from diagnostics.units import format_bytes
 
 __all__ = [
@@ -62,16 +64,11 @@ __all__ = [
     "estimate_program",
 ]
 
-#: Name of the mesh axis when a factory asks for ``mesh``: a 1-D mesh over all devices.
-MESH_AXIS = "data"
+MESH_AXIS = _program.MESH_AXIS
 
 
 # ---------------------------------------------------------------------------------------------
 # Errors
-
-
-class FactoryError(DiagnosticsError, TypeError):
-    """The factory raised, or returned something other than ``(fn, args)``/``(fn, args, kwargs)``."""
 
 
 class TraceError(DiagnosticsError):
@@ -170,6 +167,35 @@ class ReplicatedArgument(BaseModel):
     devices: int
 
 
+class VmemWindow(BaseModel):
+    """One of a kernel's VMEM windows, as the compiler lists it when VMEM runs out."""
+
+    bytes: int = Field(description="VMEM the window takes, all its buffers included")
+    operand: str = Field(description="'input 0', 'output 0', ...")
+    window_shape: str
+    full_shape: str | None = None
+    buffers: int = Field(description="buffering levels (2: double-buffered)")
+
+
+class VmemReport(BaseModel):
+    """A compile that ran out of VMEM (a Pallas/Mosaic kernel's windows and scratch).
+
+    ``scoped_limit``: an instruction's scoped allocation exceeded the scoped VMEM limit, which can
+    be raised up to the physical VMEM. ``capacity``: the physical VMEM of the core is exceeded; no
+    limit helps, smaller blocks do.
+    """
+
+    kind: Literal["scoped_limit", "capacity"]
+    used_bytes: int = Field(description="VMEM the kernel asked for")
+    limit_bytes: int | None = Field(None, description="the scoped limit it ran into")
+    capacity_bytes: int = Field(description="physical VMEM per core")
+    default_limit_bytes: int | None = Field(None, description="the generation's default scoped limit")
+    over_by_bytes: int = Field(description="used_bytes - (limit_bytes or capacity_bytes), > 0")
+    kernel: str | None = Field(None, description="the kernel's JAX op name or HLO instruction")
+    source: str | None = Field(None, description="the user's file:line that calls the kernel")
+    windows: list[VmemWindow] = Field(default_factory=list)
+
+
 class EstimateReport(BaseModel):
     """Per-device HBM needs of one program on one TPU target (see the module docstring)."""
 
@@ -192,6 +218,9 @@ class EstimateReport(BaseModel):
     compile_error: ParsedError | None = None
     compile_error_text: str | None = None
     compile_error_log: str | None = Field(None, description="libtpu's long OOM report, if found")
+    oom_space: Literal["hbm", "vmem", "smem"] | None = Field(
+        None, description="the memory space a failing compile ran out of; null when it compiled")
+    vmem: VmemReport | None = Field(None, description="set when oom_space is vmem")
     findings: list[str] = Field(
         default_factory=list, description="one-line facts worth acting on (over by, donation, ...)"
     )
@@ -236,7 +265,7 @@ def estimate_factory(
     donation_check: bool = True,
     top_n: int = 10,
 ) -> EstimateReport:
-    """Call ``factory`` (see CONTRACT: returns ``(fn, args[, kwargs])``) and estimate the result.
+    """Call ``factory`` (the program contract: returns ``(fn, args[, kwargs])``) and estimate the result.
 
     A factory with a ``mesh`` parameter gets a 1-D ``jax.sharding.Mesh`` over the target
     topology's devices (axis name ``"data"``); one with ``devices`` gets the list of devices.
@@ -257,7 +286,7 @@ def estimate_program(
     target: str = "v5e",
     topology: str | None = None,
     timeout_s: float = 300.0,
-    donation_check: bool = True,
+    donation_check: bool = False,
     top_n: int = 10,
     limits: Limits | None = None,
 ) -> EstimateReport:
@@ -292,11 +321,7 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     os.environ.update(tpu.child_environment(Path(payload["workdir"]) / "tpu_logs"))
     import jax  # noqa: F401 - only now, with libtpu's variables in place
 
-    from diagnostics.sandbox import load_program_object
-
-    factory = load_program_object(str(payload["program"]))
-    if not callable(factory):
-        raise FactoryError(f"{payload['program']} is not a function (a factory must be callable)")
+    factory = _program.load_factory(str(payload["program"]))
     report = estimate_factory(
         factory,
         target=str(payload["generation"]),
@@ -311,72 +336,11 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
 # Factories and arguments
 
 
-def _callable_name(fn: Any) -> str:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return getattr(fn, "__name__", None) or type(fn).__name__
-
-
-def _call_factory(factory: Callable[..., Any], devices: list[Any]):
-    import numpy as np
-    from jax.sharding import Mesh
-
-    name = _callable_name(factory)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = {}
-    call_kwargs: dict[str, Any] = {}
-    mesh = None
-    if "mesh" in params or "devices" in params:
-        mesh = Mesh(np.array(devices), (MESH_AXIS,))
-        if "mesh" in params:
-            call_kwargs["mesh"] = mesh
-        if "devices" in params:
-            call_kwargs["devices"] = list(devices)
-    required = [
-        p.name for p in params.values()
-        if p.default is inspect.Parameter.empty
-        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and p.name not in call_kwargs
-    ]
-    if required:
-        raise FactoryError(
-            f"factory {name} needs arguments ({', '.join(required)}); a factory is called with "
-            "no arguments, or with mesh=/devices= when its signature asks for them"
-        )
-    try:
-        produced = factory(**call_kwargs)
-    except (DiagnosticsError, MemoryError):
-        raise  # the sandbox reports a MemoryError with the memory limit it hit
-    except Exception as err:
-        where = user_location(err)
-        at = f" at {where}" if where else ""
-        raise FactoryError(
-            f"factory {name} raised {type(err).__name__}: {err}{at}"
-        ) from None
-    expected = "a factory must return (fn, args) or (fn, args, kwargs)"
-    if not isinstance(produced, tuple) or len(produced) not in (2, 3):
-        got = type(produced).__name__
-        if isinstance(produced, tuple):
-            got = f"a tuple of {len(produced)}"
-        raise FactoryError(f"factory {name} returned {got}; {expected}")
-    fn, args = produced[0], produced[1]
-    kwargs = produced[2] if len(produced) == 3 else {}
-    if not callable(fn):
-        raise FactoryError(
-            f"factory {name} returned {type(fn).__name__} as fn, not a function; {expected}"
-        )
-    if not isinstance(args, (tuple, list)):
-        raise FactoryError(
-            f"factory {name} returned {type(args).__name__} as args, not a tuple or list; "
-            f"{expected} (write (x,) for one argument)"
-        )
-    if not isinstance(kwargs, Mapping):
-        raise FactoryError(
-            f"factory {name} returned {type(kwargs).__name__} as kwargs, not a dict; {expected}"
-        )
-    return fn, tuple(args), dict(kwargs), mesh
+def _call_factory(factory: Callable[..., Any], devices: list[Any],
+                  kwargs: Mapping[str, Any] | None = None) -> _program.Program:
+    label = f"factory {_callable_name(factory)}"
+    produced, mesh = _program.call_factory(factory, devices=devices, kwargs=kwargs, label=label)
+    return _program.unpack_program(produced, label, mesh)
 
 
 def _is_tpu_sharding(sharding: Any) -> bool:
@@ -514,12 +478,14 @@ def _trace(jitted: Any, args: tuple, kwargs: dict, name: str, device: Any) -> An
         ) from None
 
 
-def _compile(traced: Any, device: Any, dump_dir: Path | None, name: str) -> _Compiled:
+def _compile(traced: Any, device: Any, dump_dir: Path | None, name: str,
+             extra_options: Mapping[str, Any] | None = None) -> _Compiled:
     import jax
 
-    options = None
+    options = dict(extra_options) if extra_options else None
     if dump_dir is not None:
         options = {
+            **(options or {}),
             "xla_dump_to": str(dump_dir),
             "xla_dump_hlo_as_text": True,
             "xla_dump_hlo_as_proto": True,
@@ -891,9 +857,11 @@ def _estimate_call(
             figures = _totals_from_buffer_assignment(dump_dir) or dict.fromkeys(
                 ("argument_bytes", "output_bytes", "temp_bytes", "alias_bytes",
                  "generated_code_bytes"), 0)
+            space = _oom_space(outcome.error_text)
             report_warnings.append(
-                "the compile ran out of HBM: argument/output/temp bytes come from the "
-                "compiler's buffer assignment at the failure, code size is unknown (0)"
+                f"the compile ran out of {space.upper()}: HBM argument/output/temp bytes come "
+                "from the compiler's buffer assignment at the failure (0 where it wrote none), "
+                "code size is unknown (0)"
             )
             hlo_path = _dump_file(dump_dir, "after_optimizations.txt") or _dump_file(
                 dump_dir, "oom_intermediate_module.txt")
@@ -927,12 +895,18 @@ def _estimate_call(
     callbacks = _host_callbacks(hlo_text)
 
     compile_error = compile_error_text = compile_error_log = None
+    oom_space = vmem = None
     if outcome.error_text is not None:
         compile_error_text = outcome.error_text.strip()[:20000]
         compile_error = parse_error(compile_error_text)
         compile_error_log = log.oom_report()
+        oom_space = _oom_space(outcome.error_text, compile_error)
+        if oom_space == "vmem":
+            vmem = _vmem_report(outcome.error_text + "\n" + (compile_error_log or ""),
+                                compile_error, tpu.generations()[spec.generation], traced)
 
-    findings = _findings(total, hbm_bytes, padding, donation, callbacks, replicated)
+    findings = _findings(total, hbm_bytes, padding, donation, callbacks, replicated,
+                         oom_space, vmem)
     gen = tpu.generations()[spec.generation]
     return EstimateReport(
         function=name,
@@ -953,6 +927,8 @@ def _estimate_call(
         compile_error=compile_error,
         compile_error_text=compile_error_text,
         compile_error_log=compile_error_log,
+        oom_space=oom_space,
+        vmem=vmem,
         findings=findings,
         warnings=report_warnings,
         compile_seconds=round(outcome.seconds, 3),
@@ -985,9 +961,14 @@ def _spec_device_set(specs: Any) -> set[Any]:
 def _findings(
     total: int, hbm: int, padding: PaddingReport, donation: DonationReport,
     callbacks: list[HostCallback], replicated: list[ReplicatedArgument],
+    oom_space: str | None = None, vmem: VmemReport | None = None,
 ) -> list[str]:
     """Short factual notes on what the figures show (the assistant adds the remedies)."""
     notes = []
+    if vmem is not None:
+        notes.append(vmem_summary(vmem))
+    elif oom_space not in (None, "hbm"):
+        notes.append(f"the compile ran out of {oom_space.upper()}")
     if total > hbm:
         notes.append(f"needs {format_bytes(total)} per device but the target has "
                      f"{format_bytes(hbm)}: over by {format_bytes(total - hbm)}")
@@ -1005,3 +986,116 @@ def _findings(
         notes.append(f"{len(replicated)} argument(s) replicated on every device "
                      f"({format_bytes(size)} per device)")
     return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# VMEM
+
+
+def _oom_space(error_text: str, parsed: ParsedError | None = None) -> str:
+    """The memory space a failed compile ran out of: hbm, vmem or smem."""
+    parsed = parsed or parse_error(error_text)
+    space = (parsed.memory_space or "").lower()
+    if space in ("vmem", "smem", "hbm"):
+        return space
+    match = re.search(r"memory space (\w+)|space=(\w+)", error_text)
+    found = (match.group(1) or match.group(2)).lower() if match else ""
+    return found if found in ("vmem", "smem") else "hbm"
+
+
+_WINDOW = re.compile(
+    r"Size: (?P<size>[\d.]+[KMGT]?)\s*\n(?:(?!\n\s*\n).)*?Tag: (?P<operand>input|output) window "
+    r"allocation for operator (?:input|output) (?P<index>\d+)\. The window shape is "
+    r"(?P<window>\S+?), while the full shape is (?P<full>\S+?)\..*?This allocation has "
+    r"(?P<buffers>\d+) buffering levels?",
+    re.DOTALL,
+)
+_OP_NAME = re.compile(r'op_name="([^"]+)"')
+
+
+def _vmem_windows(text: str) -> list[VmemWindow]:
+    from diagnostics.units import parse_size
+
+    windows = []
+    seen = set()
+    for block in re.split(r"\n\s*={5,}", text):
+        match = _WINDOW.search(block)
+        if not match:
+            continue
+        key = (match["operand"], match["index"], match["window"], match["size"])
+        if key in seen:
+            continue
+        seen.add(key)
+        windows.append(VmemWindow(
+            bytes=parse_size(match["size"]), operand=f"{match['operand']} {match['index']}",
+            window_shape=match["window"], full_shape=match["full"],
+            buffers=int(match["buffers"]),
+        ))
+    return windows
+
+
+def _kernel_source(traced: Any) -> str | None:
+    """The user's line that calls the first Pallas/Mosaic kernel of the traced program."""
+    from diagnostics.program import user_frame
+
+    def walk(jaxpr: Any, depth: int = 0):
+        if depth > 20:
+            return None
+        for eqn in getattr(jaxpr, "eqns", []):
+            if eqn.primitive.name in ("pallas_call", "tpu_custom_call", "mosaic"):
+                try:
+                    frames = eqn.source_info.traceback.frames
+                except AttributeError:
+                    return None
+                return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
+            for value in eqn.params.values():
+                inner = getattr(value, "jaxpr", value)
+                if hasattr(inner, "eqns"):
+                    found = walk(inner, depth + 1)
+                    if found:
+                        return found
+        return None
+
+    try:
+        return walk(traced.jaxpr.jaxpr)
+    except Exception:  # the jaxpr is internal API: a source line is a bonus, never a failure
+        return None
+
+
+def _vmem_report(text: str, parsed: ParsedError, gen: tpu.Generation, traced: Any) -> VmemReport:
+    scoped = re.search(r"Scoped allocation with size", text) is not None
+    capacity = gen.vmem_bytes or 0
+    if scoped:
+        used = parsed.requested_bytes or parsed.used_bytes or 0
+        limit = parsed.available_bytes
+        over = parsed.exceeded_by_bytes or (used - (limit or 0))
+        kind = "scoped_limit"
+    else:
+        used = parsed.used_bytes or parsed.requested_bytes or 0
+        limit = None
+        capacity = parsed.available_bytes or capacity
+        over = parsed.exceeded_by_bytes or (used - capacity)
+        kind = "capacity"
+    op_name = _OP_NAME.search(text)
+    kernel = op_name.group(1) if op_name else None
+    if kernel is None and parsed.instruction:
+        kernel = parsed.instruction.lstrip("%")
+    return VmemReport(
+        kind=kind, used_bytes=used, limit_bytes=limit, capacity_bytes=capacity,
+        default_limit_bytes=gen.scoped_vmem_default_bytes, over_by_bytes=max(over, 0),
+        kernel=kernel, source=_kernel_source(traced), windows=_vmem_windows(text),
+    )
+
+
+def vmem_summary(vmem: VmemReport) -> str:
+    """One line: which VMEM bound the kernel ran into, and by how much."""
+    kernel = f"kernel {vmem.kernel}" if vmem.kernel else "a kernel"
+    where = f" (called at {vmem.source})" if vmem.source else ""
+    if vmem.kind == "scoped_limit":
+        return (f"VMEM: {kernel}{where} needs {format_bytes(vmem.used_bytes)} of scoped VMEM, over "
+                f"the {format_bytes(vmem.limit_bytes or 0)} scoped limit by "
+                f"{format_bytes(vmem.over_by_bytes)}; the core has "
+                f"{format_bytes(vmem.capacity_bytes)} of VMEM, so a raised limit can help")
+    return (f"VMEM: {kernel}{where} needs {format_bytes(vmem.used_bytes)}, more than the core's "
+            f"{format_bytes(vmem.capacity_bytes)} of physical VMEM (over by "
+            f"{format_bytes(vmem.over_by_bytes)}); no limit can help, smaller blocks can")

@@ -2,7 +2,7 @@
 
 ``parse_error(text)`` finds the OOM message in a log (timestamps, Python tracebacks, libtpu
 log prefixes, ANSI colours and Windows line endings included), classifies it into one of
-the CONTRACT categories and returns every size it states as integer bytes. The wordings it
+the documented categories (README) and returns every size it states as integer bytes. The wordings it
 knows are data, in ``signatures.yaml``; this module only applies them.
 
 How a log is read:
@@ -100,7 +100,7 @@ class Allocation(BaseModel):
 class ParsedError(BaseModel):
     """An out-of-memory error read from a log: its category and every figure, in bytes.
 
-    The first thirteen fields are the CONTRACT ``diagnose --json`` shape; the rest are
+    The first thirteen fields are the documented ``diagnose --json`` shape; the rest are
     extras that the message or its reports state.
     """
 

@@ -70,7 +70,7 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
 
     path = Path(path)
     buffers = list(report.top_buffers[:top_n])
-    rows = max(len(buffers), 1)
+    rows = 1 + len(report.vmem.windows) if report.vmem is not None else max(len(buffers), 1)
     height = 2.5 + 0.55 * rows
     fig = Figure(figsize=(8.0, height), dpi=150)
     FigureCanvasAgg(fig)
@@ -82,16 +82,33 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
         verdict, colour = "fits", "#1b5e20"
         detail = (f"{format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} HBM "
                   f"per device, {format_bytes(report.headroom_bytes)} free")
+    elif report.vmem is not None:
+        verdict, colour = "DOES NOT FIT IN VMEM", "#b71c1c"
+        vmem = report.vmem
+        bound = (f"the {format_bytes(vmem.limit_bytes or 0)} scoped limit"
+                 if vmem.kind == "scoped_limit"
+                 else f"the {format_bytes(vmem.capacity_bytes)} physical VMEM")
+        detail = (f"kernel needs {format_bytes(vmem.used_bytes)} of VMEM, over {bound} by "
+                  f"{format_bytes(vmem.over_by_bytes)} (core: {format_bytes(vmem.capacity_bytes)})")
     else:
         verdict, colour = "DOES NOT FIT", "#b71c1c"
-        detail = (f"needs {format_bytes(report.total_bytes)} of {format_bytes(target.hbm_bytes)} "
-                  f"HBM per device, over by {format_bytes(-report.headroom_bytes)}")
+        if report.oom_space not in (None, "hbm"):
+            detail = f"the compile ran out of {report.oom_space.upper()}"
+        elif report.headroom_bytes < 0:
+            detail = (f"needs {format_bytes(report.total_bytes)} of "
+                      f"{format_bytes(target.hbm_bytes)} HBM per device, over by "
+                      f"{format_bytes(-report.headroom_bytes)}")
+        else:
+            detail = (f"the compile ran out of HBM ({format_bytes(report.total_bytes)} assigned "
+                      f"of {format_bytes(target.hbm_bytes)} per device)")
     fig.text(0.01, 0.985, f"{name}: {verdict}", fontsize=12, color=colour, weight="bold",
              va="top")
     fig.text(0.01, 0.985 - 0.3 / fig.get_figheight(), detail, fontsize=10, color=colour,
              va="top")
 
-    if buffers:
+    if report.vmem is not None:
+        _vmem_windows(ax, report.vmem)
+    elif buffers:
         labels = []
         kinds_seen: list[str] = []
         for row, buf in enumerate(buffers):
@@ -139,6 +156,25 @@ def plot_estimate(report: EstimateReport, path: str | Path, top_n: int = 8) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def _vmem_windows(ax, vmem) -> None:
+    """The kernel's VMEM need and its windows as bars, the bound it ran into as a dashed line."""
+    rows = [("kernel total", vmem.used_bytes, KIND_COLOURS["temp"])]
+    for w in vmem.windows:
+        colour = KIND_COLOURS["argument" if w.operand.startswith("input") else "output"]
+        rows.append((f"{w.operand}: {w.window_shape} x{w.buffers}", w.bytes, colour))
+    for row, (_, size, colour) in enumerate(rows):
+        ax.barh(row, size, color=colour, height=0.7)
+        ax.text(size, row, " " + format_bytes(size), va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8.5)
+    ax.invert_yaxis()
+    bound = vmem.limit_bytes if vmem.kind == "scoped_limit" else vmem.capacity_bytes
+    ax.axvline(bound or 0, color="#b71c1c", linestyle="--", linewidth=1)
+    _byte_ticks(ax, max(vmem.used_bytes, bound or 0) * 1.15)
+    ax.set_xlabel("VMEM; dashed: the "
+                  + ("scoped limit" if vmem.kind == "scoped_limit" else "physical VMEM"),
+                  fontsize=9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +274,81 @@ def plot_profile(report: ProfileReport, path: str | Path) -> Path:
         footer = f"device peak {format_bytes(report.memory_stats_peak_bytes)} · " + footer
     fig.text(0.01, 0.01, _short(footer, 120), fontsize=7.5, color="#424242")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# A plan (diagnostics.plan)
+
+if TYPE_CHECKING:
+    from diagnostics.plan import PlanReport
+
+__all__.append("plot_plan")
+
+
+def plot_plan(report: PlanReport, path: str | Path) -> Path:
+    """Draw a plan: with ``--vary``, bytes per device against the value, the HBM as a line and
+    the largest value that fits marked; otherwise the baseline and each fix's measured total."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    path = Path(path)
+    fig = Figure(figsize=(8.0, 4.5), dpi=150)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    hbm = report.target.hbm_bytes
+    byte_axis = FuncFormatter(lambda y, _: format_bytes(int(y)).replace(".00 ", " ") if y >= 0 else "")
+    vary = report.vary
+    title = _short(f"{report.function} on {report.target.topology}", 60)
+    if vary is not None:
+        compiled = [p for p in vary.curve if p.total_bytes is not None]
+        for fits, colour, label in ((True, "#1b5e20", "fits"), (False, "#b71c1c", "does not fit")):
+            points = [p for p in compiled if p.fits is fits]
+            if points:
+                ax.plot([p.value for p in points], [p.total_bytes for p in points], "o",
+                        color=colour, label=label, markersize=4)
+        if len(compiled) > 1:
+            ax.plot([p.value for p in compiled], [p.total_bytes for p in compiled], "-",
+                    color="#9e9e9e", linewidth=0.8, zorder=0)
+        failed = [p for p in vary.curve if p.status == "oom"]
+        if failed:
+            ax.plot([p.value for p in failed], [hbm] * len(failed), "x", color="#b71c1c",
+                    label="compile ran out of memory")
+        ax.axhline(hbm, color="#b71c1c", linestyle="--", linewidth=1)
+        ax.text(vary.low, hbm, f" HBM {format_bytes(hbm)}", va="bottom", fontsize=8, color="#b71c1c")
+        if vary.largest_fitting is not None:
+            ax.axvline(vary.largest_fitting, color="#1b5e20", linestyle=":", linewidth=1)
+            title += f": largest {vary.name} that fits = {vary.largest_fitting}"
+        else:
+            title += f": no {vary.name} in [{vary.low}, {vary.high}] fits"
+        ax.set_xlabel(f"{vary.name} ({vary.compiles} compiles)", fontsize=9)
+        from matplotlib.ticker import MultipleLocator
+
+        top = max([hbm] + [p.total_bytes for p in compiled]) * 1.1
+        ax.set_ylim(0, top)
+        ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top)))
+        ax.yaxis.set_major_formatter(byte_axis)
+        ax.legend(fontsize=8, frameon=False, loc="lower right")
+    else:
+        rows = [("baseline", report.baseline.total_bytes, report.baseline.fits)]
+        rows += [(_short(f.title, 40), f.total_bytes, f.fits) for f in report.fixes
+                 if f.total_bytes is not None]
+        for row, (_, size, fits) in enumerate(rows):
+            ax.barh(row, size, color="#1b5e20" if fits else "#b71c1c", height=0.6)
+            ax.text(size, row, " " + format_bytes(size), va="center", fontsize=8)
+        ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(hbm, color="#b71c1c", linestyle="--", linewidth=1)
+        ax.xaxis.set_major_formatter(byte_axis)
+        ax.set_xlim(0, max([hbm] + [size for _, size, _ in rows]) * 1.2)
+        ax.set_xlabel(f"bytes per device (dashed: HBM {format_bytes(hbm)})", fontsize=9)
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.tick_params(labelsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path

@@ -9,11 +9,9 @@ after the last call is saved beside it as `memory.prof`.
 
 from __future__ import annotations
 
-import functools
 import gc
 import math
 import os
-import sysconfig
 import tempfile
 import time
 import weakref
@@ -27,7 +25,7 @@ from pydantic import BaseModel, Field
 from diagnostics.exceptions import DiagnosticsError
 
 if TYPE_CHECKING:
-    from diagnostics.sandbox import ProgramSpec
+    from diagnostics.program import ProgramSpec
 
 PPROF_FILE_NAME = "memory.prof"
 MAX_LEAK_SUSPECTS = 10
@@ -261,40 +259,16 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
     return suspects[:MAX_LEAK_SUSPECTS]
 
 
-@functools.lru_cache(maxsize=1)
-def _library_dirs() -> tuple[str, ...]:
-    """Directories whose frames are library code, not the line a user wrote."""
-    import jax
-    import jaxlib
-
-    dirs = {os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__)}
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if paths.get(key):
-            dirs.add(paths[key])
-    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
-
-
 def _creation_site(array: Any) -> str | None:
     """'file:line (function)' of the innermost user frame in the array's creation traceback."""
+    from diagnostics.program import user_frame
+
     try:
         traceback = array.traceback
         frames = list(traceback.frames) if traceback is not None else []
     except Exception:
         return None
-    library = _library_dirs()
-    own = os.path.join(os.path.dirname(os.path.realpath(__file__)), "")
-    for frame in frames:  # innermost first
-        name = frame.file_name
-        real = os.path.realpath(name) if os.path.isabs(name) else name
-        if real.startswith(own):
-            # Reached the profiler calling the function itself: the array is a direct output of
-            # the profiled function and no line of the user's own code is on record.
-            return None
-        if real.startswith(library):
-            continue
-        return f"{name}:{frame.line_num} ({frame.function_name})"
-    return None
+    return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
 
 
 def _memory_stats_peak() -> int | None:
@@ -341,7 +315,8 @@ def profile_program(
     ``logdir`` (a new temporary directory when None). A missing file or name, an import error,
     a raising function, a crash or a timeout raise a ``DiagnosticsError`` with a clear message.
     """
-    from diagnostics.sandbox import job_value, resolve_program, run_job
+    from diagnostics.program import resolve_program
+    from diagnostics.sandbox import job_value, run_job
 
     program = resolve_program(spec)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -380,7 +355,7 @@ def _make_logdir(logdir: str | os.PathLike | None) -> Path:
 
 def _profile_job(payload: dict[str, Any]) -> dict[str, Any]:
     """Child-process side of :func:`profile_program` (run by ``diagnostics.sandbox.run_job``)."""
-    from diagnostics.sandbox import ProgramSpec, load_program_object
+    from diagnostics.program import ProgramSpec, load_program_object
 
     program = ProgramSpec(path=Path(payload["path"]), name=payload["name"])
     target = load_program_object(program)
@@ -396,12 +371,13 @@ def resolve_target(
 ) -> tuple[str, Callable[..., Any], tuple, dict]:
     """Decide whether ``target`` is a factory or a step function and return what to profile.
 
-    Calls ``target`` once (see :func:`profile_program`) and returns ``(kind, fn, args, kwargs)``
-    with kind ``"factory"`` or ``"step"``.
+    Calls ``target`` once (see :func:`profile_program`), as :mod:`diagnostics.program` calls a
+    factory, with the local devices; returns ``(kind, fn, args, kwargs)`` with kind
+    ``"factory"`` or ``"step"``.
     """
-    import inspect
-
     import jax
+
+    from diagnostics.program import as_program, call_factory, unpack_program
 
     if program is not None:
         label = f"{Path(program.path).name}:{program.name}"
@@ -412,59 +388,31 @@ def resolve_target(
             f"{label} is of type {type(target).__name__}, not a function; give a step function that "
             "takes no arguments or a factory returning (fn, args) or (fn, args, kwargs)"
         )
-    call_kwargs: dict[str, Any] = {}
+    result, mesh = call_factory(target, devices=list(jax.devices()), label=label,
+                                raised="raised on its first call:")
     try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None:
-        required = []
-        for name, param in signature.parameters.items():
-            if name == "devices":
-                call_kwargs[name] = list(jax.devices())
-            elif name == "mesh":
-                call_kwargs[name] = _local_mesh()
-            elif param.default is param.empty and param.kind not in (
-                param.VAR_POSITIONAL, param.VAR_KEYWORD
-            ):
-                required.append(name)
-        if required:
-            raise ProfileError(
-                f"{label} needs arguments ({', '.join(required)}); a profile target takes none "
-                "(or only mesh=/devices=): write a step function without arguments or a factory "
-                "returning (fn, args)"
-            )
-    try:
-        result = target(**call_kwargs)
         jax.block_until_ready(result)
     except Exception as exc:
         raise ProfileError(f"{label} raised on its first call: {_describe(exc)}") from exc
-    if isinstance(result, (tuple, list)) and len(result) in (2, 3) and callable(result[0]):
-        fn, args = result[0], result[1]
-        kwargs = result[2] if len(result) == 3 else {}
-        if not isinstance(args, (tuple, list)):
-            raise ProfileError(
-                f"{label} returned (fn, {type(args).__name__}); the args of a factory must be a "
-                "tuple or list, e.g. return fn, (x,)"
-            )
-        if not isinstance(kwargs, dict):
-            raise ProfileError(
-                f"{label} returned (fn, args, {type(kwargs).__name__}); kwargs must be a dict"
-            )
-        return "factory", _reporting_errors(fn), tuple(args), dict(kwargs)
+    if as_program(result) is not None:
+        fn, args, kwargs, _ = unpack_program(result, label, mesh)
+        return "factory", _reporting_errors(fn), args, kwargs
     del result
-    return "step", _reporting_errors(target, **call_kwargs), (), {}
+    bound = {}
+    if mesh is not None:
+        bound["mesh"] = mesh
+    if "devices" in _parameter_names(target):
+        bound["devices"] = list(jax.devices())
+    return "step", _reporting_errors(target, **bound), (), {}
 
 
-def _local_mesh() -> Any:
-    """A 1-D mesh over the local devices, named as in ``estimate`` (axis ``"data"``)."""
-    import jax
-    import numpy as np
-    from jax.sharding import Mesh
+def _parameter_names(fn: Callable[..., Any]) -> set[str]:
+    import inspect
 
-    from diagnostics.estimate import MESH_AXIS
-
-    return Mesh(np.array(jax.devices()), (MESH_AXIS,))
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 def _reporting_errors(fn: Callable[..., Any], **bound: Any) -> Callable[..., Any]:
@@ -481,9 +429,7 @@ def _reporting_errors(fn: Callable[..., Any], **bound: Any) -> Callable[..., Any
 
 
 def _describe(exc: BaseException) -> str:
-    """``ValueError: message (at train.py:12)``, the location being the user's innermost line."""
-    from diagnostics.sandbox import user_location
+    """``ValueError: message at train.py:12``, the location being the user's innermost line."""
+    from diagnostics.program import describe_exception
 
-    where = user_location(exc)
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return f"{text} (at {where})" if where else text
+    return describe_exception(exc)

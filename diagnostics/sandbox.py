@@ -1,10 +1,8 @@
 """Run a user's program in a child process, so that it cannot take the caller down.
 
-Two ideas live here, both about a user's ``FILE.py:NAME``:
+Process isolation only; what a user's ``FILE.py:NAME`` is (loading it, calling its factory, its
+source lines) is :mod:`diagnostics.program`'s, whose names are re-exported here.
 
-* :func:`resolve_program` / :func:`load_program_object` find the file and the name in it, turning
-  every way that can go wrong (no file, not Python, syntax error, failing import, no such name)
-  into a :class:`~diagnostics.exceptions.DiagnosticsError` with a clear message.
 * :func:`run_job` runs a job function (``"package.module:function"``, taking and returning a
   JSON-able dict) in a fresh ``python`` process with a wall-clock timeout, optional CPU and memory
   limits, a private temporary working directory, an environment without secrets, and bounded
@@ -41,6 +39,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.program import (  # the program contract lives there; re-exported for callers
+    ProgramExited,
+    ProgramLoadError,
+    ProgramNameError,
+    ProgramSpec,
+    ProgramSpecError,
+    load_program_object,
+    resolve_program,
+    user_location,
+)
 from diagnostics.units import format_bytes
 
 __all__ = [
@@ -74,28 +82,16 @@ class SandboxError(DiagnosticsError):
     """A user's program could not be loaded or run to completion."""
 
 
-class ProgramSpecError(SandboxError, ValueError):
-    """``FILE.py:NAME`` is malformed, or the file is missing or not a Python file."""
-
-
-class ProgramLoadError(SandboxError):
-    """Importing the user's file failed (syntax error, missing module, exception at import)."""
-
-
-class ProgramNameError(SandboxError, LookupError):
-    """The user's file has no object of the requested name."""
-
-
-class ProgramExited(SandboxError):
-    """The user's code called ``sys.exit`` (or raised ``SystemExit``) instead of returning."""
-
-
 class JobTimeout(SandboxError, TimeoutError):
     """The child ran longer than its wall-clock limit and was stopped."""
+
+    http_status = 422
 
 
 class JobCrashed(SandboxError):
     """The child died without a result: a signal (abort, segfault, out-of-memory kill) or exit."""
+
+    http_status = 422
 
     def __init__(self, message: str, *, exit_status: int | None = None,
                  signal_name: str | None = None, stderr_tail: str = "") -> None:
@@ -116,108 +112,7 @@ class JobFailed(SandboxError):
 class ProgramOutOfMemory(JobFailed):
     """The program's allocation failed (MemoryError), usually at the child's address-space limit."""
 
-
-# ---------------------------------------------------------------------------------------------
-# FILE.py:NAME
-
-
-class ProgramSpec(BaseModel):
-    """A user's ``FILE.py:NAME``, with the file made absolute and known to exist."""
-
-    path: Path
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.name}"
-
-
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-
-
-def resolve_program(spec: str) -> ProgramSpec:
-    """Check ``FILE.py:NAME`` without importing anything: the file exists and NAME is a name."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ProgramSpecError(
-            f"expected FILE.py:NAME (a Python file and a function in it), got {spec!r}"
-        )
-    file_part, name = spec.rsplit(":", 1)
-    name = name.strip()
-    if not file_part:
-        raise ProgramSpecError(f"no file before ':' in {spec!r}; expected FILE.py:NAME")
-    if not _NAME_RE.fullmatch(name):
-        raise ProgramSpecError(f"{name!r} is not a Python name; expected FILE.py:NAME")
-    path = Path(file_part).expanduser()
-    if not path.exists():
-        raise ProgramSpecError(f"no such file: {file_part}")
-    if path.is_dir():
-        raise ProgramSpecError(f"{file_part} is a directory; expected a .py file")
-    if path.suffix != ".py":
-        raise ProgramSpecError(f"{file_part} is not a Python file (expected a name ending in .py)")
-    return ProgramSpec(path=path.resolve(), name=name)
-
-
-def _user_frame(tb: Any, path: Path) -> str | None:
-    """``file:line`` of the innermost traceback frame inside the user's file."""
-    found = None
-    for frame in traceback.extract_tb(tb):
-        if Path(frame.filename) == path:
-            found = f"{path.name}:{frame.lineno}"
-    return found
-
-
-def load_program_object(program: ProgramSpec | str) -> Any:
-    """Import the user's file as a module and return its object ``NAME``.
-
-    The file's directory goes first on ``sys.path`` (as with ``python FILE.py``), but the file's
-    ``if __name__ == "__main__":`` block does not run.
-    """
-    if isinstance(program, str):
-        program = resolve_program(program)
-    path, name = program.path, program.name
-    if not path.is_file():
-        raise ProgramSpecError(f"no such file: {path}")
-    stem = re.sub(r"\W", "_", path.stem) or "user_program"
-    module_name = stem if stem not in sys.modules else f"_oomkb_user_{stem}"
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module_spec = importlib.util.spec_from_file_location(module_name, path)
-    if module_spec is None or module_spec.loader is None:  # pragma: no cover - .py always loads
-        raise ProgramLoadError(f"cannot import {path.name}")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_name] = module
-    try:
-        module_spec.loader.exec_module(module)
-    except SyntaxError as err:
-        sys.modules.pop(module_name, None)
-        where = f"{Path(err.filename or path).name}:{err.lineno}" if err.lineno else path.name
-        raise ProgramLoadError(f"syntax error in {where}: {err.msg}") from None
-    except SystemExit as err:
-        sys.modules.pop(module_name, None)
-        raise ProgramExited(
-            f"{path.name} called sys.exit({err.code!r}) while being imported; "
-            "keep top-level code free of sys.exit (put it under if __name__ == '__main__':)"
-        ) from None
-    except BaseException as err:  # noqa: BLE001 - anything the user's module raises
-        sys.modules.pop(module_name, None)
-        if isinstance(err, (KeyboardInterrupt, MemoryError)):
-            raise  # a MemoryError is reported as such by the job's child (with its limit)
-        where = _user_frame(err.__traceback__, path) or path.name
-        raise ProgramLoadError(
-            f"importing {path.name} failed at {where}: {type(err).__name__}: {err}"
-        ) from None
-    obj: Any = module
-    for part in name.split("."):
-        if not hasattr(obj, part):
-            callables = sorted(
-                n for n, v in vars(module).items()
-                if callable(v) and not n.startswith("_")
-                and getattr(v, "__module__", module_name) == module_name
-            )
-            hint = f"; functions there: {', '.join(callables[:20])}" if callables else ""
-            raise ProgramNameError(f"{path.name} has no {name!r}{hint}")
-        obj = getattr(obj, part)
-    return obj
+    http_status = 422
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,28 +464,6 @@ def _error_from_record(error: Mapping[str, Any], what: str) -> SandboxError | Di
                 return exc
         return JobFailed(message, detail=str(error.get("traceback") or ""))
     return JobFailed(f"{what} failed: {message}", detail=str(error.get("traceback") or ""))
-
-
-def _library_dirs() -> tuple[str, ...]:
-    import sysconfig
-
-    ours = Path(__file__).resolve().parent.parent
-    dirs = {str(ours / pkg) for pkg in ("diagnostics", "kb", "indexer", "api", "docs_src")}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if path := sysconfig.get_paths().get(key):
-            dirs.add(str(Path(path).resolve()))
-    return tuple(d + os.sep for d in dirs)
-
-
-def user_location(exc: BaseException) -> str | None:
-    """``file:line`` of the innermost frame of ``exc`` that is neither ours nor a library's."""
-    libraries = _library_dirs()
-    found = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        filename = str(Path(frame.filename).resolve()) if frame.filename else ""
-        if filename and not filename.startswith(libraries) and not frame.filename.startswith("<"):
-            found = f"{Path(frame.filename).name}:{frame.lineno}"
-    return found
 
 
 def _describe_exception(exc: BaseException) -> dict[str, Any]:

@@ -54,6 +54,10 @@ class Generation(BaseModel):
     device_kind: str
     hbm_reported: str
     aliases: list[str] = Field(default_factory=list)
+    vmem_bytes: int | None = Field(None, description="physical VMEM per TensorCore")
+    vmem_source: str | None = None
+    scoped_vmem_default_bytes: int | None = Field(None, description="default scoped VMEM limit")
+    scoped_vmem_source: str | None = None
 
 
 class TargetSpec(BaseModel):

@@ -1,11 +1,13 @@
 """Errors the indexer raises where the problem is; the CLI and HTTP layers turn them into messages."""
 
+from oomkb.errors import ServiceError, UserInputError
 
-class IndexerError(Exception):
+
+class IndexerError(ServiceError):
     """Base for problems with guides or the index that a user can act on."""
 
 
-class GuideError(IndexerError):
+class GuideError(UserInputError, IndexerError):
     """A guide file is missing, unreadable or malformed."""
 
 

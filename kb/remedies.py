@@ -892,12 +892,3 @@ def message(catalogue: Catalogue, key: str, language: str, **values: Any) -> str
     if unknown:
         raise MissingValue(f"message {key!r} takes {spec.params}, not {unknown}")
     return _fill(spec.text[catalogue.language(language)], values)
-
-
-def check_texts(path: Path | str, item: str, texts: Texts, allowed: Any,
-                languages: tuple[str, ...] = SUPPORTED) -> None:
-    """The catalogue's rule for translated texts, for catalogue files outside the four core ones:
-    every language present and non-blank, only `allowed` placeholders, the same ones in every
-    language. Raises CatalogueError naming `path` and `item`."""
-    path = Path(path)
-    _Validator(path.parent, {}, [], languages)._check_texts(path.name, item, texts, allowed)

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from indexer.guides import Guide
 from indexer.store import IndexItem, StoredIndex
 from kb.cards import CardText, SectionCard
-from kb.errors import QueryError
-from kb.language import detect_language
+from kb.errors import KnowledgeBaseError, QueryError
+from kb.language import base_language, detect_language
 from kb.lexical import LexicalIndex
 
 MAX_QUERY_CHARS = 4000
@@ -43,7 +43,7 @@ MODES: dict[str, dict[str, float]] = {
 
 
 class SearchResult(BaseModel):
-    """One section that answers the query (CONTRACT fields first)."""
+    """One section that answers the query (the `search --json` fields first)."""
 
     rank: int
     doc_id: str
@@ -108,7 +108,7 @@ class Searcher:
         if mode not in MODES:
             raise QueryError(f"unknown search mode {mode!r}; choose one of {', '.join(MODES)}")
         if language is not None:
-            asked, language = language, _base_language(language)
+            asked, language = language, base_language(language)
             if language not in self.languages:
                 raise QueryError(
                     f"no guide is written in language {asked!r}; guides exist in "
@@ -226,12 +226,8 @@ class Searcher:
         for item in self.items:
             if item.kind == "chunk" and (item.doc_id, item.section) == key:
                 return item
-        raise QueryError(f"section {key[0]}#{key[1]} has no passage in the index")
-
-
-def _base_language(code: str) -> str:
-    """The primary language subtag of a code, lower-cased: `ZH` and `zh-Hant-TW` are `zh`."""
-    return code.strip().lower().replace("_", "-").split("-")[0]
+        raise KnowledgeBaseError(f"the index is inconsistent: section {key[0]}#{key[1]} has no passage; "
+                                 "rebuild it with `oomkb index`")
 
 
 def open_searcher(

@@ -1,19 +1,25 @@
 """Shared fixtures: the real embedding model and the real index, loaded once per test session.
 
-Tests use the user's oomkb home (so the converted model and the built-in index are reused across
-runs) unless OOMKB_HOME is set; tests that change an index work on a copy in tmp_path.
+Tests never touch the user's own oomkb home: they use `OOMKB_TEST_HOME` if set, else
+`.oomkb/test-home` in the checkout (ignored by git), so the converted model and the built-in index
+are built once and reused across runs. Tests that change an index work on a copy in tmp_path.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-import api  # noqa: F401  (sets libtpu's process defaults before jax is imported)
-
 ROOT = Path(__file__).resolve().parent.parent
+os.environ["OOMKB_HOME"] = os.environ.get("OOMKB_TEST_HOME") or str(ROOT / ".oomkb" / "test-home")
+
+from api import prepare_process
+
+prepare_process()  # libtpu's process defaults and an offline model hub, before jax is imported
+
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
 
 
@@ -46,3 +52,19 @@ def index_copy(loaded_index, tmp_path) -> Path:
     dst = tmp_path / "index"
     shutil.copytree(loaded_index.index.path.parent, dst, ignore=shutil.ignore_patterns(".lock"))
     return dst
+
+
+#: Test modules that run real compiles, subprocess-heavy sandboxes, a browser, schema fuzzing,
+#: load or index rebuilds: all of `make test` runs them, `make test-quick` (-m "not slow") skips them.
+#: Single slow tests elsewhere carry `@pytest.mark.slow` themselves.
+SLOW_MODULES = frozenset({
+    "test_estimate", "test_profile", "test_sandbox", "test_sandbox_http", "test_fuzz", "test_load_quick",
+    "test_web_browser", "test_site_browser", "test_index_faults", "test_packaging", "test_light_install",
+    "test_retrieval_quality", "test_plan", "test_capture", "test_isolation",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

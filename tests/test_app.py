@@ -170,7 +170,7 @@ def test_two_mib_body_with_content_length_is_refused_with_413(client):
     body = json.dumps({"error_log": "x" * (2 * MIB)})
     r = client.post("/v1/diagnose", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 413
-    assert "1 MiB" in r.json()["detail"]
+    assert "1.00 MiB" in r.json()["detail"]
 
 
 def test_two_mib_chunked_body_without_content_length_is_refused_with_413(client):
@@ -309,11 +309,41 @@ def test_enabled_estimate_reports_user_errors_as_400(estimating_client):
 # ------------------------------------------------------------------ settings
 
 
-def test_settings_come_from_the_environment_and_bad_values_name_the_variable():
-    s = Settings.from_env({"OOMKB_ENABLE_ESTIMATE": "1", "OOMKB_PORT": "9000", "SLACK_BOT_TOKEN": ""})
+def test_settings_come_from_the_environment_and_bad_values_name_the_variable(monkeypatch):
+    monkeypatch.setenv("OOMKB_ENABLE_ESTIMATE", "1")
+    monkeypatch.setenv("OOMKB_PORT", "9000")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s3cret")
+    s = Settings.from_env()
     assert s.enable_estimate and s.port == 9000 and not s.slack_enabled
+    assert s.slack_signing_secret.get_secret_value() == "s3cret"
+    assert Settings.from_env(port=9100).port == 9100  # a command-line value wins
+    monkeypatch.setenv("OOMKB_PORT", "eighty")
     with pytest.raises(SettingsError, match="OOMKB_PORT"):
-        Settings.from_env({"OOMKB_PORT": "eighty"})
+        Settings.from_env()
+    with pytest.raises(SettingsError, match="port"):
+        Settings.from_env(port=-1)
+
+
+def test_a_bad_service_setting_does_not_stop_offline_storage_settings(monkeypatch, tmp_path):
+    from indexer.settings import default_index_dir
+
+    monkeypatch.setenv("OOMKB_PORT", "eighty")
+    monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
+    assert default_index_dir() == tmp_path / "index"
+
+
+def test_importing_the_project_writes_nothing_to_the_environment():
+    import subprocess
+    import sys
+
+    code = ("import os; before = dict(os.environ); import oomkb, api, api.cli, api.http.app, indexer.model, "
+            "kb.search, diagnostics.estimate; import sys; "
+            "sys.exit(0 if dict(os.environ) == before else 1)")
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
+                        "ALLOW_MULTIPLE_LIBTPU_LOAD", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_HOSTNAMES"}}
+    assert subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode == 0
 
 
 def test_serve_command_is_registered_and_rejects_a_bad_port():

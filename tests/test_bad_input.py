@@ -108,7 +108,7 @@ def test_a_question_at_the_20k_character_limit_is_answered(client):
 
 def test_a_5_mib_body_is_refused_with_413(client):
     detail = refused(post_raw(client, "/v1/ask", json.dumps({"question": "x" * (5 * MIB)}).encode()), 413)
-    assert "1 MiB" in detail
+    assert "1.00 MiB" in detail
 
 
 @pytest.mark.parametrize("raw", [b"\xff\xfe", b"\xc3\x28", b"\xc0\xaf", b"\xf8\x88\x80\x80\x80"],
@@ -357,8 +357,11 @@ def test_a_slack_mention_with_markup_is_answered_without_live_markup(assistant, 
 def test_the_web_page_script_builds_the_page_from_text_nodes_only():
     script = re.sub(r"^\s*//.*$", "", (ROOT / "api/http/static/app.js").read_text(), flags=re.MULTILINE)
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "new Function", "createContextualFragment", "href"):
+                 "new Function", "createContextualFragment", "javascript:"):
         assert sink not in script, f"app.js uses {sink}: server or user text could become markup"
+    # Links are made only by guideUrl(): a fixed same-origin path with encoded guide and section ids.
+    hrefs = re.findall(r"href\s*:\s*([^,}]+)", script)
+    assert hrefs and all(h.strip().startswith("guideUrl(") for h in hrefs), hrefs
 
 
 def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  # noqa: F811 - fixture
@@ -368,7 +371,11 @@ def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  #
     page.wait_for("!document.getElementById('result').hidden && document.getElementById('answer').innerText")
     assert INJECTION in page.evaluate("document.getElementById('answer').textContent")
     assert INJECTION in page.evaluate("document.getElementById('diagnosis-figures').textContent")
-    assert page.evaluate("document.querySelectorAll('#result script, #result img, #result a, #result iframe').length") == 0
+    assert page.evaluate("document.querySelectorAll('#result script, #result img, #result iframe').length") == 0
+    # the only links are the sources' own, to this server's guide pages
+    links = page.evaluate("[...document.querySelectorAll('#result a')].map(a => a.getAttribute('href'))")
+    assert all(link.startswith("/guides/") for link in links), links
+    assert not page.evaluate("[...document.querySelectorAll('#answer a')].length")
     assert page.evaluate("window.__xss === undefined")
     assert page.exceptions() == []
 

@@ -61,6 +61,7 @@ def test_an_index_from_another_model_is_refused(index_copy, embedder):
         ensure_index(index_dir=index_copy, embedder=embedder)
 
 
+@pytest.mark.slow
 def test_oomkb_index_rebuilds_a_damaged_index(index_copy, embedder, tmp_path):
     from indexer.guides import default_docs_dir
 

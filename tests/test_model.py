@@ -127,9 +127,11 @@ def test_default_home_and_model_setting_follow_environment(monkeypatch, tmp_path
     assert settings.oomkb_home().name == "oomkb"
 
 
-def _settings_env_after_import(env: dict[str, str]) -> list[str]:
+def _settings_env_after_preparing(env: dict[str, str]) -> list[str]:
     code = (
         "import os, indexer.settings\n"
+        "assert os.environ.get('HF_HUB_OFFLINE') == os.environ.get('EXPECT_BEFORE'), 'import wrote the environment'\n"
+        "indexer.settings.prepare_offline_environment()\n"
         "for name in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'TOKENIZERS_PARALLELISM'):\n"
         "    print(os.environ.get(name))\n"
     )
@@ -140,16 +142,16 @@ def _settings_env_after_import(env: dict[str, str]) -> list[str]:
     return result.stdout.split()
 
 
-def test_importing_settings_switches_huggingface_offline_by_default():
+def test_preparing_the_environment_switches_huggingface_offline_by_default_and_importing_does_not():
     names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
     env = {k: v for k, v in os.environ.items() if k not in names}
-    assert _settings_env_after_import(env) == ["1", "1", "false"]
+    assert _settings_env_after_preparing(env) == ["1", "1", "false"]
 
 
-def test_importing_settings_keeps_the_users_explicit_values():
-    env = dict(os.environ, HF_HUB_OFFLINE="0", TOKENIZERS_PARALLELISM="true")
+def test_preparing_the_environment_keeps_the_users_explicit_values():
+    env = dict(os.environ, HF_HUB_OFFLINE="0", TOKENIZERS_PARALLELISM="true", EXPECT_BEFORE="0")
     env.pop("TRANSFORMERS_OFFLINE", None)
-    assert _settings_env_after_import(env) == ["0", "1", "true"]
+    assert _settings_env_after_preparing(env) == ["0", "1", "true"]
 
 
 def test_converted_folder_is_a_standard_sentence_transformers_model(model_dir: Path):
@@ -164,6 +166,7 @@ def test_converted_folder_is_a_standard_sentence_transformers_model(model_dir: P
     assert (config["hidden_size"], config["num_hidden_layers"]) == (384, 12)
 
 
+@pytest.mark.slow
 def test_plain_sentence_transformers_loads_the_folder_offline(model_dir: Path):
     # A fresh interpreter with the hub switched off and every proxy pointing at a closed port:
     # any attempt to reach the network would fail the load.
@@ -281,6 +284,7 @@ def test_identity_of_a_model_loaded_elsewhere_still_has_dims_and_a_hash(embedder
     assert len(identity["weights_sha256"]) == 64
 
 
+@pytest.mark.slow
 def test_conversion_replaces_outdated_folder_is_deterministic_and_done_once(
     model_dir: Path, tmp_path: Path
 ):

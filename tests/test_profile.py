@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from api.cli.profile import register
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.profile import ProfileError, growth_per_call, profile_callable, resolve_target
-from diagnostics.sandbox import load_program_object, resolve_program
+from diagnostics.program import load_program_object, resolve_program
 
 PROGRAMS = Path(__file__).parent / "programs"
 LEAKY = PROGRAMS / "profile_leaky.py"
@@ -125,7 +125,7 @@ def test_function_raising_during_the_run_names_the_call_and_the_user_line(tmp_pa
         profile_callable(fn, args, kwargs, repeat=2, logdir=tmp_path)
     line = _line_of(BROKEN, 'raise RuntimeError("boom')
     assert "call 1" in str(info.value)
-    assert f"RuntimeError: boom inside the profiled function (at profile_broken.py:{line})" in str(
+    assert f"RuntimeError: boom inside the profiled function at profile_broken.py:{line}" in str(
         info.value
     )
     assert isinstance(info.value, DiagnosticsError)

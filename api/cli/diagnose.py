@@ -22,7 +22,7 @@ DIAGNOSE_HELP = (
     "FILE is a log file (any surrounding output is fine); '-' or nothing reads standard input."
 )
 
-# The CONTRACT figures, in the order a reader wants them, with their labels.
+# The `diagnose --json` figures, in the order a reader wants them, with their labels.
 _MAIN_SIZES = (
     ("requested_bytes", "requested"),
     ("available_bytes", "available"),

@@ -21,8 +21,9 @@ ESTIMATE_HELP = (
     "with `devices` gets the device list. Otherwise everything is placed on one device.\n\n"
     "The program runs in a child process with a timeout. The report lists argument, output, "
     "temp and code bytes, the biggest buffers at the peak (with padding and source lines), the "
-    "measured saving of donating arguments, host callbacks and replicated arguments; a program "
-    "that does not fit still gets its report, with the compiler's error."
+    "arguments that could be donated (--donation-check measures the saving), host callbacks and "
+    "replicated arguments; a program that does not fit still gets its report, with the "
+    "compiler's error and the memory space (HBM or VMEM) that ran out."
 )
 
 
@@ -46,8 +47,10 @@ def estimate_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
-    no_donation_check: Annotated[
-        bool, typer.Option("--no-donation-check", help="skip the second compile that measures donation")
+    donation_check: Annotated[
+        bool, typer.Option("--donation-check/--no-donation-check",
+                           help="measure the saving of donating arguments with a second compile "
+                                "(off by default: `oomkb plan` measures it with the other fixes)")
     ] = False,
     top: Annotated[int, typer.Option("--top", help="buffers to list")] = 10,
 ) -> None:
@@ -64,7 +67,7 @@ def estimate_command(
     with user_errors():
         report = estimate_program(
             program, target=tpu, topology=topology, timeout_s=timeout,
-            donation_check=not no_donation_check, top_n=top,
+            donation_check=donation_check, top_n=top,
         )
     if plot is not None:
         from diagnostics.plot import plot_estimate
@@ -74,6 +77,34 @@ def estimate_command(
         print(report.model_dump_json(indent=2))
         return
     _print_report(report, plot)
+
+
+def verdict_lines(report) -> list[str]:
+    """The fits / does-not-fit lines (rich markup), naming the memory space that ran out."""
+    from diagnostics.estimate import vmem_summary
+    from diagnostics.units import format_bytes as fb
+
+    target = report.target
+    hbm = f"{fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per device"
+    if report.fits:
+        return [f"[green bold]fits[/]: {hbm}, {fb(report.headroom_bytes)} free"]
+    if report.vmem is not None:
+        vmem = report.vmem
+        what = ("over the scoped VMEM limit" if vmem.kind == "scoped_limit"
+                else "over the physical VMEM")
+        lines = [f"[red bold]does not fit in VMEM[/] ({what}): {escape(vmem_summary(vmem))}"]
+        for window in vmem.windows:
+            lines.append(f"  {escape(window.operand)} window {escape(window.window_shape)} x "
+                         f"{window.buffers} buffers: {fb(window.bytes)}")
+        lines.append(f"HBM (not the problem): {hbm}")
+        return lines
+    if report.oom_space not in (None, "hbm"):
+        return [f"[red bold]does not fit[/]: the compile ran out of "
+                f"{escape(report.oom_space.upper())}; HBM: {hbm}"]
+    if report.headroom_bytes < 0:
+        return [f"[red bold]does not fit[/]: needs {hbm} (over by {fb(-report.headroom_bytes)})"]
+    return [f"[red bold]does not fit[/]: the compile ran out of HBM; the buffers it had "
+            f"assigned add up to {hbm}"]
 
 
 def _where(source: str | None) -> str:
@@ -93,12 +124,8 @@ def _print_report(report, plot: Path | None) -> None:
         f"[bold]{escape(report.function)}[/] on [bold]{target.topology}[/] ({target.device_kind}, "
         f"{target.devices_used} of {target.devices} devices, libtpu {target.libtpu_version})"
     )
-    if report.fits:
-        out.print(f"[green bold]fits[/]: {fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per "
-                  f"device, {fb(report.headroom_bytes)} free")
-    else:
-        out.print(f"[red bold]does not fit[/]: needs {fb(report.total_bytes)} of "
-                  f"{fb(target.hbm_bytes)} HBM per device (over by {fb(-report.headroom_bytes)})")
+    for line in verdict_lines(report):
+        out.print(line)
     out.print(
         f"arguments {fb(report.argument_bytes)} + outputs {fb(report.output_bytes)} + temp "
         f"{fb(report.temp_bytes)} + code {fb(report.generated_code_bytes)} - aliased "
@@ -134,6 +161,10 @@ def _print_report(report, plot: Path | None) -> None:
                   f"{fb(donation.total_with_donation_bytes or 0)}): {escape(donation.suggestion or '')}")
     elif donation.checked:
         out.print("donation: nothing to gain")
+    elif donation.candidates:
+        out.print(f"donation candidates (not measured): "
+                  f"{escape(', '.join(c.argument for c in donation.candidates))}; "
+                  "measure with --donation-check or `oomkb plan`")
     if donation.already_donated:
         out.print(f"already donated: {escape(', '.join(donation.already_donated))}")
     for callback in report.host_callbacks:

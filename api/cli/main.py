@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from api.cli.boundary import EXIT_USAGE, fail, user_errors
+from rich.markup import escape
+
+from api.cli.boundary import EXIT_FAILURE, EXIT_USAGE, fail, missing_extra_message, user_errors
 
 app = typer.Typer(
     name="oomkb",
@@ -93,7 +95,7 @@ def _register_optional_commands() -> None:
     """Commands that live in their own modules (diagnostics, assistant, server)."""
     import importlib
 
-    for name in ("diagnose", "estimate", "profile", "ask", "serve"):
+    for name in ("diagnose", "estimate", "plan", "profile", "ask", "serve", "site"):
         try:
             module = importlib.import_module(f"api.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -108,6 +110,9 @@ _register_optional_commands()
 
 def main() -> None:
     """Console-script entry point: unexpected failures print one line (set OOMKB_DEBUG=1 for a trace)."""
+    from api import prepare_process
+
+    prepare_process()
     try:
         app()
     except SystemExit:
@@ -115,6 +120,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         raise SystemExit(130)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(exc)
+        if message is None or os.environ.get("OOMKB_DEBUG"):
+            raise
+        err.print(f"[red]error:[/] {escape(message)}")
+        raise SystemExit(EXIT_FAILURE)
     except Exception as exc:  # the edge of the program: report, don't dump
         if os.environ.get("OOMKB_DEBUG"):
             raise

@@ -47,8 +47,6 @@ def profile_command(
     """Run FILE.py:FUNC N times in a child process and report its live memory."""
     from diagnostics.profile import profile_program
 
-    if repeat < 1:
-        fail(f"--repeat must be at least 1, got {repeat}", EXIT_USAGE)
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     check_png_path(plot)

@@ -25,8 +25,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.http.feedback import absolute_links, record_answer, store_for
+from api.http.feedback import router as feedback_router
 from api.http.holder import AssistantHolder, NotReady
+from api.http.pages import router as pages_router
 from api.settings import Settings
+from diagnostics.units import format_bytes
+from oomkb.errors import OomkbError, ServiceError
 from api.schemas import (
     AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
     JsonRequest, ParsedError, SearchRequest, SearchResponse,
@@ -115,7 +120,7 @@ class BodyLimitMiddleware:
 
     async def _too_large(self, send: Callable) -> None:
         response = JSONResponse(
-            {"detail": f"the request body is larger than the limit of {_human(self.max_bytes)}"},
+            {"detail": f"the request body is larger than the limit of {format_bytes(self.max_bytes)}"},
             status_code=413,
             headers={"Connection": "close"},
         )
@@ -134,13 +139,6 @@ def _content_length(scope: Mapping[str, Any]) -> int | None:
             except ValueError:
                 return None
     return None
-
-
-def _human(n: int) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} bytes"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,8 +181,6 @@ def _unreadable_body_detail(cause: BaseException) -> str:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    from api.cli.boundary import EXIT_USAGE, known_errors
-
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
@@ -200,25 +196,15 @@ def _install_error_handlers(app: FastAPI) -> None:
             return JSONResponse({"detail": _unreadable_body_detail(exc.__cause__)}, status_code=400)
         return await http_exception_handler(request, exc)
 
-    @app.exception_handler(NotReady)
-    async def not_ready(request: Request, exc: NotReady) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
-
-    @app.exception_handler(EstimateBusy)
-    async def estimate_busy(request: Request, exc: EstimateBusy) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": "10"})
-
-    def project_error(request: Request, exc: Exception) -> JSONResponse:
-        for cls, code in known_errors().items():
-            if isinstance(exc, cls):
-                if code == EXIT_USAGE:
-                    return JSONResponse({"detail": str(exc)}, status_code=400)
-                log.error("%s %s: %s", request.method, request.url.path, exc)
-                return JSONResponse({"detail": f"the service cannot answer: {exc}"}, status_code=503)
-        raise exc  # pragma: no cover - registered only for the classes above
-
-    for cls in known_errors():
-        app.add_exception_handler(cls, project_error)
+    @app.exception_handler(OomkbError)
+    async def project_error(request: Request, exc: OomkbError) -> JSONResponse:
+        """The status and retry hint are properties of the error's class (most specific wins)."""
+        headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s else None
+        if exc.user_fault or isinstance(exc, (NotReady, EstimateBusy)):
+            return JSONResponse({"detail": str(exc)}, status_code=exc.http_status, headers=headers)
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse({"detail": f"the service cannot answer: {exc}"},
+                            status_code=exc.http_status, headers=headers)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
@@ -234,7 +220,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 class EstimateRequest(JsonRequest):
-    """A Python program whose factory is estimated on a TPU generation (CONTRACT `estimate`)."""
+    """A Python program whose factory is estimated on a TPU generation (the `estimate --json` shape)."""
 
     source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
                         description="the program's Python source; it defines the factory")
@@ -246,8 +232,11 @@ class EstimateRequest(JsonRequest):
     top_n: int = Field(default=10, ge=1, le=100)
 
 
-class EstimateBusy(Exception):
+class EstimateBusy(ServiceError):
     """An estimate is already running; the service runs one at a time."""
+
+    http_status = 429
+    retry_after_s = 10
 
 
 ESTIMATE_DISABLED = (
@@ -313,6 +302,9 @@ def create_app(
     """Build the service. Without `assistant`, it is loaded in the background at start-up.
 
     `slack_client` replaces the Slack Web API client (tests point it at a local server)."""
+    from api import prepare_process
+
+    prepare_process()
     settings = settings or Settings.from_env()
     holder = AssistantHolder(settings, assistant)
 
@@ -333,13 +325,18 @@ def create_app(
     app.state.settings = settings
     app.state.holder = holder
     app.state.estimate_gate = threading.Semaphore(1)
+    app.state.feedback_store = store_for(settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
 
     @app.post("/v1/ask", response_model=AskResponse, responses=_ERRORS, tags=["assistant"])
     def ask(body: AskRequest, assistant: Assistant = Depends(get_assistant)) -> AskResponse:
-        """Answer a question (and/or a pasted error log) in the asker's language, citing the guides."""
-        return assistant.ask(body)
+        """Answer a question (and/or a pasted error log) in the asker's language, citing the guides.
+
+        The answer's metadata is recorded under its `answer_id` for feedback and the gaps report."""
+        answer = absolute_links(assistant.ask(body), settings.public_url)
+        record_answer(app.state.feedback_store, body, answer, source="api")
+        return answer
 
     @app.post("/v1/search", response_model=SearchResponse, responses=_ERRORS, tags=["assistant"])
     def search(body: SearchRequest, assistant: Assistant = Depends(get_assistant)) -> SearchResponse:
@@ -367,14 +364,9 @@ def create_app(
 
         The program runs in a child process with a wall-clock timeout, CPU-time and address-space
         limits, a private working folder and no secrets in its environment."""
-        from diagnostics.sandbox import JobCrashed, JobTimeout, ProgramOutOfMemory
-
         if not settings.enable_estimate:
             return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
-        try:
-            return run_estimate(body, settings, request.app.state.estimate_gate)
-        except (JobTimeout, JobCrashed, ProgramOutOfMemory) as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=422)
+        return run_estimate(body, settings, request.app.state.estimate_gate)
 
     @app.get("/healthz", tags=["probes"])
     def healthz() -> dict[str, str]:
@@ -400,6 +392,8 @@ def create_app(
                             headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache",
                                      "X-Content-Type-Options": "nosniff"})
 
+    app.include_router(feedback_router)
+    app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     if settings.slack_enabled:

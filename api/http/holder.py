@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from api.settings import Settings
+from oomkb.errors import OomkbError, ServiceError
 
 if TYPE_CHECKING:
     from api.assistant import Assistant
@@ -15,8 +16,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("oomkb.api")
 
 
-class NotReady(Exception):
+class NotReady(ServiceError):
     """The model and index are still loading (or failed to load); the message says which."""
+
+    retry_after_s = 5
 
 
 class AssistantHolder:
@@ -45,14 +48,13 @@ class AssistantHolder:
 
     def _load(self) -> None:
         from api.assistant import load_assistant
-        from api.cli.boundary import known_errors
 
         started = time.monotonic()
         log.info("loading the embedding model and the index ...")
         try:
             assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
         except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
-            if isinstance(exc, tuple(known_errors())):
+            if isinstance(exc, OomkbError):
                 self.error = str(exc)
                 log.error("cannot load the assistant: %s", exc)
             else:

@@ -316,7 +316,7 @@ class SlackBot:
         """(blocks, fallback text) answering a Slack message's text; with its `event`, also
         from the files attached to it and the evidence earlier in its thread."""
         from api.http.holder import NotReady
-        from api.cli.boundary import known_errors
+        from oomkb.errors import OomkbError
 
         try:
             assistant = self.holder.require()
@@ -326,9 +326,9 @@ class SlackBot:
             answer = assistant.ask(request)
         except NotReady as exc:
             return _notice(f":hourglass: {exc}")
-        except Exception as exc:
-            if isinstance(exc, tuple(known_errors())):
-                return _notice(f":warning: {exc}")
+        except OomkbError as exc:
+            return _notice(f":warning: {exc}")
+        except Exception:
             log.exception("answering a Slack message failed")
             return _notice(":warning: Sorry, something went wrong on my side; the cause is logged.")
         return answer_blocks(answer), fallback_text(answer)

