@@ -245,11 +245,14 @@ def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = No
     sources and remedies, sizes that parse, every text in every language with its placeholders."""
     cat = catalogue or load_catalogue()
     folder = Path(dir) if dir is not None else Path(cat.path)
-    return _load(str((folder / FILE).resolve()), tuple(r.id for r in cat.remedies))
+    terms = tuple((r.id, tuple(r.flags + r.apis)) for r in cat.remedies)
+    return _load(str((folder / FILE).resolve()), terms)
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, remedy_ids: tuple[str, ...]) -> Figures:
+def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]) -> Figures:
+    remedy_terms = dict(remedy_terms_items)
+    remedy_ids = tuple(remedy_terms)
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         data = FigureFile.model_validate(raw)
@@ -292,6 +295,12 @@ def _load(path: str, remedy_ids: tuple[str, ...]) -> Figures:
     for rid in [r for s in data.settings for r in s.remedies] + [r for q in data.questions for r in q.remedies]:
         if rid not in remedy_ids:
             raise fail(f"remedy {rid!r}", "no remedy with that id")
+    for s in data.settings:
+        names = " ".join([s.name, *s.aliases])
+        for rid in s.remedies:
+            terms = remedy_terms.get(rid, ())
+            if not any(t.split("=")[0].lstrip("-") in names for t in terms):
+                raise fail(f"setting {s.name!r}", f"remedy {rid!r} names none of it ({list(terms)})")
     for key, params in MESSAGES.items():
         msg = data.messages.get(key)
         if msg is None or tuple(msg.params) != params:

@@ -132,6 +132,14 @@ def test_a_figure_message_with_other_numbers_in_one_language_is_refused(tmp_path
         load_figures(CATALOGUE, folder)
 
 
+def test_a_setting_tied_to_a_remedy_that_does_not_name_it_is_refused(tmp_path):
+    def change(d):
+        d["settings"][0]["remedies"] = ["hbm-batch-size"]
+    folder = _figures_copy(tmp_path, change)
+    with pytest.raises(CatalogueError, match="hbm-batch-size.*names none of it"):
+        load_figures(CATALOGUE, folder)
+
+
 # ------------------------------------------------------------------ next steps
 
 
