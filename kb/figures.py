@@ -74,6 +74,7 @@ class QuestionKind(_Strict):
     all: list[list[str]]
     needs_generation: bool = False
     remedies: list[str] = Field(default_factory=list)
+    unless: list[str] = Field(default_factory=list, description="kinds that, matched, replace this one")
 
 
 class Message(_Strict):
@@ -147,15 +148,16 @@ class Figures:
         low = text.lower()
         return [s for s, pats in self._settings if any(p.search(low) for p in pats)]
 
-    def kind_of(self, question: str) -> QuestionKind | None:
-        """The first kind of figure whose every keyword group has a hit in `question`."""
+    def kinds_of(self, question: str) -> list[QuestionKind]:
+        """The kinds of figure asked for: those whose every keyword group has a hit in
+        `question`, less those replaced (`unless`) by a more specific kind that also matched."""
         low = question.lower()
         settings = bool(self.settings_in(question))
-        for q, groups, has_setting in self._kinds:
-            if all((flag and settings) or any(p.search(low) for p in group)
-                   for group, flag in zip(groups, has_setting)):
-                return q
-        return None
+        matched = [q for q, groups, has_setting in self._kinds
+                   if all((flag and settings) or any(p.search(low) for p in group)
+                          for group, flag in zip(groups, has_setting))]
+        names = {q.kind for q in matched}
+        return [q for q in matched if not names.intersection(q.unless)]
 
     # -- answering --------------------------------------------------------------------------
 
@@ -163,19 +165,20 @@ class Figures:
         """The figures `question` asks for, as lines in `language`; [] when it asks for none."""
         if not question or not question.strip():
             return []
-        kind = self.kind_of(question)
-        if kind is None:
-            return []
-        if kind.kind == "setting_default":
-            return [self._setting(s, language) for s in self.settings_in(question)]
         named = self.generations_in(question)
-        if kind.needs_generation and not named:
-            return []
-        subjects = named or [g for g, f in self.data.generations.items()
-                             if (kind.kind == "hbm" and f.hbm_public)
-                             or (kind.kind == "cores" and f.cores_per_chip)
-                             or (kind.kind in ("vmem", "scoped_vmem") and self.vmem(g, kind.kind))]
-        return [self._generation(kind, g, language) for g in subjects]
+        answers: list[FigureAnswer] = []
+        for kind in self.kinds_of(question):
+            if kind.kind == "setting_default":
+                answers += [self._setting(s, language) for s in self.settings_in(question)]
+                continue
+            if kind.needs_generation and not named:
+                continue
+            subjects = named or [g for g, f in self.data.generations.items()
+                                 if (kind.kind == "hbm" and f.hbm_public)
+                                 or (kind.kind == "cores" and f.cores_per_chip)
+                                 or (kind.kind in ("vmem", "scoped_vmem") and self.vmem(g, kind.kind))]
+            answers += [self._generation(kind, g, language) for g in subjects]
+        return answers
 
     def _msg(self, key: str, language: str, **values: object) -> str:
         texts = self.data.messages[key].text
@@ -289,9 +292,12 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
         if s.source not in data.sources:
             raise fail(f"setting {s.name!r}", f"unknown source {s.source!r}")
         check_texts(path, f"setting {s.name!r} note", s.note, set())
+    kinds = {q.kind for q in data.questions}
     for q in data.questions:
         if not q.all or any(not group for group in q.all):
             raise fail(f"question {q.kind!r}", "needs non-empty keyword groups")
+        if not set(q.unless) <= kinds - {q.kind}:
+            raise fail(f"question {q.kind!r}", f"unless names unknown kinds {sorted(set(q.unless) - kinds)}")
     for rid in [r for s in data.settings for r in s.remedies] + [r for q in data.questions for r in q.remedies]:
         if rid not in remedy_ids:
             raise fail(f"remedy {rid!r}", "no remedy with that id")

@@ -58,6 +58,17 @@ def test_figure_questions_are_recognised_in_every_language(question, language, k
     assert answers[0].sources
 
 
+def test_a_question_asking_for_two_figures_gets_both_in_order():
+    answers = FIGURES.answer("Wie viel HBM hat ein TPU-v5e-Chip und wie groß ist das "
+                             "Standardlimit für scoped VMEM?", "de")
+    assert [(a.kind, a.subject) for a in answers] == [("scoped_vmem", "v5e"), ("hbm", "v5e")]
+
+
+def test_a_setting_question_is_not_also_answered_as_the_limit_of_every_generation():
+    answers = FIGURES.answer("What is the default value of vmem_limit_bytes?", "en")
+    assert [a.kind for a in answers] == ["setting_default"]
+
+
 def test_default_scoped_vmem_limits_are_the_measured_ones():
     v5e, = FIGURES.answer("default scoped VMEM limit of v5e", "en")
     v6e, = FIGURES.answer("default scoped VMEM limit of v6e", "en")
