@@ -164,6 +164,13 @@ def test_follow_up_with_its_own_log_keeps_its_own_evidence(client, slack_api):
     assert "scoped-vmem-oom" in text and "18.00 MiB" in text, text
 
 
+def test_an_error_pasted_without_code_block_earlier_in_the_thread_is_used(client, slack_api):
+    slack_api.threads[THREAD] = [_message(f"my step fails: {VMEM_LOG}", THREAD)]
+    post_event(client, mention("was soll ich tun?", ts="1700000100.000600", thread_ts=THREAD))
+    text = block_text(slack_api.wait_for_post()["blocks"])
+    assert "scoped-vmem-oom" in text and "18.00 MiB" in text and "Diagnose" in text, text
+
+
 def test_an_attached_log_file_is_read_with_the_bot_token_as_if_pasted(client, slack_api):
     slack_api.add_file("F0LOG", HBM_LOG.encode(), "error.log")
     r = post_event(client, mention("Как это исправить?", ts="1700000200.000100", files=[{"id": "F0LOG"}]))

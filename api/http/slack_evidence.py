@@ -63,7 +63,7 @@ class SlackEvidence:
             for message in self._thread(client, event.get("channel"), thread, event.get("ts")):
                 earlier = question_from_slack(message.get("text") or "")
                 file_log, file_report = self._files(client, message.get("files"))
-                logs += [earlier.error_log, file_log]
+                logs += [earlier.error_log or _error_text(earlier.question), file_log]
                 reports.append(file_report)
         error_log = next((x for x in logs if x and x.strip()), None)
         report = next((r for r in reports if r is not None), None)
@@ -147,6 +147,13 @@ class SlackEvidence:
             return True
         return bool(parts.hostname) and (parts.hostname, parts.port, parts.scheme) == (
             api.hostname, api.port, api.scheme)
+
+
+def _error_text(text: str) -> str | None:
+    """An earlier message pasted without a code block: its text, when it reads as an OOM error."""
+    from diagnostics.parse import parse_error
+
+    return text if text and parse_error(text).category != "unknown" else None
 
 
 def _ts(value: Any) -> float:
