@@ -129,6 +129,22 @@ def test_figures_for_an_unknown_generation_are_refused(tmp_path):
         load_figures(CATALOGUE, folder)
 
 
+def test_vmem_figures_come_from_tpu_generations_and_this_file_only_fills_gaps(tmp_path):
+    gen = generations()["v5e"]
+    v5e, = FIGURES.answer("physical VMEM of v5e", "en")
+    assert v5e.value_bytes == gen.vmem_bytes
+    assert generations()["v3"].scoped_vmem_default_bytes is None
+
+    def change(d):
+        d["generations"]["v3"]["scoped_vmem"] = {"value": "12.00M", "source": "jax-tpu-info"}
+        d["generations"]["v5e"]["scoped_vmem"] = {"value": "99.00M", "source": "jax-tpu-info"}
+    figures = load_figures(CATALOGUE, _figures_copy(tmp_path, change))
+    v3, = figures.answer("default scoped VMEM limit of v3", "en")
+    v5e, = figures.answer("default scoped VMEM limit of v5e", "en")
+    assert v3.value_bytes == 12 * MiB and "tpu_info.py" in v3.text
+    assert v5e.value_bytes == gen.scoped_vmem_default_bytes  # tpu_generations.yaml wins
+
+
 def test_a_figure_message_missing_a_language_is_refused(tmp_path):
     folder = _figures_copy(tmp_path, lambda d: d["messages"]["hbm"]["text"].pop("ko"))
     with pytest.raises(CatalogueError, match="ko"):
