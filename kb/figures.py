@@ -286,7 +286,7 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
                     parse_size(str(value.value))
                 except ValueError as exc:
                     raise fail(f"generation {name!r} {field}", str(exc)) from exc
-        if fig.scoped_vmem and not fig.vmem:
+        if fig.scoped_vmem and not fig.vmem and not getattr(gens[name], "vmem_bytes", None):
             raise fail(f"generation {name!r}", "a scoped VMEM limit needs the physical VMEM too")
     for s in data.settings:
         if s.source not in data.sources:
