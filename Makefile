@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install run test test-quick bench lock clean
+.PHONY: install run test test-quick test-oldest-jax bench lock clean
 
 # Everything (all extras) at the exact versions of constraints.txt; pyproject.toml keeps ranges.
 $(STAMP): pyproject.toml constraints.txt
@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: install
+	@if [ -n "$(OOMKB_ENABLE_ESTIMATE)" ] && [ "$(OOMKB_ENABLE_ESTIMATE)" != "0" ] && [ "$(OOMKB_ESTIMATE_SANDBOX)" != "none" ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "note: OOMKB_ENABLE_ESTIMATE is set but bubblewrap is missing, so /v1/estimate will answer 503."; \
+	  echo "      Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"; \
+	  echo "      or accept running submitted programs unisolated with OOMKB_ESTIMATE_SANDBOX=none."; \
+	fi
 	$(BIN)/oomkb index
 	$(BIN)/oomkb serve --host $(HOST) --port $(PORT)
 
@@ -27,6 +32,19 @@ test: install
 # The edit-run loop: everything but the tests marked slow (under 2 minutes on 2 cores).
 test-quick: install
 	$(BIN)/python -m pytest -m "not slow" -q
+
+# The diagnostics against the oldest jax in pyproject.toml's range (its floor), in a light install:
+# base + tpu + plot extras, everything else at constraints.txt's versions.
+OLDEST_VENV := .venv-oldest-jax
+OLDEST_JAX = $(shell sed -n 's/^ *"jax>=\([0-9.]*\)",.*/\1/p' pyproject.toml | head -1)
+test-oldest-jax:
+	test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	grep -v '^\(jax\|jaxlib\)==' constraints.txt > $(OLDEST_VENV)/constraints.txt
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -c $(OLDEST_VENV)/constraints.txt \
+	  "jax==$(OLDEST_JAX)" "jaxlib==$(OLDEST_JAX)" -e ".[tpu,plot,test]"
+	$(OLDEST_VENV)/bin/python -c "import jax; assert jax.__version__ == '$(OLDEST_JAX)', jax.__version__"
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_program.py tests/test_estimate.py \
+	  tests/test_plan.py tests/test_light_install.py
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py
@@ -39,4 +57,4 @@ lock: install
 	} > constraints.txt
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info

@@ -36,7 +36,8 @@ DENSE_CEIL = 0.90
 GROUNDED_MIN = 0.42
 MAX_CITATIONS = 4
 # The category whose evidence-triggered remedies a report without an error log can trigger.
-REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation"}
+REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation",
+                   "CaptureReport": "runtime_allocation"}
 MAX_CARDS = 2
 QUOTE_CHARS = 260
 

@@ -6,8 +6,10 @@ that computes them from a parsed error, an estimate report and a profile report.
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
+from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.profile import ProfileReport
@@ -23,18 +25,22 @@ _ERROR_FIELDS = (
 
 def facts_from(
     error: ParsedError | None = None,
-    report: EstimateReport | ProfileReport | None = None,
+    report: EstimateReport | ProfileReport | CaptureReport | None = None,
 ) -> dict[str, Fact]:
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error
+    if isinstance(report, CaptureReport) and error is None:
+        error = report.error
     if error is not None:
         _error_facts(error, facts)
     if isinstance(report, EstimateReport):
         _estimate_facts(report, facts)
     elif isinstance(report, ProfileReport):
         _profile_facts(report, facts)
+    elif isinstance(report, CaptureReport):
+        _capture_facts(report, facts)
     return {k: v for k, v in facts.items() if v is not None}
 
 
@@ -52,11 +58,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["largest_allocation_shape"] = error.shape
     capacity = error.available_bytes
     if capacity and facts.get("largest_allocation_bytes"):
-        facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / capacity, 4)
+        facts["largest_allocation_fraction"] = _fraction(facts["largest_allocation_bytes"], capacity)
     if error.free_bytes is not None and error.requested_bytes:
-        facts["free_fraction"] = round(error.free_bytes / error.requested_bytes, 4)
+        facts["free_fraction"] = _fraction(error.free_bytes, error.requested_bytes)
     if error.exceeded_by_bytes and capacity:
-        facts["exceeded_fraction"] = round(error.exceeded_by_bytes / capacity, 4)
+        facts["exceeded_fraction"] = _fraction(error.exceeded_by_bytes, capacity)
 
 
 def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
@@ -87,7 +93,7 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         if vmem.kernel:
             facts.setdefault("instruction", vmem.kernel)
         if facts["available_bytes"]:
-            facts["exceeded_fraction"] = round(vmem.over_by_bytes / facts["available_bytes"], 4)
+            facts["exceeded_fraction"] = _fraction(vmem.over_by_bytes, facts["available_bytes"])
     elif getattr(report, "oom_space", None) in (None, "hbm"):
         # (another space ran out: the HBM headroom says nothing about the failure)
         facts.setdefault("category", "compile_hbm_oom" if not report.fits else None)
@@ -96,7 +102,7 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         if not report.fits and report.headroom_bytes < 0:
             facts.setdefault("exceeded_by_bytes", -report.headroom_bytes)
             if hbm:
-                facts.setdefault("exceeded_fraction", round(-report.headroom_bytes / hbm, 4))
+                facts.setdefault("exceeded_fraction", _fraction(-report.headroom_bytes, hbm))
     if report.padding.items:
         worst = max(report.padding.items, key=lambda p: p.padding_bytes)
         facts["padding_worst_shape"] = worst.shape
@@ -107,14 +113,14 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
     if report.replicated_arguments:
         facts["replicated_argument_path"] = max(report.replicated_arguments, key=lambda a: a.bytes).path
     if report.total_bytes > 0:
-        facts["padding_waste_fraction"] = round(report.padding.waste_bytes / report.total_bytes, 4)
+        facts["padding_waste_fraction"] = _fraction(report.padding.waste_bytes, report.total_bytes)
     if report.top_buffers:
         biggest = max(report.top_buffers, key=lambda b: b.bytes)
         facts["largest_allocation_bytes"] = max(biggest.bytes, int(facts.get("largest_allocation_bytes") or 0))
         facts.setdefault("largest_allocation_shape", biggest.shape)
         facts.setdefault("largest_allocation_source", biggest.source)
         if hbm:
-            facts["largest_allocation_fraction"] = round(facts["largest_allocation_bytes"] / hbm, 4)
+            facts["largest_allocation_fraction"] = _fraction(facts["largest_allocation_bytes"], hbm)
     sourced = [c for c in report.host_callbacks if c.source]
     if sourced:
         facts["host_callback_source"] = sourced[0].source
@@ -134,3 +140,26 @@ def _profile_facts(report: ProfileReport, facts: dict[str, Fact]) -> None:
         facts["leak_suspect_bytes"] = top.bytes
         if top.source:
             facts["leak_suspect_source"] = top.source
+        if getattr(top, "held_by", None):
+            facts["leak_suspect_held_by"] = top.held_by[0].label()
+
+
+def _capture_facts(report: CaptureReport, facts: dict[str, Fact]) -> None:
+    facts.setdefault("backend", report.backend)
+    facts.update(live_bytes_total=report.live_bytes_total, live_array_count=report.live_array_count)
+    held = [g for g in report.live_buffers if g.held_by]
+    top = held[0] if held else (report.live_buffers[0] if report.live_buffers else None)
+    if top is not None:
+        facts.update(live_group_bytes=top.bytes, live_group_shape=f"{top.dtype}{top.shape}",
+                     live_group_source=top.source)
+        if top.held_by:
+            facts["live_group_held_by"] = top.held_by[0].label()
+
+
+def _fraction(part: int, whole: int) -> float | None:
+    """`part / whole` to four places; None (the fact is unknown) when no float can hold it."""
+    try:
+        value = part / whole
+    except (ZeroDivisionError, OverflowError):
+        return None
+    return round(value, 4) if math.isfinite(value) else None

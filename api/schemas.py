@@ -11,6 +11,7 @@ from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, model_validator,
 )
 
+from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.profile import ProfileReport
@@ -38,7 +39,7 @@ LanguageCode = Annotated[
     WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
-_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport])
+_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport])
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -74,8 +75,8 @@ class AskRequest(JsonRequest):
                           description="the question, in any language (may be empty when an error log is given)")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
-    report: Union[EstimateReport, ProfileReport, None] = Field(
-        default=None, description="the JSON of `oomkb estimate --json` or `oomkb profile --json`"
+    report: Union[EstimateReport, ProfileReport, CaptureReport, None] = Field(
+        default=None, description="the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb run --json`"
     )
     language: LanguageCode | None = Field(
         default=None,
@@ -187,5 +188,5 @@ class ErrorResponse(BaseModel):
 __all__ = [
     "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest", "SearchResponse",
     "SearchResult", "DiagnoseRequest", "ParsedError", "GuideInfo", "GuideSection",
-    "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport",
+    "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport", "CaptureReport",
 ]

@@ -12,9 +12,12 @@ Prints one JSON object. For each program (deviceless compiles for v5e, one devic
 * the estimator's own figures (total, temp, padding, donation saving).
 
 One sandboxed run (``estimate_program`` on a FILE.py:FACTORY, child process included) gives the
-end-to-end cost of the CLI route.
+end-to-end cost of the CLI route. ``isolation``: what the bubblewrap sandbox adds per job (the
+HTTP route's default), as medians over ``--isolation-rounds`` alternating runs of the same job
+with and without it: a job that only returns (the floor: process start-up) and a whole estimate
+of the small program (``null`` figures when bubblewrap is not usable here).
 
-    .venv/bin/python benchmarks/estimate.py [--rounds N] [--target v5e]
+    .venv/bin/python benchmarks/estimate.py [--rounds N] [--target v5e] [--isolation-only]
 """
 
 from __future__ import annotations
@@ -134,11 +137,53 @@ SANDBOX_PROGRAM = textwrap.dedent('''
 ''')
 
 
+def isolation_figures(rounds: int, target: str) -> dict:
+    """Median seconds per job with and without the bubblewrap sandbox, run alternately."""
+    from diagnostics.isolation import isolation_status
+    from diagnostics.sandbox import run_job
+
+    status = isolation_status()
+    figures: dict = {"bwrap": status.version, "rounds": rounds}
+    if not status.available:
+        return {**figures, "problem": status.problem}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench_program.py"
+        path.write_text(SANDBOX_PROGRAM)
+        empty = Path(folder) / "empty_program.py"
+        empty.write_text("def nothing():\n    return {}\n")
+        jobs = {
+            "empty_job": lambda isolate: run_job(
+                "diagnostics.sandbox:call_program_job", {"program": f"{empty}:nothing"},
+                timeout_s=120, isolate=isolate, read_only=[path.parent]),
+            "estimate_small_program": lambda isolate: estimate_program(
+                f"{path}:make", target=target, isolate=isolate),
+        }
+        for name, job in jobs.items():
+            times: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(rounds):
+                for isolate in (False, True):
+                    started = time.perf_counter()
+                    job(isolate)
+                    times[isolate].append(time.perf_counter() - started)
+            plain, isolated = float(np.median(times[False])), float(np.median(times[True]))
+            figures[name] = {"unisolated_s": round(plain, 3), "isolated_s": round(isolated, 3),
+                             "overhead_s": round(isolated - plain, 3)}
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--target", default="v5e")
+    parser.add_argument("--isolation-rounds", type=int, default=7)
+    parser.add_argument("--isolation-only", action="store_true",
+                        help="only measure what the sandbox adds per job")
     options = parser.parse_args()
+    if options.isolation_only:
+        print(json.dumps({"cpu_count": os.cpu_count(),
+                          "isolation": isolation_figures(options.isolation_rounds, options.target)},
+                         indent=2))
+        return
 
     target = tpu.resolve_target(options.target)
     device = tpu.topology_devices(target)[0]
@@ -185,6 +230,7 @@ def main() -> None:
         "rounds": options.rounds,
         "programs": rows,
         "sandboxed_estimate_s_small_program": round(sandboxed, 3),
+        "isolation": isolation_figures(options.isolation_rounds, options.target),
         "median_ratio_estimate_to_compile": float(np.median(
             [r["ratio_estimate_to_compile"] for r in rows.values()])),
         "median_abs_naive_relative_error": float(np.median(errors)),

@@ -44,7 +44,7 @@ from diagnostics import program as _program
 from diagnostics.program import FactoryError, resolve_program, user_location
 from diagnostics.program import callable_name as _callable_name
 from diagnostics.sandbox import Limits, job_value, run_job
-from diagnostics.units import format_bytes
+from diagnostics.units import ByteCount, format_bytes
 
 __all__ = [
     "BufferInfo",
@@ -88,7 +88,7 @@ class TargetInfo(BaseModel):
 
     generation: str
     topology: str
-    hbm_bytes: int = Field(description="HBM per device, as the compiler counts it")
+    hbm_bytes: ByteCount = Field(description="HBM per device, as the compiler counts it")
     devices: int = Field(description="devices in the topology")
     devices_used: int = Field(description="devices the program was compiled for")
     device_kind: str
@@ -98,9 +98,9 @@ class TargetInfo(BaseModel):
 class BufferInfo(BaseModel):
     """One buffer live at the peak of HBM use."""
 
-    bytes: int = Field(description="size in HBM, padding included")
-    unpadded_bytes: int
-    padding_bytes: int
+    bytes: ByteCount = Field(description="size in HBM, padding included")
+    unpadded_bytes: ByteCount
+    padding_bytes: ByteCount
     shape: str = Field(description="shape with the TPU layout, e.g. f32[129,1024]{1,0:T(8,128)}")
     kind: str = Field(description="argument, output, temp, ...")
     op: str | None = Field(None, description="HLO opcode (fusion, parameter, ...)")
@@ -112,9 +112,9 @@ class BufferInfo(BaseModel):
 class PaddingItem(BaseModel):
     """A buffer at the peak whose TPU layout pads it."""
 
-    bytes: int
-    unpadded_bytes: int
-    padding_bytes: int
+    bytes: ByteCount
+    unpadded_bytes: ByteCount
+    padding_bytes: ByteCount
     shape: str
     kind: str
     op_name: str | None = None
@@ -124,7 +124,7 @@ class PaddingItem(BaseModel):
 class PaddingReport(BaseModel):
     """Padding at the peak: the bytes layouts add beyond the logical shapes."""
 
-    waste_bytes: int = Field(description="sum of padding over the buffers live at the peak")
+    waste_bytes: ByteCount = Field(description="sum of padding over the buffers live at the peak")
     items: list[PaddingItem] = Field(default_factory=list)
 
 
@@ -134,7 +134,7 @@ class DonationCandidate(BaseModel):
     argument: str
     argnum: int | None = None
     argname: str | None = None
-    matching_bytes: int = Field(description="logical bytes of its leaves that match outputs")
+    matching_bytes: ByteCount = Field(description="logical bytes of its leaves that match outputs")
     leaves: list[str] = Field(default_factory=list)
 
 
@@ -142,11 +142,11 @@ class DonationReport(BaseModel):
     """Donation measured by compiling again with the candidates donated."""
 
     checked: bool = False
-    savings_bytes: int = 0
+    savings_bytes: ByteCount = 0
     candidates: list[DonationCandidate] = Field(default_factory=list)
     already_donated: list[str] = Field(default_factory=list)
-    total_without_donation_bytes: int | None = None
-    total_with_donation_bytes: int | None = None
+    total_without_donation_bytes: ByteCount | None = None
+    total_with_donation_bytes: ByteCount | None = None
     suggestion: str | None = None
 
 
@@ -162,7 +162,7 @@ class ReplicatedArgument(BaseModel):
     """An argument stored whole on every device of a multi-device target."""
 
     path: str
-    bytes: int = Field(description="its global (= per-device) logical size")
+    bytes: ByteCount = Field(description="its global (= per-device) logical size")
     shape: str
     devices: int
 
@@ -202,14 +202,14 @@ class EstimateReport(BaseModel):
     function: str
     target: TargetInfo
     fits: bool
-    argument_bytes: int
-    output_bytes: int
-    temp_bytes: int
-    alias_bytes: int
-    generated_code_bytes: int
-    total_bytes: int = Field(description="argument + output + temp + generated code - alias")
-    headroom_bytes: int = Field(description="hbm_bytes - total_bytes (negative: does not fit)")
-    peak_heap_bytes: int | None = Field(None, description="the Memory Viewer's peak heap")
+    argument_bytes: ByteCount
+    output_bytes: ByteCount
+    temp_bytes: ByteCount
+    alias_bytes: ByteCount
+    generated_code_bytes: ByteCount
+    total_bytes: ByteCount = Field(description="argument + output + temp + generated code - alias")
+    headroom_bytes: ByteCount = Field(description="hbm_bytes - total_bytes (negative: does not fit)")
+    peak_heap_bytes: ByteCount | None = Field(None, description="the Memory Viewer's peak heap")
     top_buffers: list[BufferInfo] = Field(default_factory=list)
     padding: PaddingReport
     donation: DonationReport
@@ -289,11 +289,19 @@ def estimate_program(
     donation_check: bool = False,
     top_n: int = 10,
     limits: Limits | None = None,
+    isolate: bool = False,
+    python: str | None = None,
+    paths: Sequence[str] = (),
 ) -> EstimateReport:
     """Estimate ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
+    ``python`` runs it in the user's own interpreter (their environment's packages), ``paths``
+    go first on its import path.
+
     The target and the file are checked here first, so the common mistakes fail fast; everything
-    that runs the user's code happens in the child, within ``timeout_s``.
+    that runs the user's code happens in the child, within ``timeout_s``. ``isolate=True`` runs
+    the child in the bubblewrap sandbox (see :func:`diagnostics.sandbox.run_job`): it sees the
+    program's folder read-only and nothing else of the machine's files.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -310,6 +318,11 @@ def estimate_program(
         timeout_s=timeout_s,
         limits=limits,
         what=what,
+        isolate=isolate,
+        read_only=[program_spec.path.parent, *filter(None, [_program.project_root(program_spec.path)])],
+        home_files=[tpu.hbm_cache_path()],
+        python=python,
+        sys_path=paths,
     )
     return job_value(result, EstimateReport, what)
 

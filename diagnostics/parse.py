@@ -51,7 +51,8 @@ __all__ = [
 ]
 
 Category = Literal[
-    "compile_hbm_oom", "runtime_allocation", "scoped_vmem_oom", "gpu_oom", "host_oom", "unknown"
+    "compile_hbm_oom", "runtime_allocation", "scoped_vmem_oom", "gpu_oom", "host_oom", "unknown",
+    "compile_smem_oom",
 ]
 Backend = Literal["tpu", "gpu", "cpu"]
 CATEGORIES: tuple[str, ...] = typing.get_args(Category)

@@ -30,7 +30,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -839,6 +839,8 @@ def plan_program(
     timeout_s: float = 900.0,
     limits: Limits | None = None,
     progress_file: Path | None = None,
+    python: str | None = None,
+    paths: Sequence[str] = (),
 ) -> PlanReport:
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
@@ -857,7 +859,7 @@ def plan_program(
             "topology": spec.topology, "vary": list(vary) if vary else None,
             "progress_file": str(progress_file) if progress_file else None,
         },
-        timeout_s=timeout_s, limits=limits, what=what,
+        timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
     )
     return job_value(result, PlanReport, what)
 

@@ -18,11 +18,15 @@ import weakref
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, Field
 
 from diagnostics.exceptions import DiagnosticsError
+from diagnostics.holders import Holder, held_by
+from diagnostics.program import array_creation_site
+from diagnostics.units import ByteCount
 
 if TYPE_CHECKING:
     from diagnostics.program import ProgramSpec
@@ -41,11 +45,15 @@ class LeakSuspect(BaseModel):
     shape: str = Field(description="array shape, e.g. '(256, 128)'")
     dtype: str
     count: int = Field(description="arrays of this group alive after the last call")
-    bytes: int = Field(description="device bytes held by those arrays after the last call")
+    bytes: ByteCount = Field(description="device bytes held by those arrays after the last call")
     count_per_call: list[int] = Field(description="arrays of this group alive after each call")
     source: str | None = Field(
         default=None,
         description="'file:line (function)' that created most of these arrays; null when unknown",
+    )
+    held_by: list[Holder] = Field(
+        default_factory=list,
+        description="what keeps them alive when Python does (a module global, an attribute, a closure)",
     )
 
 
@@ -57,18 +65,18 @@ class ProfileReport(BaseModel):
     target: str | None = Field(default=None, description="FILE.py:FUNC when run from the CLI")
     target_kind: Literal["callable", "factory", "step"] = "callable"
     calls: int
-    baseline_bytes: int = Field(description="bytes of live arrays before the first call")
-    live_bytes_per_call: list[int] = Field(
+    baseline_bytes: ByteCount = Field(description="bytes of live arrays before the first call")
+    live_bytes_per_call: list[ByteCount] = Field(
         description="bytes of live arrays right after each call, its outputs still held"
     )
-    peak_bytes: int = Field(description="largest of baseline_bytes and live_bytes_per_call")
+    peak_bytes: ByteCount = Field(description="largest of baseline_bytes and live_bytes_per_call")
     peak_call: int = Field(description="1-based call of the peak; 0 when the baseline is largest")
-    growth_bytes_per_call: int = Field(
+    growth_bytes_per_call: ByteCount = Field(
         description="least-squares slope of live_bytes_per_call over the call number, rounded"
     )
     leak_suspects: list[LeakSuspect]
     call_seconds: list[float]
-    memory_stats_peak_bytes: int | None = Field(
+    memory_stats_peak_bytes: ByteCount | None = Field(
         default=None,
         description="largest peak_bytes_in_use of device.memory_stats() (GPU/TPU); null on CPU",
     )
@@ -244,7 +252,7 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
         members = [a for a in final_arrays if _group_key(a) == (shape, dtype)]
         if not members:  # freed after the last call (for example with the last output)
             continue
-        sources = Counter(source for a in members if (source := _creation_site(a)) is not None)
+        sources = Counter(source for a in members if (source := array_creation_site(a)) is not None)
         suspects.append(
             LeakSuspect(
                 shape=str(shape),
@@ -253,22 +261,11 @@ def _leak_suspects(groups_per_call: list[Counter], final_arrays: list[Any]) -> l
                 bytes=sum(_device_bytes(a) for a in members),
                 count_per_call=counts,
                 source=sources.most_common(1)[0][0] if sources else None,
+                held_by=held_by(members[0], ignore=[members, final_arrays]),
             )
         )
     suspects.sort(key=lambda s: (-s.bytes, s.shape, s.dtype))
     return suspects[:MAX_LEAK_SUSPECTS]
-
-
-def _creation_site(array: Any) -> str | None:
-    """'file:line (function)' of the innermost user frame in the array's creation traceback."""
-    from diagnostics.program import user_frame
-
-    try:
-        traceback = array.traceback
-        frames = list(traceback.frames) if traceback is not None else []
-    except Exception:
-        return None
-    return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
 
 
 def _memory_stats_peak() -> int | None:
@@ -304,8 +301,14 @@ def profile_program(
     repeat: int = 5,
     logdir: str | os.PathLike | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    isolate: bool = False,
+    python: str | None = None,
+    paths: Sequence[str] = (),
 ) -> ProfileReport:
     """Profile the user's ``FILE.py:FUNC`` in a child process on the local backend.
+
+    ``isolate=True`` runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`):
+    it sees the program's folder read-only and the trace folder read-write, and no other files.
 
     FUNC is called once with no arguments (or with ``devices=``/``mesh=`` set to the local
     devices when its signature asks for them). If it returns ``(fn, args)`` or
@@ -332,6 +335,12 @@ def profile_program(
              "logdir": str(logdir_path)},
             timeout_s=timeout_s,
             what=f"the profile of {program.path.name}:{program.name}",
+            isolate=isolate,
+            read_only=[program.path.parent],
+            writable=[logdir_path],
+            python=python,
+            need_tpu=False,
+            sys_path=paths,
         )
     except BaseException:
         if created and logdir_path.is_dir() and not any(logdir_path.iterdir()):

@@ -146,11 +146,28 @@ def _frame_in(tb: Any, path: Path) -> str | None:
     return found
 
 
+#: Files that mark the top folder of a user's project (its imports resolve from there).
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(path: Path) -> Path | None:
+    """The nearest folder above `path` holding a project marker, so that ``from mymodel import X``
+    works from a script in a subfolder; None when there is none (or it is the file's own folder)."""
+    folder = path.resolve().parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return None if candidate == folder else candidate
+        if candidate == Path.home() or candidate.parent == candidate:
+            break
+    return None
+
+
 def load_program_object(program: ProgramSpec | str) -> Any:
     """Import the user's file as a module and return its object ``NAME``.
 
-    The file's directory goes first on ``sys.path`` (as with ``python FILE.py``), but the file's
-    ``if __name__ == "__main__":`` block does not run.
+    The file's directory goes first on ``sys.path`` (as with ``python FILE.py``), then its
+    project's top folder (:func:`project_root`); the file's ``if __name__ == "__main__":`` block
+    does not run.
     """
     program = resolve_program(program)
     path, name = program.path, program.name
@@ -158,9 +175,9 @@ def load_program_object(program: ProgramSpec | str) -> Any:
         raise ProgramSpecError(f"no such file: {path}")
     stem = re.sub(r"\W", "_", path.stem) or "user_program"
     module_name = stem if stem not in sys.modules else f"_oomkb_user_{stem}"
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    for folder in reversed([str(path.parent), *([str(root)] if (root := project_root(path)) else [])]):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:  # pragma: no cover - .py always loads
         raise ProgramLoadError(f"cannot import {path.name}")
@@ -360,7 +377,7 @@ def unpack_program(produced: Any, label: str, mesh: Any = None) -> Program:
 def _not_user_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(this package's folders, every folder that is library code: ours, stdlib, site, JAX)."""
     root = Path(__file__).resolve().parent.parent
-    ours = {str(root / pkg) for pkg in ("diagnostics", "kb", "indexer", "api", "docs_src")}
+    ours = {str(root / pkg) for pkg in ("oomkb", "diagnostics", "kb", "indexer", "api", "docs_src")}
     libraries = set(ours)
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -379,6 +396,11 @@ def _not_user_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _real(filename: str) -> str:
     return os.path.realpath(filename) if os.path.isabs(filename) else filename
+
+
+def not_user_dirs() -> tuple[str, ...]:
+    """Folder prefixes whose files are never the user's code."""
+    return _not_user_dirs()[1]
 
 
 def is_user_file(filename: str | None) -> bool:
@@ -404,6 +426,16 @@ def user_frame(frames: Iterable[tuple[str, int, str]]) -> str | None:
         if is_user_file(filename):
             return f"{filename}:{line} ({function})"
     return None
+
+
+def array_creation_site(array: Any) -> str | None:
+    """'file:line (function)' of the innermost user frame in a jax array's creation traceback."""
+    try:
+        traceback = array.traceback
+        frames = list(traceback.frames) if traceback is not None else []
+    except Exception:  # noqa: BLE001 - an array without a traceback (or a deleted one)
+        return None
+    return user_frame((f.file_name, f.line_num, f.function_name) for f in frames)
 
 
 def user_location(exc: BaseException) -> str | None:

@@ -9,8 +9,19 @@ source lines) is :mod:`diagnostics.program`'s, whose names are re-exported here.
   capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
   crash, a ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
   The caller makes itself non-dumpable and the child drops its capabilities (Linux), so the child
-  cannot read the caller's secrets through ``/proc/<pid>/environ`` or ptrace either; whatever the
-  child leaves running in its process group is killed when it ends.
+  cannot read the caller's secrets through ``/proc/<pid>/environ`` or ptrace either.
+* With ``isolate=True`` the child runs inside a bubblewrap sandbox (:mod:`diagnostics.isolation`):
+  no network, its own PID namespace, a read-only view of only the Python runtime, the installed
+  packages, this project's code and the folders the caller names, and its working folder
+  read-write. Without bubblewrap, ``isolate=True`` raises
+  :class:`~diagnostics.isolation.IsolationUnavailable` (fail closed).
+* Every process a job starts dies with the job: in a sandbox, with its PID namespace; without one,
+  the caller is a child subreaper (Linux), so even a process that double-forked and called
+  ``setsid`` comes back to it and is killed; ``RLIMIT_NPROC`` caps how many the job may start.
+
+The public entry point for other features (``estimate``, ``profile``, ``plan``) is :func:`run_job`
+with :class:`Limits`; its keyword arguments ``isolate``, ``read_only``, ``writable`` and
+``home_files`` are stable.
 
 The child imports nothing of the caller's: every job starts from a clean interpreter (and, for
 TPU compiles, sets libtpu's variables before jax is imported).
@@ -18,12 +29,15 @@ TPU compiles, sets libtpu's variables before jax is imported).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import re
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,11 +46,11 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.program import (  # the program contract lives there; re-exported for callers
@@ -49,9 +63,12 @@ from diagnostics.program import (  # the program contract lives there; re-export
     resolve_program,
     user_location,
 )
+from diagnostics.interpreter import check_interpreter, child_bootstrap
+from diagnostics.isolation import IsolationUnavailable, bwrap_command, isolation_status
 from diagnostics.units import format_bytes
 
 __all__ = [
+    "IsolationUnavailable",
     "JobCrashed",
     "JobFailed",
     "JobResult",
@@ -125,6 +142,13 @@ class Limits(BaseModel):
     cpu_seconds: int | None = Field(default=None, gt=0)
     memory_bytes: int | None = Field(default=None, gt=0, description="RLIMIT_AS")
     output_bytes: int = Field(default=64 * 1024, gt=0, description="kept per stream")
+    processes: int | None = Field(
+        default=1024, gt=0,
+        description="RLIMIT_NPROC: processes and threads the job may start beyond those its user "
+        "already runs (the kernel does not apply it to root)",
+    )
+    result_bytes: int = Field(default=4 << 20, gt=0,
+                              description="largest result file the caller reads back")
 
 
 class JobResult(BaseModel):
@@ -242,10 +266,12 @@ def _package_root() -> str:
 _CHILD_LIMITS: Limits | None = None
 
 
-def _apply_limits(limits: Limits) -> None:
+def _apply_limits(limits: Limits, max_processes: int | None = None) -> None:
     """Set the child's own resource limits (done in the child: no fork-time hook is needed)."""
     global _CHILD_LIMITS
     _CHILD_LIMITS = limits
+    if max_processes is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
     if limits.cpu_seconds is not None:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
     if limits.memory_bytes is not None:
@@ -261,6 +287,13 @@ def run_job(
     limits: Limits | None = None,
     env: Mapping[str, str] | None = None,
     what: str = "the program",
+    isolate: bool = False,
+    read_only: Sequence[str | os.PathLike[str]] = (),
+    writable: Sequence[str | os.PathLike[str]] = (),
+    home_files: Sequence[str | os.PathLike[str]] = (),
+    python: str | os.PathLike[str] | None = None,
+    need_tpu: bool = True,
+    sys_path: Sequence[str | os.PathLike[str]] = (),
 ) -> JobResult:
     """Run ``job(payload) -> dict`` in a fresh Python process and return its result.
 
@@ -269,24 +302,56 @@ def run_job(
     ``payload["workdir"]`` inside the job), removed afterwards. Raises :class:`JobTimeout`,
     :class:`JobCrashed`, :class:`JobFailed`, or the job's own ``DiagnosticsError`` subclass.
     ``what`` names the work in messages ("the estimate of train.py:make").
+
+    ``isolate=True`` runs the child in a bubblewrap sandbox (no network, own PID namespace, only
+    the runtime, packages and code read-only; raises :class:`IsolationUnavailable` when bubblewrap
+    cannot be used). Then the child sees, besides its working folder, only the folders in
+    ``read_only`` (read-only) and ``writable`` (read-write), has ``HOME`` and ``TMPDIR`` on a
+    private ``/tmp``, and an ``OOMKB_HOME`` of its own holding copies of ``home_files`` (caches it
+    may read; nothing it writes there comes back). Without ``isolate`` those three are ignored.
+
+    ``python`` runs the child in another interpreter (the user's environment, see
+    :mod:`diagnostics.interpreter`; it must have jax, and libtpu when ``need_tpu``), and
+    ``sys_path`` puts folders first on the child's import path (``--path``).
     """
     limits = limits or Limits()
-    workdir = Path(tempfile.mkdtemp(prefix="oomkb-job-"))
+    interp = check_interpreter(python, need_tpu=need_tpu) if python is not None else None
+    if interp is not None:
+        read_only = [*read_only, *interp.folders, *interp.support_path]
+    extra_path = [str(Path(p).resolve()) for p in sys_path]
+    if extra_path:
+        read_only = [*read_only, *extra_path]
+    tool = isolation_status().require() if isolate else None
+    workdir = Path(tempfile.mkdtemp(prefix="oomkb-job-")).resolve()
     try:
         payload_path = workdir / "payload.json"
         result_path = workdir / "result.json"
-        payload_path.write_text(json.dumps({**payload, "workdir": str(workdir)}), "utf-8")
+        payload_path.write_text(json.dumps({**payload, "workdir": str(workdir), "sys_path": extra_path}),
+                                "utf-8")
         child_env = clean_environment(extra=env)
         root = _package_root()
         python_path = child_env.get("PYTHONPATH")
         child_env["PYTHONPATH"] = root + (os.pathsep + python_path if python_path else "")
         child_env["PYTHONUNBUFFERED"] = "1"
+        token = secrets.token_hex(16)
+        child_env[_JOB_TOKEN] = token
+        max_processes = (_user_task_count() + limits.processes) if limits.processes else None
         command = [
-            sys.executable, "-c",
-            "from diagnostics.sandbox import _child_main; _child_main()",
+            interp.executable if interp is not None else sys.executable, "-c", child_bootstrap(interp),
             job, str(payload_path), str(result_path), limits.model_dump_json(),
+            str(max_processes or ""),
         ]
-        _hide_this_process()
+        if tool is not None:
+            home = workdir / "home"
+            home.mkdir()
+            for file in home_files:
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(file, home / Path(file).name)
+            child_env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "OOMKB_HOME": str(home)})
+            command = bwrap_command(tool, command, workdir=workdir, package_root=Path(root),
+                                    read_only=[Path(p) for p in read_only],
+                                    writable=[Path(p) for p in writable])
+        _prepare_parent()
         started = time.monotonic()
         proc = subprocess.Popen(
             command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL,
@@ -300,12 +365,14 @@ def run_job(
             timed_out = not _wait_unreaped(proc, timeout_s)
         finally:
             # The child is dead or still running but not yet reaped, so its process group id
-            # cannot have been reused: kill whatever it left behind (or itself, on a timeout).
+            # cannot have been reused: kill whatever it left behind (or itself, on a timeout),
+            # then every process of the job that came back to this subreaper.
             _kill_group(proc)
-            for capture in (out, err):
+            _kill_leftovers(proc.pid, token)
+            for capture, stream in ((out, proc.stdout), (err, proc.stderr)):
                 capture.thread.join(timeout=5)
-            for stream in (proc.stdout, proc.stderr):
-                if stream:
+                # closing a pipe that a thread still reads would wait for that read to end
+                if stream and not capture.thread.is_alive():
                     stream.close()
         wall = time.monotonic() - started
         stdout, stdout_dropped = out.text()
@@ -315,19 +382,29 @@ def run_job(
                 f"{what} ran longer than {timeout_s:g} s and was stopped; "
                 "raise the timeout if it is just slow"
             )
-        record = _read_result(result_path)
+        record = _read_result(result_path, limits.result_bytes, what)
         if record is None:
-            raise _crash_error(proc.returncode, stderr, what, limits)
-        if not record.get("ok"):
-            raise _error_from_record(record.get("error") or {}, what)
+            raise _crash_error(_exit_status(proc.returncode, isolated=tool is not None),
+                               stderr, what, limits)
+        if not record.ok:
+            raise _error_from_record(record.error or _ErrorRecord(), what)
         return JobResult(
-            value=record.get("value") or {},
+            value=record.value or {},
             stdout=stdout, stderr=stderr,
             stdout_truncated_bytes=stdout_dropped, stderr_truncated_bytes=stderr_dropped,
             wall_seconds=wall,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _exit_status(returncode: int | None, *, isolated: bool) -> int | None:
+    """The child's status as ``subprocess`` reports it (negative for a signal).
+
+    bubblewrap exits with 128 + N when the program inside died of signal N."""
+    if isolated and returncode is not None and 128 < returncode < 128 + 65:
+        return -(returncode - 128)
+    return returncode
 
 
 def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
@@ -353,28 +430,121 @@ def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
         delay = min(delay * 2, 0.05)
 
 
-_hidden = False
+_prepared = False
 
 
-def _hide_this_process() -> None:
-    """Make this process non-dumpable (Linux), once, before it starts a user's program.
+def _prepare_parent() -> None:
+    """Once, before this process starts a user's program (Linux): make it non-dumpable and a child
+    subreaper.
 
-    Other processes of the same user, the child included, then can neither read this process's
-    ``/proc/<pid>/environ`` (where the service's own secrets live) nor attach to it with ptrace
-    to read its memory. The child itself is dumpable again after its ``exec``.
+    Non-dumpable: other processes of the same user, the child included, can neither read this
+    process's ``/proc/<pid>/environ`` (where the service's own secrets live) nor attach to it with
+    ptrace to read its memory. The child itself is dumpable again after its ``exec``.
+    Subreaper: a process of the job whose parent dies (a double fork, with or without ``setsid``)
+    becomes a child of this process instead of init's, where :func:`_kill_leftovers` finds it.
     """
-    global _hidden
-    if _hidden or not sys.platform.startswith("linux"):
+    global _prepared
+    if _prepared or not sys.platform.startswith("linux"):
         return
     import ctypes
 
-    pr_set_dumpable = 4
+    pr_set_dumpable, pr_set_child_subreaper = 4, 36
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0:
-            _hidden = True
+        hidden = libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0
+        reaper = libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+        _prepared = hidden and reaper
     except (OSError, AttributeError):  # pragma: no cover - no prctl
         pass
+
+
+#: Environment variable that marks every process of one job (inherited through fork and exec).
+_JOB_TOKEN = "OOMKB_JOB_TOKEN"
+
+
+def _proc_stat(pid: int) -> tuple[int, int, int] | None:
+    """``(ppid, pgrp, session)`` of a process, from ``/proc/<pid>/stat``; None when it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return int(fields[1]), int(fields[2]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _job_leftovers(job_pid: int, token: str) -> list[int]:
+    """This process's children that belong to the job: the job's process group or session, or
+    marked with its token (an adopted orphan that called ``setsid``)."""
+    me = os.getpid()
+    mark = f"{_JOB_TOKEN}={token}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - no /proc
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == job_pid:
+            continue
+        stat = _proc_stat(int(name))
+        if stat is None or stat[0] != me:
+            continue
+        if job_pid in stat[1:]:
+            found.append(int(name))
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        if mark in environ.split(b"\0"):
+            found.append(int(name))
+    return found
+
+
+def _kill_leftovers(job_pid: int, token: str) -> None:
+    """Kill and reap every process of the job that came back to this subreaper, until none is
+    left (a killed process's own children come back in turn)."""
+    if not sys.platform.startswith("linux"):
+        return
+    for _ in range(1000):
+        pids = _job_leftovers(job_pid, token)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        for pid in pids:
+            while True:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() > deadline:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.002)
+
+
+def _user_task_count() -> int:
+    """Processes and threads of this process's real user (what ``RLIMIT_NPROC`` counts)."""
+    uid = str(os.getuid())
+    count = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [uid]:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -389,17 +559,53 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-_RESULT_LIMIT = 64 << 20
+class _ErrorRecord(BaseModel):
+    """How the child describes a failure (``_describe_exception``); nothing else is read."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    class_: str = Field(default="", alias="class", max_length=500)
+    diagnostics: bool = False
+    message: str = "unknown error"
+    traceback: str = ""
+    attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict,
+                                                                   max_length=20)
 
 
-def _read_result(path: Path) -> dict[str, Any] | None:
+class _ResultRecord(BaseModel):
+    """The child's result file: a value, or an error."""
+
+    ok: bool
+    value: dict[str, Any] | None = None
+    error: _ErrorRecord | None = None
+
+
+def _read_result(path: Path, limit: int, what: str) -> _ResultRecord | None:
+    """The child's result file, or None when it wrote none (it crashed). A file over ``limit``
+    bytes, not JSON, nested too deeply or of the wrong shape (the program can write it itself) is
+    an error record, never an exception of the caller."""
     try:
-        if path.stat().st_size > _RESULT_LIMIT:
-            return {"ok": False, "error": {"message": "the job's result is larger than 64 MiB"}}
-        record = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        size = path.stat().st_size
+    except OSError:
         return None
-    return record if isinstance(record, dict) else None
+    if size > limit:
+        message = f"{what} left a result larger than {format_bytes(limit)}; it is not read"
+        return _ResultRecord(ok=False, error=_ErrorRecord(message=message, diagnostics=True,
+                                                          class_=_qualname(JobFailed)))
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
+        return _ResultRecord.model_validate(json.loads(raw))
+    except OSError:
+        return None
+    except (ValueError, RecursionError, ValidationError):
+        message = f"{what} left a result file that is not a result (malformed or forged)"
+        return _ResultRecord(ok=False, error=_ErrorRecord(message=message, diagnostics=True,
+                                                          class_=_qualname(JobFailed)))
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 # A fatal glog line ("F1129 21:49:57.858700 11091 file.cc:309] message") and native messages that
@@ -409,15 +615,17 @@ _OUT_OF_MEMORY = re.compile(r"Cannot allocate memory|std::bad_alloc|\bout of mem
 
 
 def _last_words(stderr: str) -> str:
-    """The most telling line of a crashed child's stderr: a fatal log line, else the last line."""
+    """The most telling line of a crashed child's stderr: a fatal log line of the compiler or
+    runtime, or Python's own fatal error; empty otherwise. Any other line is the program's own
+    output (it may hold whatever the program read), so it never becomes part of a message."""
     lines = [ln.strip() for ln in stderr.strip()[-20000:].splitlines() if ln.strip()]
     for line in reversed(lines):
         if match := _GLOG_FATAL.match(line):
             return match["message"]
     for line in reversed(lines):
-        if line.startswith("Fatal Python error"):
+        if line.startswith(("Fatal Python error", "terminate called after throwing")):
             return line
-    return lines[-1] if lines else ""
+    return ""
 
 
 def _crash_error(returncode: int | None, stderr: str, what: str,
@@ -444,26 +652,57 @@ def _crash_error(returncode: int | None, stderr: str, what: str,
 
 _TRUSTED_PACKAGES = ("diagnostics.", "kb.", "indexer.", "api.")
 
+#: Longest message of a job's error that reaches the caller (the program's own exception message
+#: or one of ours; a compiler's message is in the job's value instead).
+MESSAGE_CHARS = 4000
 
-def _error_from_record(error: Mapping[str, Any], what: str) -> SandboxError | DiagnosticsError:
-    """Rebuild the job's own error class when it is one of ours; else a :class:`JobFailed`."""
-    message = str(error.get("message") or "unknown error")
-    qualname = str(error.get("class") or "")
-    if error.get("diagnostics") and ":" in qualname:
-        module_name, cls_name = qualname.split(":", 1)
-        if module_name.startswith(_TRUSTED_PACKAGES):
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def _error_from_record(error: _ErrorRecord, what: str) -> SandboxError | DiagnosticsError:
+    """Rebuild the job's own error class when it is one of ours; else a :class:`JobFailed`.
+
+    The class is only ever one of this project's ``DiagnosticsError`` subclasses, built through
+    its constructor: an attribute is set only when the constructor takes it as a keyword (so a
+    forged record can set nothing else), and the message is bounded."""
+    message = _bounded(error.message or "unknown error", MESSAGE_CHARS)
+    detail = _bounded(error.traceback, 20000)
+    if error.diagnostics and ":" in error.class_:
+        module_name, cls_name = error.class_.split(":", 1)
+        cls = None
+        if module_name.startswith(_TRUSTED_PACKAGES) and cls_name.isidentifier():
             try:
                 cls = getattr(importlib.import_module(module_name), cls_name)
             except (ImportError, AttributeError):
                 cls = None
-            if isinstance(cls, type) and issubclass(cls, DiagnosticsError):
-                exc = cls.__new__(cls)
-                Exception.__init__(exc, message)
-                for key, value in (error.get("attributes") or {}).items():
-                    setattr(exc, key, value)
-                return exc
-        return JobFailed(message, detail=str(error.get("traceback") or ""))
-    return JobFailed(f"{what} failed: {message}", detail=str(error.get("traceback") or ""))
+        if isinstance(cls, type) and issubclass(cls, DiagnosticsError):
+            return _construct(cls, message, error.attributes)
+        return JobFailed(message, detail=detail)
+    return JobFailed(f"{what} failed: {message}", detail=detail)
+
+
+def _construct(cls: type[DiagnosticsError], message: str,
+               attributes: Mapping[str, Any]) -> DiagnosticsError:
+    """``cls(message, **known)`` with only the keyword parameters its constructor declares."""
+    try:
+        parameters = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtin signature
+        parameters = {}
+    known = {
+        name: value for name, value in attributes.items()
+        if not name.startswith("_") and name in parameters
+        and parameters[name].kind in (inspect.Parameter.KEYWORD_ONLY,
+                                      inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    }
+    known = {k: _bounded(v, 20000) if isinstance(v, str) else v for k, v in known.items()}
+    try:
+        return cls(message, **known)
+    except Exception:  # noqa: BLE001 - a constructor that wants more than a message
+        exc = cls.__new__(cls)
+        Exception.__init__(exc, message)
+        return exc
 
 
 def _describe_exception(exc: BaseException) -> dict[str, Any]:
@@ -474,16 +713,11 @@ def _describe_exception(exc: BaseException) -> dict[str, Any]:
         "traceback": "".join(traceback.format_exception(exc))[-20000:],
     }
     if isinstance(exc, DiagnosticsError):
-        record["message"] = str(exc)
-        attributes = {
-            k: v for k, v in vars(exc).items()
-            if isinstance(v, (str, int, float, bool, type(None), list, dict))
+        record["message"] = str(exc)[:MESSAGE_CHARS * 2]
+        record["attributes"] = {
+            k: (v[:20000] if isinstance(v, str) else v) for k, v in list(vars(exc).items())[:20]
+            if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith("_")
         }
-        try:
-            json.dumps(attributes)
-            record["attributes"] = attributes
-        except (TypeError, ValueError):
-            pass
     else:
         where = user_location(exc)
         at = f" at {where}" if where else ""
@@ -499,7 +733,7 @@ def _describe_exception(exc: BaseException) -> dict[str, Any]:
             record["message"] = _out_of_memory_message(exc, at)
             record["attributes"] = {"detail": record["traceback"]}
         else:
-            record["message"] = f"{cls.__name__}: {exc}{at}"
+            record["message"] = f"{cls.__name__}: {str(exc)[:MESSAGE_CHARS]}{at}"
     return record
 
 
@@ -576,11 +810,13 @@ def _capability_sets() -> dict[str, str]:
 
 def _child_main() -> None:
     """Entry point of the child: ``job payload.json result.json limits-json`` on the command line."""
-    job, payload_path, result_path, limits_json = sys.argv[1:5]
-    _apply_limits(Limits.model_validate_json(limits_json))
+    job, payload_path, result_path, limits_json, max_processes = sys.argv[1:6]
+    _apply_limits(Limits.model_validate_json(limits_json),
+                  int(max_processes) if max_processes else None)
     _drop_privileges()
     try:
         payload = json.loads(Path(payload_path).read_text("utf-8"))
+        sys.path[:0] = [p for p in payload.get("sys_path") or () if p not in sys.path]
         module_name, func_name = job.split(":", 1)
         func = getattr(importlib.import_module(module_name), func_name)
         value = func(payload)

@@ -204,7 +204,8 @@ def topology_devices(target: TargetSpec) -> list[Any]:
 # HBM capacity, measured once per libtpu version and topology
 
 
-def _cache_path() -> Path:
+def hbm_cache_path() -> Path:
+    """Where measured HBM capacities are kept (a job in a sandbox gets a read-only copy)."""
     from indexer.settings import oomkb_home
 
     return oomkb_home() / "tpu_hbm.json"
@@ -239,27 +240,30 @@ def measure_hbm_bytes(device: Any) -> int:
     """Compile a deliberately oversized program for ``device`` and read the HBM limit it reports."""
     import jax
     import jax.numpy as jnp
+    from jax.sharding import SingleDeviceSharding
 
     from diagnostics.parse import parse_error
 
     def oversized():
-        return jnp.zeros((1 << 20, 1 << 20), jnp.float32)  # 4 TiB: more than any TPU has
+        # 64 outputs of 4 GiB (256 GiB: more than any TPU has); one 4 TiB array would trip a
+        # compiler check on the size of a single allocation instead of the HBM check.
+        return tuple(jnp.full((1 << 15, 1 << 15), i, jnp.float32) for i in range(64))
 
     try:
-        with jax.default_device(device):
-            jax.jit(oversized).trace().lower().compile()
+        # placed by its sharding: older jax compiles for the default backend under default_device
+        jax.jit(oversized, out_shardings=SingleDeviceSharding(device)).trace().lower().compile()
     except Exception as err:
         available = parse_error(str(err)).available_bytes
         if available:
             return available
         raise TargetError(f"could not read the HBM size from the compiler: {err}") from err
-    raise TargetError("a 4 TiB program compiled: the HBM size could not be measured")
+    raise TargetError("a 256 GiB program compiled: the HBM size could not be measured")
 
 
 def hbm_capacity_bytes(target: TargetSpec, device: Any) -> int:
     """HBM per device of ``target``, as the compiler counts it (measured once, then cached)."""
     key = f"libtpu {libtpu_version()}|{target.topology}"
-    path = _cache_path()
+    path = hbm_cache_path()
     cached = _read_cache(path).get(key)
     if cached:
         return cached

@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from typing import Annotated
+
+from pydantic import Field
 
 from diagnostics.exceptions import SizeFormatError
 
-__all__ = ["SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
+__all__ = ["MAX_BYTE_COUNT", "ByteCount", "SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
+
+#: Bound of a byte count in a measured report (estimate, profile): 4 EiB, beyond any device's
+#: memory and inside the signed 64-bit integers XLA counts bytes in; a power of two, so that JSON
+#: Schema readers that hold bounds as floats (OpenAPI tools) see it exactly. A report that claims
+#: more is refused when it is read (422 over HTTP).
+MAX_BYTE_COUNT = 2**62
+ByteCount = Annotated[int, Field(ge=-MAX_BYTE_COUNT, le=MAX_BYTE_COUNT)]
 
 # Power of 1024 for each unit letter.
 UNIT_EXPONENTS: dict[str, int] = {"": 0, "B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
@@ -81,7 +91,7 @@ def format_bytes(n: int) -> str:
     while exponent < len(_FORMAT_UNITS) - 1 and magnitude >= 1024 ** (exponent + 1):
         exponent += 1
     with localcontext() as context:
-        context.prec = 60
+        context.prec = max(60, len(str(magnitude)) + 4)  # exact even for absurd sizes (a forged report)
         scaled = Decimal(magnitude) / (1024**exponent)
         text = f"{scaled.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}"
     if text == "1024.00" and exponent < len(_FORMAT_UNITS) - 1:

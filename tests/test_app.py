@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.http.app import ESTIMATE_DISABLED, create_app
 from api.settings import Settings, SettingsError
+from tests.conftest import LOCAL
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
 CITATION_KEYS = {"doc_id", "section", "language", "quote"}
@@ -38,7 +39,7 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def client(assistant):
-    with TestClient(create_app(Settings(), assistant)) as c:
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
         yield c
 
 
@@ -53,7 +54,7 @@ def test_healthz_and_readyz_answer_200_when_loaded(client):
 
 def test_before_the_model_is_loaded_readyz_and_ask_say_503_but_healthz_is_200():
     app = create_app(Settings())  # no lifespan run: nothing starts loading
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     assert c.get("/healthz").status_code == 200
     ready = c.get("/readyz")
     assert ready.status_code == 503 and ready.json()["status"] == "loading"
@@ -194,7 +195,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
         seen.append(len((await receive())["body"]))
 
     sent: list[dict] = []
-    messages = [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 4
+    messages = ([{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": True}] * 3
+                + [{"type": "http.request", "body": b"x" * (512 * 1024), "more_body": False}])
 
     async def receive():
         return messages.pop(0)
@@ -206,6 +208,8 @@ def test_a_lying_small_content_length_does_not_let_a_big_body_through():
     asyncio.run(BodyLimitMiddleware(app, max_bytes=MIB)(scope, receive, send))
     assert seen == []
     assert sent[0]["status"] == 413
+    # the rest of the body was read and dropped before the answer ended (the client reads the 413)
+    assert messages == [] and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
 def test_body_just_under_the_limit_is_accepted(client):
@@ -258,7 +262,7 @@ def test_a_bug_becomes_a_generic_500_without_internals(assistant):
         def ask(self, req):
             raise RuntimeError("secret internal state /etc/passwd")
 
-    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False) as c:
+    with TestClient(create_app(Settings(), BrokenAssistant()), raise_server_exceptions=False, base_url=LOCAL) as c:
         r = c.post("/v1/ask", json={"question": "hbm"})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -286,7 +290,7 @@ def test_estimate_is_disabled_by_default_with_a_clear_403(client):
 @pytest.fixture(scope="module")
 def estimating_client(assistant):
     settings = Settings(enable_estimate=True, estimate_timeout_s=20)
-    with TestClient(create_app(settings, assistant)) as c:
+    with TestClient(create_app(settings, assistant), base_url=LOCAL) as c:
         yield c
 
 

@@ -26,6 +26,7 @@ from api.http.app import create_app
 from api.http.holder import AssistantHolder
 from api.settings import Settings
 from api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
+from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, block_text, mention, post_event
 from tests.test_web_browser import browser, page, server_url  # noqa: F401 - fixtures
 
@@ -59,7 +60,7 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def client(assistant):
-    with TestClient(create_app(Settings(), assistant), raise_server_exceptions=False) as c:
+    with TestClient(create_app(Settings(), assistant), raise_server_exceptions=False, base_url=LOCAL) as c:
         yield c
 
 
@@ -220,7 +221,7 @@ def test_a_report_with_a_wrong_type_deep_inside_is_refused_not_converted(client)
 
 def test_an_estimate_enabled_server_refuses_wrong_types_before_running_anything(assistant):
     app = create_app(Settings(enable_estimate=True, estimate_timeout_s=20), assistant)
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url=LOCAL) as c:
         started = time.monotonic()
         for body in ({"source": "def make(): pass", "donation_check": "yes"},
                      {"source": "def make(): pass", "top_n": "3"}, {"source": ""}, ["source"]):
@@ -345,7 +346,7 @@ def test_a_slack_mention_with_markup_is_answered_without_live_markup(assistant, 
     question = ("why? <!channel> <@U123> &lt;script&gt;alert(1)&lt;/script&gt; ```"
                 + vmem_log("&lt;img src=x onerror=alert(1)&gt; <!channel> <https://evil.example|x> *bold*")
                 + "```")
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         assert post_event(c, mention(question, ts="1700000099.000100")).status_code == 200
         (posted,) = slack_api.wait_for("chat.postMessage")
     text = block_text(posted["blocks"]) + "\n" + posted["text"]

@@ -73,7 +73,7 @@ def test_a_broken_shipped_signature_catalogue_answers_503_not_400(monkeypatch):
         raise SignatureCatalogueError("signatures.yaml: entry 3 has no pattern")
 
     monkeypatch.setattr(parse, "parse_error", broken)
-    with TestClient(create_app(Settings(), assistant=object())) as client:  # diagnose needs no assistant
+    with TestClient(create_app(Settings(), assistant=object()), base_url="http://127.0.0.1") as client:  # diagnose needs no assistant
         r = client.post("/v1/diagnose", json={"error_log": "Ran out of memory in memory space hbm."})
     assert r.status_code == 503
     assert "signatures.yaml" in r.json()["detail"]

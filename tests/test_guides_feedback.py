@@ -41,7 +41,7 @@ def client(searcher, tmp_path):
     from api.assistant import Assistant
 
     settings = Settings(db=tmp_path / "db" / "oomkb.sqlite", admin_token="op-token-123")
-    with TestClient(create_app(settings, Assistant(searcher))) as c:
+    with TestClient(create_app(settings, Assistant(searcher)), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -123,7 +123,7 @@ def test_citations_are_absolute_when_the_public_url_is_known(searcher, tmp_path)
     from api.assistant import Assistant
 
     settings = Settings(db=tmp_path / "x.sqlite", public_url="https://oomkb.example.org/")
-    with TestClient(create_app(settings, Assistant(searcher))) as c:
+    with TestClient(create_app(settings, Assistant(searcher)), base_url="http://127.0.0.1") as c:
         answer = c.post("/v1/ask", json={"question": "How do I fix the E1000 compile-time HBM out of memory error?"}).json()
     assert answer["citations"][0]["url"].startswith("https://oomkb.example.org/guides/")
 
@@ -147,7 +147,7 @@ def test_the_raw_error_log_is_kept_only_when_the_operator_opts_in(searcher, tmp_
     log = "Error allocating device buffer: Attempting to allocate 8.00M. That was not possible. There are 6.43M free."
     for opt_in in (False, True):
         path = tmp_path / f"{opt_in}.sqlite"
-        with TestClient(create_app(Settings(db=path, store_logs=opt_in), Assistant(searcher))) as c:
+        with TestClient(create_app(Settings(db=path, store_logs=opt_in), Assistant(searcher)), base_url="http://127.0.0.1") as c:
             assert c.post("/v1/ask", json={"question": "why?", "error_log": log}).status_code == 200
         stored = sqlite3.connect(path).execute("SELECT error_log FROM answers").fetchone()[0]
         assert stored == (log if opt_in else None)
@@ -168,7 +168,7 @@ def test_a_broken_database_never_stops_answers_and_feedback_says_503(searcher, t
         path.write_bytes(b"this is not a database" * 100)
     else:
         path.mkdir()
-    with TestClient(create_app(Settings(db=path), Assistant(searcher))) as c:
+    with TestClient(create_app(Settings(db=path), Assistant(searcher)), base_url="http://127.0.0.1") as c:
         answer = c.post("/v1/ask", json={"question": "What is E1000?"})
         assert answer.status_code == 200
         r = c.post("/v1/feedback", json={"answer_id": answer.json()["answer_id"], "helpful": True})
@@ -184,7 +184,7 @@ def test_a_read_only_database_file_gives_503_for_feedback(searcher, tmp_path):
     if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available on this file system (root ignores file modes)")
     try:
-        with TestClient(create_app(Settings(db=path), Assistant(searcher))) as c:
+        with TestClient(create_app(Settings(db=path), Assistant(searcher)), base_url="http://127.0.0.1") as c:
             answer = c.post("/v1/ask", json={"question": "What is E1000?"})
             assert answer.status_code == 200
             r = c.post("/v1/feedback", json={"answer_id": answer.json()["answer_id"], "helpful": True})
@@ -302,7 +302,7 @@ def test_oomkb_gaps_json_reads_the_database(searcher, tmp_path):
 def test_the_gaps_page_is_off_without_a_token_and_behind_it_otherwise(client, searcher, tmp_path):
     from api.assistant import Assistant
 
-    with TestClient(create_app(Settings(db=tmp_path / "n.sqlite"), Assistant(searcher))) as off:
+    with TestClient(create_app(Settings(db=tmp_path / "n.sqlite"), Assistant(searcher)), base_url="http://127.0.0.1") as off:
         assert off.get("/gaps").status_code == 404
     client.post("/v1/ask", json={"question": "<img src=x onerror=alert(1)> who won the 2002 world cup?"})
     assert client.get("/gaps").status_code == 401

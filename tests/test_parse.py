@@ -559,22 +559,22 @@ def test_failed_request_on_device_ordinal_takes_exact_byte_count_and_gpu_from_cu
         "for 528.00MiB (553648128B) on device ordinal 0\n"
     )
     result = parse_error(log)
-    assert result.category == "runtime_allocation"
+    assert result.category == "gpu_oom"
     assert result.signature == "xla_failed_to_allocate_request"
     assert result.requested_bytes == 553648128
     assert result.device_ordinal == 0
     assert result.backend == "gpu"
 
 
-def test_failed_request_without_backend_cues_leaves_backend_unknown():
+def test_failed_request_without_backend_cues_is_gpu_by_its_allocator_wording():
     log = (
         "RuntimeError: Resource exhausted: Failed to allocate request for 32.00MiB (33554432B) "
         "on device ordinal 0\n"
     )
     result = parse_error(log)
-    assert result.category == "runtime_allocation"
+    assert result.category == "gpu_oom"
     assert result.requested_bytes == 33554432
-    assert result.backend is None
+    assert result.backend == "gpu"
 
 
 # ------------------------------------------------------------ compile-time scoped VMEM (E1001)
@@ -923,7 +923,7 @@ def test_a_tpu_log_warning_about_cuda_does_not_make_the_backend_gpu():
     log = (
         "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.\n"
         "Platform 'tpu' is experimental and not all JAX functionality may be correctly supported!\n"
-        "Failed to allocate request for 256.00MiB (268435456B) on device ordinal 0\n"
+        "Attempting to allocate 256.00M. That was not possible. There are 6.43M free.\n"
         "I0308 12:00:00.000000  1 tpu_client.cc:55] TPU client ready\n"
     )
     result = parse_error(log)
@@ -1081,6 +1081,10 @@ SAMPLES = {
     "cpp_bad_alloc": "what():  std::bad_alloc",
     "errno_cannot_allocate_memory": "OSError: [Errno 12] Cannot allocate memory",
     "python_memory_error": "MemoryError",
+    "xla_rematerialization_warning": "Can't reduce memory use below 1.00GiB (1073741824 bytes) by rematerialization; only reduced to 2.00GiB (2147483648 bytes)",
+    "xla_cpu_out_of_memory_allocating": "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes.",
+    "tpu_smem_used_of_capacity": "Ran out of memory in memory space smem. Used 1.10M of 1.00M smem.",
+    "tpu_smem_out_of_memory_bare": "Resource exhausted: Ran out of memory in memory space smem.",
 }
 
 

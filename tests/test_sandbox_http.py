@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 
 from api.http.app import create_app
 from api.settings import Settings
+from tests.conftest import LOCAL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402
@@ -51,7 +52,7 @@ def assistant(searcher):
 def estimating_client(assistant, **settings) -> TestClient:
     defaults = {"enable_estimate": True, "estimate_timeout_s": 60.0, "estimate_cpu_seconds": 60,
                 "estimate_memory_bytes": 4 * GIB}
-    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant))
+    return TestClient(create_app(Settings(**{**defaults, **settings}), assistant), base_url=LOCAL)
 
 
 @pytest.fixture(scope="module")
@@ -248,17 +249,32 @@ READ_SECRETS = program("""
                 parent = f.read().decode(errors="replace").replace("\\0", " ")
         except OSError as exc:
             parent = f"unreadable ({type(exc).__name__})"
-        raise RuntimeError("env: " + ", ".join(seen) + " | parent environ: " + parent)
+        raise RuntimeError("env: " + ", ".join(seen) + f" | ppid={os.getppid()} | parent environ: "
+                           + parent)
 """)
 
 
 def test_the_program_sees_none_of_the_servers_secrets(client, monkeypatch):
+    """In the sandbox the program's parent is the sandbox's own init (pid 1 of its PID namespace):
+    the server's process is not even addressable."""
     monkeypatch.setenv("SLACK_SIGNING_SECRET", FAKE_SECRET)
     monkeypatch.setenv("OOMKB_TEST_API_TOKEN", FAKE_TOKEN)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_TOKEN)
     detail = detail_of(estimate(client, READ_SECRETS), 400)
     assert "SLACK_SIGNING_SECRET=None" in detail and "OOMKB_TEST_API_TOKEN=None" in detail
     assert "AWS_SECRET_ACCESS_KEY=None" in detail
+    assert "| ppid=1 |" in detail
+    assert FAKE_SECRET not in detail and FAKE_TOKEN not in detail
+
+
+def test_without_the_sandbox_the_program_still_cannot_read_the_servers_environ(assistant, monkeypatch):
+    """OOMKB_ESTIMATE_SANDBOX=none: the server is the parent, non-dumpable, so its environ is closed."""
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", FAKE_SECRET)
+    monkeypatch.setenv("OOMKB_TEST_API_TOKEN", FAKE_TOKEN)
+    with estimating_client(assistant, estimate_sandbox="none") as c:
+        detail = detail_of(estimate(c, READ_SECRETS), 400)
+    assert "SLACK_SIGNING_SECRET=None" in detail and "OOMKB_TEST_API_TOKEN=None" in detail
+    assert f"| ppid={os.getpid()} |" in detail
     assert "parent environ: unreadable (PermissionError)" in detail
     assert FAKE_SECRET not in detail and FAKE_TOKEN not in detail
 
@@ -304,7 +320,7 @@ def test_a_live_server_keeps_its_secrets_and_survives_a_crashing_program():
         assert r.status_code == 400, r.text
         assert FAKE_SECRET not in r.text and FAKE_TOKEN not in r.text
         assert "SLACK_SIGNING_SECRET=None" in r.json()["detail"]
-        assert "parent environ: unreadable" in r.json()["detail"]
+        assert "| ppid=1 |" in r.json()["detail"]  # the sandbox's init, not the server
 
         crash = http.post("/v1/estimate", json={**body, "source": program("""
             import ctypes

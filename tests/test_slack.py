@@ -24,6 +24,7 @@ from api.settings import Settings
 from api.http.slack import (
     SECTION_CHARS, SeenEvents, answer_blocks, markdown_to_mrkdwn, question_from_slack, split_sections,
 )
+from tests.conftest import LOCAL
 
 SECRET = "test-signing-secret-0123456789abcdef"
 TOKEN = "xoxb-test-token"
@@ -100,7 +101,7 @@ def assistant(searcher):
 def client(assistant, slack_api):
     settings = Settings(slack_bot_token=TOKEN, slack_signing_secret=SECRET)
     app = create_app(settings, assistant, slack_client=WebClient(base_url=slack_api.url))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
@@ -194,7 +195,7 @@ def test_undecodable_body_is_rejected_not_crashed(client):
 
 
 def test_slack_route_is_absent_without_token_and_secret(assistant):
-    with TestClient(create_app(Settings(), assistant)) as c:
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
         body = event_body(mention("hello"))
         assert c.post("/slack/events", content=body, headers=signed(body)).status_code == 404
         assert c.get("/healthz").status_code == 200
@@ -283,7 +284,7 @@ def test_slash_command_acks_and_responds_to_the_response_url(client, slack_api):
     assert r.status_code == 200
     assert time.monotonic() - started < 3.0
     (posted,) = slack_api.wait_for("commands/T0TEST/1/secret")
-    assert posted["response_type"] == "in_channel"
+    assert posted["response_type"] == "ephemeral"  # only the asker sees it, by default
     text = block_text(posted["blocks"])
     assert "runtime-buffer-allocation" in text
     assert any(w in text.lower() for w in (" der ", " die ", " und ")), text

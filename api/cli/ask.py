@@ -51,13 +51,13 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from api.schemas import EstimateReport, ProfileReport
+    from api.schemas import CaptureReport, EstimateReport, ProfileReport
 
     text = _read_text(path, "report")
     try:
-        return TypeAdapter(EstimateReport | ProfileReport).validate_json(text)
+        return TypeAdapter(EstimateReport | ProfileReport | CaptureReport).validate_json(text)
     except ValidationError:
-        fail(f"{path} is not the JSON of `oomkb estimate --json` or `oomkb profile --json`",
+        fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb run --json`",
              EXIT_USAGE)
 
 

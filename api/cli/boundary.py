@@ -14,7 +14,7 @@ from oomkb.errors import OomkbError, ServiceError, UserInputError
 EXIT_FAILURE = ServiceError.exit_code  # the environment is at fault: damaged index, missing model
 EXIT_USAGE = UserInputError.exit_code  # the input is at fault: empty query, unknown language, missing file
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, soft_wrap=True)  # one line, however long the path in it
 
 
 #: Which extra of `pip install oomkb[...]` brings each optional top-level module. The base

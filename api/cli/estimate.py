@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.options import PathOption, PythonOption, import_paths
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
@@ -47,6 +48,12 @@ def estimate_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
+    python: PythonOption = None,
+    path: PathOption = None,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
+                           "no other processes, no files but its own folder and the Python packages")
+    ] = False,
     donation_check: Annotated[
         bool, typer.Option("--donation-check/--no-donation-check",
                            help="measure the saving of donating arguments with a second compile "
@@ -67,7 +74,8 @@ def estimate_command(
     with user_errors():
         report = estimate_program(
             program, target=tpu, topology=topology, timeout_s=timeout,
-            donation_check=donation_check, top_n=top,
+            donation_check=donation_check, top_n=top, isolate=isolate,
+            python=python, paths=import_paths(path),
         )
     if plot is not None:
         from diagnostics.plot import plot_estimate

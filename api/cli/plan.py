@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.options import PathOption, PythonOption, import_paths
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PLAN_HELP = (
@@ -54,6 +55,8 @@ def plan_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the plan is stopped")
     ] = 900.0,
+    python: PythonOption = None,
+    path: PathOption = None,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
     from diagnostics.plan import parse_vary, plan_program
@@ -61,6 +64,7 @@ def plan_command(
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     check_png_path(plot)
+    paths = import_paths(path)
     with user_errors():
         vary_spec = parse_vary(vary) if vary is not None else None
     err = Console(stderr=True)
@@ -71,8 +75,8 @@ def plan_command(
 
         def work() -> None:
             try:
-                outcome["report"] = plan_program(program, target=tpu, topology=topology,
-                                                 vary=vary_spec, timeout_s=timeout,
+                outcome["report"] = plan_program(program, target=tpu, topology=topology, python=python,
+                                                 paths=paths, vary=vary_spec, timeout_s=timeout,
                                                  progress_file=progress_file)
             except BaseException as exc:  # re-raised below, in the main thread
                 outcome["error"] = exc

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.options import PathOption, PythonOption, import_paths
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PROFILE_HELP = (
@@ -43,6 +44,12 @@ def profile_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
+                           "no other processes, no files but its own folder and the Python packages")
+    ] = False,
+    python: PythonOption = None,
+    path: PathOption = None,
 ) -> None:
     """Run FILE.py:FUNC N times in a child process and report its live memory."""
     from diagnostics.profile import profile_program
@@ -54,7 +61,8 @@ def profile_command(
     if not as_json:
         err.print(f"profiling {escape(target)} ({repeat} calls) ...")
     with user_errors():
-        report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout)
+        report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout,
+                                 isolate=isolate, python=python, paths=import_paths(path))
     if plot is not None:
         from diagnostics.plot import plot_profile
 
@@ -98,9 +106,11 @@ def _print_report(report, plot: Path | None) -> None:
         for column in ("shape", "dtype", "count", "bytes"):
             suspects.add_column(column, no_wrap=True)
         suspects.add_column("created at", overflow="fold")
+        suspects.add_column("held by", overflow="fold")
         for suspect in report.leak_suspects:
+            holders = "; ".join(h.describe() for h in suspect.held_by) or "unknown"
             suspects.add_row(suspect.shape, suspect.dtype, str(suspect.count), format_bytes(suspect.bytes),
-                             escape(_shorter_path(suspect.source) or "unknown"))
+                             escape(_shorter_path(suspect.source) or "unknown"), escape(holders))
         out.print(suspects)
     else:
         out.print("no leak suspects")

@@ -27,8 +27,10 @@ def register(app: typer.Typer) -> None:
 
 
 def serve_command(
-    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port")] = 8000,
+    host: Annotated[Optional[str], typer.Option(
+        "--host", help="address to listen on [default: OOMKB_HOST, else 127.0.0.1]", show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option(
+        "--port", help="TCP port [default: OOMKB_PORT, else 8000]", show_default=False)] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "info",
@@ -39,7 +41,7 @@ def serve_command(
     from api.http.app import create_app
     from api.settings import Settings, SettingsError
 
-    if not 0 <= port <= 65535:
+    if port is not None and not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}", EXIT_USAGE)
     levels = ("critical", "error", "warning", "info", "debug", "trace")
     if log_level.lower() not in levels:
@@ -48,6 +50,7 @@ def serve_command(
         settings = Settings.from_env(host=host, port=port, index_dir=index, docs_dir=docs)
     except SettingsError as exc:
         fail(str(exc), EXIT_USAGE)
+    host, port = settings.host, settings.port  # the options win over OOMKB_HOST / OOMKB_PORT
     import torch
 
     # Parallelism comes from serving requests in parallel threads; several intra-op threads per

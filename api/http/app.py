@@ -9,6 +9,7 @@ generic 500 that shows no internals.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import tempfile
@@ -24,6 +25,8 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.responses import Response
 
 from api.http.feedback import absolute_links, record_answer, store_for
 from api.http.feedback import router as feedback_router
@@ -53,6 +56,8 @@ PAGE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+#: Headers of the page and of every file under /static.
+PAGE_HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff"}
 
 
 def get_holder(request: Request) -> AssistantHolder:
@@ -72,17 +77,32 @@ def get_settings(request: Request) -> Settings:
 # Request body limit (pure ASGI)
 
 
+#: After a 413, at most this much of the rest of the body is read (and dropped), for at most
+#: DRAIN_SECONDS, so that a client which reads only after sending all of it sees the answer.
+DRAIN_BYTES = 16 * MIB
+DRAIN_SECONDS = 10.0
+
+
 class BodyLimitMiddleware:
     """Answer 413 to any request whose body is over `max_bytes`.
 
     A declared Content-Length over the limit is refused before reading; otherwise the body is read
     and counted as it streams (chunked bodies have no length to trust), refused as soon as the count
     passes the limit, and replayed to the app when it fits.
+
+    Closing a connection with unread request bytes makes the kernel reset it, and a client that
+    sends its whole body before reading (urllib, httpx) then sees "connection reset" instead of the
+    413. So the 413 is sent first and up to `drain_bytes` of the rest of the body are read and
+    dropped before the connection closes; a client waiting for `100 Continue` has sent nothing yet
+    and gets the 413 at once.
     """
 
-    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int):
+    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int,
+                 drain_bytes: int = DRAIN_BYTES, drain_seconds: float = DRAIN_SECONDS):
         self.app = app
         self.max_bytes = max_bytes
+        self.drain_bytes = drain_bytes
+        self.drain_seconds = drain_seconds
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -90,7 +110,7 @@ class BodyLimitMiddleware:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
-            await self._too_large(send)
+            await self._too_large(scope, receive, send, received=0, more_body=True)
             return
         chunks: list[bytes] = []
         size = 0
@@ -101,7 +121,8 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._too_large(send)
+                await self._too_large(scope, receive, send, received=size,
+                                      more_body=message.get("more_body", False))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -118,13 +139,34 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Callable) -> None:
+    async def _too_large(self, scope: dict, receive: Callable, send: Callable, *,
+                         received: int, more_body: bool) -> None:
         response = JSONResponse(
             {"detail": f"the request body is larger than the limit of {format_bytes(self.max_bytes)}"},
             status_code=413,
             headers={"Connection": "close"},
         )
-        await response({"type": "http"}, _no_receive, send)
+        declared = _content_length(scope)
+        waiting_for_continue = received == 0 and _header(scope, b"expect").lower() == b"100-continue"
+        too_much_to_drain = declared is not None and declared > self.drain_bytes
+        if not more_body or waiting_for_continue or too_much_to_drain:
+            await response({"type": "http"}, _no_receive, send)
+            return
+        await send({"type": "http.response.start", "status": 413, "headers": response.raw_headers})
+        await send({"type": "http.response.body", "body": response.body, "more_body": True})
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drain(receive, received), self.drain_seconds)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _drain(self, receive: Callable, received: int) -> None:
+        """Read and drop the rest of the body, up to `drain_bytes` in all."""
+        while received <= self.drain_bytes:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            received += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
 
 async def _no_receive() -> dict:
@@ -132,13 +174,71 @@ async def _no_receive() -> dict:
 
 
 def _content_length(scope: Mapping[str, Any]) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    value = _header(scope, b"content-length")
+    if not value or len(value) > 20 or not value.isdigit():
+        return None
+    return int(value)
+
+
+def _header(scope: Mapping[str, Any], name: bytes) -> bytes:
+    """The first value of header `name` (lower case) of an ASGI request, or b""."""
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return b""
+
+
+class TrustedHosts:
+    """Answer only requests whose Host header names this server (against DNS rebinding).
+
+    The check is Starlette's TrustedHostMiddleware; a refused request gets a 400 with a JSON
+    `detail`, like every other client error here, instead of its plain-text body. The probes
+    (`GET /healthz`, `GET /readyz`) answer any host: orchestrators call them by the pod's address,
+    and they disclose nothing (no paths, no data)."""
+
+    _ADMITTED = "oomkb.host_admitted"
+    PROBES = frozenset({"/healthz", "/readyz"})
+
+    def __init__(self, app: Callable[..., Awaitable[None]], allowed_hosts: list[str]):
+        self.app = app
+        self.allowed_hosts = list(allowed_hosts)
+        self._check = TrustedHostMiddleware(self._admit, allowed_hosts=self.allowed_hosts,
+                                            www_redirect=False)
+
+    async def _admit(self, scope: dict, receive: Callable, send: Callable) -> None:
+        scope[self._ADMITTED] = True
+        await self.app(scope, receive, send)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self._check(scope, receive, send)
+            return
+        if scope["path"] in self.PROBES and scope["method"] in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_if_admitted(message: dict) -> None:
+            if scope.get(self._ADMITTED):  # the check's own plain-text refusal is dropped
+                await send(message)
+
+        await self._check(scope, receive, send_if_admitted)
+        if not scope.get(self._ADMITTED):
+            host = _header(scope, b"host").decode("latin-1")[:100]
+            log.warning("refused a request for Host %r (allowed: %s)", host, ", ".join(self.allowed_hosts))
+            await JSONResponse(
+                {"detail": f"this server does not answer for the host {host!r}; the operator can "
+                 "allow it with OOMKB_ALLOWED_HOSTS"},
+                status_code=400, headers={"Connection": "close"},
+            )(scope, _no_receive, send)
+
+
+class PageFiles(StaticFiles):
+    """The page's static files, each served with the page's security headers."""
+
+    async def get_response(self, path: str, scope: dict) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(PAGE_HEADERS)
+        return response
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +345,41 @@ ESTIMATE_DISABLED = (
 )
 
 
+def sandbox_refusal(settings: Settings) -> str | None:
+    """Why submitted programs cannot run now (isolation asked for, bubblewrap unusable), or None.
+
+    Every endpoint that runs submitted code answers 503 with this text; the log says what to
+    install. ``OOMKB_ESTIMATE_SANDBOX=none`` opts out of isolation (then this is always None)."""
+    from diagnostics.isolation import INSTALL_HINT, isolation_status
+
+    if not settings.estimate_isolated:
+        return None
+    status = isolation_status()
+    if status.available:
+        return None
+    log.error("submitted programs are refused: %s; %s, or set OOMKB_ESTIMATE_SANDBOX=none to run "
+              "them without isolation", status.problem, INSTALL_HINT)
+    return (f"this server runs submitted programs only in an isolation sandbox, and it has none "
+            f"({status.problem}); the operator must install bubblewrap (the server log says how)")
+
+
+def sandbox_readiness(settings: Settings) -> dict[str, Any]:
+    """What `/readyz` says about running submitted programs."""
+    body: dict[str, Any] = {"enabled": settings.enable_estimate, "sandbox": settings.estimate_sandbox}
+    if settings.enable_estimate:
+        if settings.estimate_isolated:
+            from diagnostics.isolation import isolation_status
+
+            body["isolated"] = isolation_status().available
+            if not body["isolated"]:
+                body["detail"] = "bubblewrap is not usable here: submitted programs are refused (503)"
+        else:
+            body["isolated"] = False
+            body["detail"] = ("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without "
+                              "isolation (resource limits only)")
+    return body
+
+
 def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
     """Write the program to a private temporary folder and estimate it in the sandbox."""
     from diagnostics.estimate import estimate_program
@@ -261,7 +396,7 @@ def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semap
             return estimate_program(
                 f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
                 timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
-                top_n=req.top_n, limits=limits,
+                top_n=req.top_n, limits=limits, isolate=settings.estimate_isolated,
             )
     finally:
         gate.release()
@@ -286,6 +421,8 @@ ESTIMATE_ERRORS = {
           "or import error, no such factory, the factory raised or called sys.exit, JAX could not "
           "trace or compile it, an unknown TPU generation or topology (the message says which)"},
     403: {"model": ErrorResponse, "description": "disabled on this server"},
+    503: {"model": ErrorResponse, "description": "enabled, but this server has no isolation sandbox "
+          "(bubblewrap) and its operator did not opt out with OOMKB_ESTIMATE_SANDBOX=none"},
     422: {"model": ErrorResponse, "description": "invalid JSON or fields; or the program was stopped "
           "by the sandbox: over the wall-clock timeout, over the CPU-time or memory (address-space) "
           "limit, or killed by a signal such as a segmentation fault or an abort"},
@@ -326,7 +463,13 @@ def create_app(
     app.state.holder = holder
     app.state.estimate_gate = threading.Semaphore(1)
     app.state.feedback_store = store_for(settings)
+    if settings.enable_estimate and not settings.estimate_isolated:
+        log.warning("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without isolation "
+                    "(no network or file system boundary; resource limits only)")
+    elif settings.enable_estimate:
+        sandbox_refusal(settings)  # says in the log, at start-up, what to install
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts)  # outermost: checked first
     _install_error_handlers(app)
 
     @app.post("/v1/ask", response_model=AskResponse, responses=_ERRORS, tags=["assistant"])
@@ -363,9 +506,13 @@ def create_app(
         """Estimate the TPU HBM a program needs (off unless the operator enables it).
 
         The program runs in a child process with a wall-clock timeout, CPU-time and address-space
-        limits, a private working folder and no secrets in its environment."""
+        limits, a private working folder and no secrets in its environment; unless the operator
+        opted out, inside a bubblewrap sandbox with no network, its own PID namespace and a
+        read-only view of only the Python runtime and packages."""
         if not settings.enable_estimate:
             return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
+        if refusal := sandbox_refusal(settings):
+            return JSONResponse({"detail": refusal}, status_code=503)
         return run_estimate(body, settings, request.app.state.estimate_gate)
 
     @app.get("/healthz", tags=["probes"])
@@ -375,32 +522,50 @@ def create_app(
 
     @app.get("/readyz", tags=["probes"], responses={503: {"description": "still loading, or failed"}})
     def readyz() -> JSONResponse:
-        """Readiness: 200 once the model and the index are loaded."""
-        if holder.assistant is not None:
-            body = {"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2)}
-            live = holder.assistant.live
-            if live is not None:  # which index generation answers, and whether it is stale
-                body["index"] = live.refresh().model_dump()
-            return JSONResponse(body)
-        status = "failed" if holder.error else "loading"
-        return JSONResponse({"status": status, "detail": holder.error or "loading the model and the index"},
-                            status_code=503)
+        """Readiness: 200 once the model and the index are loaded; the index generation, its
+        state and a short reason when it is not the newest (details, with paths, in the log)."""
+        if holder.assistant is None:
+            status = "failed" if holder.error else "loading"
+            return JSONResponse({"status": status, "detail": holder.error or "loading the model and the index"},
+                                status_code=503)
+        body: dict[str, Any] = {"status": "ready", "load_seconds": round(holder.load_seconds or 0, 2),
+                                "estimate": sandbox_readiness(settings)}
+        live = holder.assistant.live
+        if live is not None:  # which index generation answers, and whether it is stale
+            body["index"] = _public_index_status(live.refresh(), app.state)
+        return JSONResponse(body)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8",
-                            headers={"Content-Security-Policy": PAGE_CSP, "Cache-Control": "no-cache",
-                                     "X-Content-Type-Options": "nosniff"})
+                            headers={**PAGE_HEADERS, "Cache-Control": "no-cache"})
 
     app.include_router(feedback_router)
     app.include_router(pages_router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", PageFiles(directory=STATIC_DIR), name="static")
 
     if settings.slack_enabled:
         from api.http.slack import mount_slack
 
         mount_slack(app, settings, holder, client=slack_client)
     return app
+
+
+def _public_index_status(status: Any, state: Any) -> dict[str, Any]:
+    """What /readyz tells anyone about the index: generation, state and a short reason, never a
+    path; the full problem text is logged once."""
+    if status.problem and getattr(state, "logged_index_problem", None) != status.problem:
+        state.logged_index_problem = status.problem
+        log.error("index: %s (index folder %s)", status.problem, status.index_dir)
+    if status.problem:
+        index_state, reason = "degraded", ("a newer index generation could not be loaded; the "
+                                           "previous one answers (see the server log)")
+    elif status.docs_changed:
+        index_state, reason = "stale", "the guides changed since this index was built; run `oomkb index`"
+    else:
+        index_state, reason = "current", None
+    return {"generation": status.generation, "items": status.items, "state": index_state,
+            "reason": reason, "docs_changed": status.docs_changed}
 
 
 def _version() -> str:

@@ -54,8 +54,10 @@ class AssistantHolder:
         try:
             assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
         except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
+            # The full message (it may name files and folders) goes to the server log only;
+            # /readyz and the 503s say what kind of problem it is.
             if isinstance(exc, OomkbError):
-                self.error = str(exc)
+                self.error = short_reason(exc)
                 log.error("cannot load the assistant: %s", exc)
             else:
                 self.error = "the assistant failed to load; see the server log"
@@ -81,3 +83,16 @@ class AssistantHolder:
         if self.error:
             raise NotReady(f"the service is not ready: {self.error}")
         raise NotReady("the service is still loading the model and the index; retry in a few seconds")
+
+
+def short_reason(exc: BaseException) -> str:
+    """What kind of problem `exc` is, in a clause without file names: the first clause of the
+    docstring of its most specific class that has one (the message itself stays in the log)."""
+    for cls in type(exc).__mro__:
+        doc = (cls.__doc__ or "").strip()
+        if cls is BaseException or cls is Exception:
+            break
+        if doc and not doc.startswith("Base for"):
+            clause = doc.splitlines()[0].split(";")[0].strip().rstrip(".")
+            return f"{clause[:1].lower()}{clause[1:]}; see the server log"
+    return "the assistant failed to load; see the server log"

@@ -193,15 +193,19 @@ def fallback_text(answer: AskResponse) -> str:
 # Slack text → a question
 
 
-_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
-_SLACK_LINK = re.compile(r"<(?:[^>|]*\|)?([^>]*)>")
+#: Slack caps a message at 40,000 characters; longer text is cut before any pattern reads it.
+MAX_SLACK_TEXT_CHARS = 40_000
+# Every repetition is bounded and none crosses a `<`, so a failed match at one `<` stops at the
+# next one: matching stays linear in the text (unbounded `[^>]*` made 8,000 × "<@A|" quadratic).
+_MENTION = re.compile(r"<@[A-Z0-9]{1,64}(?:\|[^<>]{0,256})?>")
+_SLACK_LINK = re.compile(r"<(?:[^<>|]{0,2048}\|)?([^<>]{0,2048})>")
 _CODE_BLOCK = re.compile(r"```(.*?)```", re.DOTALL)
 
 
 def question_from_slack(text: str) -> AskRequest:
     """The question of a Slack message: mentions removed, Slack's escapes undone, and the text in
     ``` code blocks ``` taken as the pasted error log."""
-    text = _MENTION.sub(" ", text or "")
+    text = _MENTION.sub(" ", (text or "")[:MAX_SLACK_TEXT_CHARS])
     text = _SLACK_LINK.sub(lambda m: m.group(1), text)
     text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     logs = [m.group(1).strip("\n") for m in _CODE_BLOCK.finditer(text)]
@@ -246,9 +250,12 @@ class SlackBot:
 
     def __init__(self, holder: AssistantHolder, *, signing_secret: str, bot_token: str,
                  client: WebClient | None = None, bot_user_id: str | None = None,
-                 api_url: str = "https://slack.com/api/"):
+                 api_url: str = "https://slack.com/api/", command_response: str = "ephemeral"):
         self.holder = holder
         self.bot_user_id = bot_user_id
+        # /oom answers only the asker unless the operator chose "in_channel": a pasted log shows
+        # paths, shapes and code the asker may not mean to share with the channel.
+        self.command_response = command_response
         self.seen = SeenEvents()
         self._token = bot_token
         self.evidence = SlackEvidence(bot_token, bot_user_id)
@@ -352,7 +359,7 @@ class SlackBot:
         if not (command.get("text") or "").strip():
             return
         blocks, text = self.reply(command["text"])
-        respond(blocks=blocks, text=text, response_type="in_channel", replace_original=False)
+        respond(blocks=blocks, text=text, response_type=self.command_response, replace_original=False)
 
 
 # Message subtypes answered: a plain message, and one with files attached (read as evidence).
@@ -378,17 +385,24 @@ def _notice(text: str) -> tuple[list[dict[str, Any]], str]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}], text
 
 
+#: Digits of a plausible Unix time in seconds (now: 10); more is malformed, not merely stale.
+_TIMESTAMP_DIGITS = 12
+
+
 def _signed_by_slack(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
     """True when the request carries Slack's v0 signature over these exact bytes, made within
-    the last five minutes."""
+    the last five minutes. Any malformed header (non-ASCII, not a plain decimal timestamp, a
+    timestamp of absurd length) is simply not a valid signature."""
     timestamp = headers.get("x-slack-request-timestamp") or ""
     signature = headers.get("x-slack-signature") or ""
-    if not timestamp.isdigit() or not signature.startswith("v0="):
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= _TIMESTAMP_DIGITS):
+        return False
+    if not (signature.isascii() and signature.startswith("v0=")):
         return False
     if abs(time.time() - int(timestamp)) > SIGNATURE_MAX_AGE_S:
         return False
     expected = hmac.new(secret, b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest("v0=" + expected, signature)
+    return hmac.compare_digest(("v0=" + expected).encode(), signature.encode())
 
 
 def mount_slack(app: FastAPI, settings: Settings, holder: AssistantHolder,
@@ -401,6 +415,7 @@ def mount_slack(app: FastAPI, settings: Settings, holder: AssistantHolder,
         client=client,
         bot_user_id=settings.slack_bot_user_id,
         api_url=settings.slack_api_url,
+        command_response=settings.slack_command_response,
     )
 
     secret = settings.slack_signing_secret.get_secret_value().encode()
