@@ -275,3 +275,18 @@ def test_off_topic_question_gets_no_figure_and_no_command(assistant):
     r = ask(assistant, "What is a good recipe for banana bread?")
     assert not r.grounded and r.figures == [] and r.next_steps == []
     assert "oomkb " not in r.answer
+
+
+def test_figure_and_next_step_texts_keep_the_house_style():
+    """The glossary, register and code-in-backticks rules of kb/editorial.py, applied to the
+    texts of figures.yaml and next_steps.yaml as to the rest of the catalogue."""
+    from kb.editorial import Text, load_glossary, text_problems
+
+    glossary = load_glossary()
+    texts = [(f"figures message {k}", m.text) for k, m in FIGURES.data.messages.items()]
+    texts += [(f"figures setting {s.name}", s.note) for s in FIGURES.data.settings]
+    texts += [("next_steps heading", NEXT.data.heading)]
+    texts += [(f"next_steps tool {t.id}", t.text) for t in NEXT.data.tools]
+    problems = [p for where, by_lang in texts for lang, text in by_lang.items()
+                for p in text_problems(Text(where=where, language=lang, text=text), glossary)]
+    assert problems == []
