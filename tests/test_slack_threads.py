@@ -21,7 +21,7 @@ from api.http.app import create_app
 from api.http.slack_evidence import MAX_FILE_BYTES
 from api.settings import Settings
 from diagnostics.units import format_bytes
-from tests.conftest import ROOT
+from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, block_text, mention, post_event
 
 HBM_LOG = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
@@ -124,7 +124,7 @@ def client(searcher, slack_api):
 
     settings = Settings(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_bot_user_id="U0BOT")
     app = create_app(settings, Assistant(searcher), slack_client=WebClient(base_url=slack_api.url))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
