@@ -1,4 +1,4 @@
-"""Options shared by the commands that run the user's program (estimate, plan, profile, run)."""
+"""Options shared by the commands (most by those that run the user's program: estimate, plan, profile, run)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
+ProgramArgument = Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")]
+TpuOption = Annotated[str, typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x")]
+TopologyOption = Annotated[Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")]
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+IsolateOption = Annotated[
+    bool,
+    typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, no other "
+                 "processes, no files but its own folder and the Python packages"),
+]
 PythonOption = Annotated[
     Optional[str],
     typer.Option("--python", metavar="PATH",
