@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from api.answer_parts import AnswerParts
 from api.evidence import facts_from
 from api.schemas import (
     AskRequest, AskResponse, Citation, DiagnoseRequest, EstimateReport, GuideInfo, GuideSection,
@@ -46,6 +47,7 @@ class Assistant:
         self.live = index if isinstance(index, LiveIndex) else None
         self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or catalogue_api.load_catalogue()
+        self.parts = AnswerParts(self.catalogue)
 
     @property
     def searcher(self) -> Searcher:
@@ -116,12 +118,20 @@ class Assistant:
             except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
                 continue
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                   triggered_by_evidence=r.evidence))
+                                   triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
+        figures = self.parts.figures_for(question, language)
+        if grounded:
+            remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
+                                snippet=self.parts.snippet(r.id))
+                         for r, text in self.parts.figure_remedies(
+                             figures, language, format_bytes, {r.id for r in remedies})]
+        next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
-                               remedies, results if grounded else [], citations, grounded)
+                               remedies, results if grounded else [], citations, grounded,
+                               figures=figures, next_steps=next_steps)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -133,6 +143,8 @@ class Assistant:
             remedies=remedies,
             confidence=round(confidence, 3),
             facts=facts,
+            figures=figures,
+            next_steps=next_steps,
         )
 
     # -- steps ------------------------------------------------------------------------------
@@ -183,10 +195,11 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded) -> str:
+                 grounded, figures=(), next_steps=()) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
+        lines += self.parts.figure_lines(list(figures))
         line = self._diagnosis_line(diagnosis, facts, report, language)
         if line:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
@@ -199,8 +212,10 @@ class Assistant:
             return "\n".join(lines).strip() + "\n"
         if remedies:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
+            shown_code: set[str] = set()
             for n, r in enumerate(remedies, start=1):
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
+                lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
         cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
         if cards:
@@ -211,6 +226,7 @@ class Assistant:
                     lines += [f"{n}. {a}" for n, a in enumerate(r.card.actions, start=1)]
                     if r.card.actions:
                         lines.append("")
+        lines += self.parts.next_step_lines(list(next_steps), language)
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:

@@ -16,6 +16,8 @@ from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
+from kb.figures import FigureAnswer
+from kb.next_steps import NextStep
 from kb.search import SearchResponse, SearchResult
 
 MAX_QUESTION_CHARS = 20_000
@@ -138,6 +140,7 @@ class Remedy(BaseModel):
     flags: list[str] = []
     apis: list[str] = []
     triggered_by_evidence: bool = False
+    snippet: str | None = Field(default=None, description="a short Python example of the step")
 
 
 class AskResponse(BaseModel):
@@ -156,6 +159,12 @@ class AskResponse(BaseModel):
     confidence: float = Field(default=0.0, description="retrieval confidence, 0..1")
     facts: dict[str, Union[int, float, str, bool, None]] = Field(
         default_factory=dict, description="the evidence the advice was chosen on"
+    )
+    figures: list[FigureAnswer] = Field(
+        default_factory=list, description="figures the question asked for, answered first"
+    )
+    next_steps: list[NextStep] = Field(
+        default_factory=list, description="oomkb commands that would give the missing evidence"
     )
     answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
                            description="names this answer in POST /v1/feedback")

@@ -30,6 +30,7 @@ from slack_bolt.adapter.starlette.handler import to_starlette_response
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk import WebClient
 
+from api.http.slack_evidence import SlackEvidence
 from api.schemas import AskRequest, AskResponse
 
 if TYPE_CHECKING:
@@ -257,6 +258,7 @@ class SlackBot:
         self.command_response = command_response
         self.seen = SeenEvents()
         self._token = bot_token
+        self.evidence = SlackEvidence(bot_token, bot_user_id)
         client = client or WebClient(base_url=api_url)
         # Bolt passes arguments by the parameter names of each function, so it is given plain
         # functions (a bound method's `self` would confuse it).
@@ -311,19 +313,24 @@ class SlackBot:
         return next()
 
     def _is_plain_dm(self, event: dict) -> bool:
-        return (event.get("channel_type") == "im" and not event.get("subtype")
+        return (event.get("channel_type") == "im" and event.get("subtype") in _ANSWERED_SUBTYPES
                 and not event.get("bot_id") and event.get("user") != self.bot_user_id)
 
     # -- answering --------------------------------------------------------------------------
 
-    def reply(self, text: str) -> tuple[list[dict[str, Any]], str]:
-        """(blocks, fallback text) answering a Slack message's text."""
+    def reply(self, text: str, event: dict | None = None,
+              client: WebClient | None = None) -> tuple[list[dict[str, Any]], str]:
+        """(blocks, fallback text) answering a Slack message's text; with its `event`, also
+        from the files attached to it and the evidence earlier in its thread."""
         from api.http.holder import NotReady
         from oomkb.errors import OomkbError
 
         try:
             assistant = self.holder.require()
-            answer = assistant.ask(question_from_slack(text))
+            request = question_from_slack(text)
+            if event is not None and client is not None:
+                request = self.evidence.complete(request, client, event)
+            answer = assistant.ask(request)
         except NotReady as exc:
             return _notice(f":hourglass: {exc}")
         except OomkbError as exc:
@@ -334,12 +341,12 @@ class SlackBot:
         return answer_blocks(answer), fallback_text(answer)
 
     def _answer_mention(self, event: dict, client: WebClient) -> None:
-        if event.get("bot_id") or event.get("subtype"):
+        if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
         self._post_in_thread(client, event)
 
     def _post_in_thread(self, client: WebClient, event: dict) -> None:
-        blocks, text = self.reply(event.get("text") or "")
+        blocks, text = self.reply(event.get("text") or "", event, client)
         client.chat_postMessage(
             channel=event["channel"],
             thread_ts=event.get("thread_ts") or event.get("ts"),
@@ -353,6 +360,10 @@ class SlackBot:
             return
         blocks, text = self.reply(command["text"])
         respond(blocks=blocks, text=text, response_type=self.command_response, replace_original=False)
+
+
+# Message subtypes answered: a plain message, and one with files attached (read as evidence).
+_ANSWERED_SUBTYPES = (None, "file_share")
 
 
 def _ack(ack) -> None:
