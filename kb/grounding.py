@@ -149,16 +149,15 @@ def load_model(path: str = str(MODEL_FILE)) -> GroundingModel:
 _PROTOTYPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def prototype_margin(question: str, embedder) -> float:
-    """Best cosine of `question` to a covered description minus best to an uncovered one."""
-    from indexer.model import embed_queries
-
+def prototype_margin(question: str, searcher) -> float:
+    """Best cosine of `question` to a covered description minus best to an uncovered one
+    (embedded as the `searcher` embeds queries)."""
     terms = load_terms()
-    vectors = _PROTOTYPES.get(embedder)
+    vectors = _PROTOTYPES.get(searcher.embedder)
     if vectors is None:
-        vectors = (embed_queries(embedder, terms.covered), embed_queries(embedder, terms.not_covered))
-        _PROTOTYPES[embedder] = vectors
-    q = embed_queries(embedder, [question])[0]
+        vectors = (searcher.embed_queries(terms.covered), searcher.embed_queries(terms.not_covered))
+        _PROTOTYPES[searcher.embedder] = vectors
+    q = searcher.embed_queries([question])[0]
     return float((vectors[0] @ q).max() - (vectors[1] @ q).max())
 
 
@@ -185,7 +184,7 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     # database, a person's memory... (a linear model cannot form this "and not" by itself).
     context = x["framework"] + x["domain"] + x["ml"] + x["error_wording"]
     x["memory_without_context"] = float(x["memory"] > 0 and context == 0)
-    x["prototype_margin"] = (prototype_margin(question, searcher.embedder)
+    x["prototype_margin"] = (prototype_margin(question, searcher)
                              if searcher is not None else 0.0)
     x["unknown_names"] = unknown_names(question, searcher) if searcher is not None else 0.0
     return x

@@ -181,14 +181,17 @@ class Searcher:
         return out
 
     def _embed(self, query: str) -> np.ndarray:
-        """The query's vector: by the generation's exported model (a `QueryEncoder`, no torch),
-        or by a loaded sentence-transformers model when one was given (the benchmark compares)."""
+        return self.embed_queries([query])
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised query vectors: by the generation's exported model (a `QueryEncoder`, no
+        torch), or by a loaded sentence-transformers model when one was given (the benchmark compares)."""
         encode = getattr(self.embedder, "embed_queries", None)
         if encode is not None:
-            return encode([query])
+            return encode(list(texts))
         from indexer.model import embed_queries
 
-        return embed_queries(self.embedder, [query])
+        return embed_queries(self.embedder, list(texts))
 
     def _per_section(self, scores: np.ndarray, mask: np.ndarray, positive_only=False) -> _Ranked:
         best: dict[tuple[str, str], float] = {}
