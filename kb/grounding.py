@@ -40,6 +40,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel
 
+from kb.errors import CatalogueError
 from kb.language import detect_language
 from kb.lexical import tokenize
 
@@ -57,8 +58,8 @@ _SPACED = re.compile(r"^[A-Za-z0-9\u00c0-\u024f\u0400-\u04ff][\w\u00c0-\u024f\u0
 _SEPARATORS = re.compile(r"[._/\-]+")
 
 
-class GroundingError(ValueError):
-    """The grounding data files are missing or malformed."""
+class GroundingError(CatalogueError):
+    """The grounding data files are missing or malformed (shipped data: the service is at fault)."""
 
 
 class Decision(BaseModel):
