@@ -36,3 +36,64 @@ def test_reservation_without_report_keeps_the_rounded_request():
     )
     assert result.requested_bytes == round(12.50 * G)
     assert result.available_bytes is None and result.hlo_temp_bytes is None
+
+
+# ------------------------------------------------------------------------ plan: snippets
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def test_call_source_keeps_the_bound_arguments_of_a_partial():
+    import functools
+
+    from diagnostics.plan import _call_source
+
+    def matmul(x, y, bm, bn):
+        return x
+
+    assert _call_source(matmul) == "matmul"
+    assert _call_source(functools.partial(matmul, bm=128, bn=256)) == (
+        "functools.partial(matmul, bm=128, bn=256)")
+    assert _call_source(functools.partial(functools.partial(matmul, 1), bn=object())) == (
+        "functools.partial(matmul, 1, bn=...)")  # Python flattens nested partials
+
+
+@pytest.mark.slow
+def test_plan_snippets_run_as_written_for_a_partial_step():
+    # The donation snippet is Python the user pastes next to their function: it must keep the
+    # partial's lr/nesterov and run; the other-generation command names the user's own file.
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from diagnostics.plan import plan_factory
+    from diagnostics.program import load_factory
+
+    program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
+    report = plan_factory(load_factory(program), target="v5e", program=program)
+    fix = next(f for f in report.fixes if f.id == "donate_arguments")
+    assert "functools.partial(sgd, lr=0.1, nesterov=True)" in fix.snippet
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("qa_partial_step", PROGRAMS / "qa_partial_step.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = {"jax": jax, "functools": functools, "sgd": module.sgd}
+    exec(fix.snippet, namespace)
+    params = {"w": jnp.ones((4, 4))}
+    out = namespace["step"](params, {"w": jnp.ones((4, 4))})
+    assert float(out["w"][0, 0]) == pytest.approx(1 - 0.1 * 0.5)
+
+
+@pytest.mark.slow
+def test_plan_other_generation_command_names_the_users_program():
+    from diagnostics.plan import plan_factory
+    from diagnostics.program import load_factory
+
+    program = f"{PROGRAMS / 'qa_partial_step.py'}:make_big"
+    report = plan_factory(load_factory(program), target="v5e", program=program)
+    assert report.baseline.fits is False
+    other = next(f for f in report.fixes if f.id == "other_generation")
+    assert other.fits, other
+    assert other.snippet.startswith(f"oomkb estimate {program} --tpu ")
