@@ -97,3 +97,44 @@ def test_plan_other_generation_command_names_the_users_program():
     other = next(f for f in report.fixes if f.id == "other_generation")
     assert other.fits, other
     assert other.snippet.startswith(f"oomkb estimate {program} --tpu ")
+
+
+# --------------------------------------------------------- estimate/plan: --tpu and --topology
+
+
+def test_target_generation_follows_the_topology_prefix_when_no_tpu_is_given():
+    from api.cli.options import target_generation
+
+    assert target_generation(None, None) == "v5e"
+    assert target_generation(None, "2x4") == "v5e"
+    assert target_generation(None, "v6e:2x4") == "v6e"
+    assert target_generation("v5p", None) == "v5p"
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_topology_of_another_generation_than_tpu_is_refused_before_compiling(command):
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
+    result = CliRunner().invoke(app, [command, program, "--tpu", "v5e", "--topology", "v6e:2x4"])
+    assert result.exit_code == 2
+    assert "another generation" in result.output and "compiling" not in result.output
+    result = CliRunner().invoke(app, [command, program, "--topology", "v6e:1x2x3"])
+    assert result.exit_code == 2 and "v6e topologies have 2" in " ".join(result.output.split())
+
+
+@pytest.mark.slow
+def test_estimate_with_only_a_prefixed_topology_compiles_for_that_generation():
+    import json
+
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
+    result = CliRunner().invoke(app, ["estimate", program, "--topology", "v6e:2x4", "--json"])
+    assert result.exit_code == 0, result.output
+    target = json.loads(result.stdout)["target"]
+    assert target["topology"] == "v6e:2x4" and target["devices"] == 8
