@@ -168,9 +168,10 @@ def _frame_scopes(extra: Iterable[types.FrameType]) -> list[tuple[types.FrameTyp
 
 
 def _library_dirs() -> tuple[str, ...]:
-    from diagnostics.profile import _library_dirs as library_dirs
+    """Folders of library code (ours, the standard library, site-packages, JAX): never holders."""
+    from diagnostics.program import _not_user_dirs
 
-    return library_dirs()
+    return _not_user_dirs()[1]
 
 
 def _is_module_dict(value: Any) -> bool:
@@ -197,11 +198,19 @@ def _step(ref: Any, child: Any) -> str | None:
         return ""
     if isinstance(ref, (types.FunctionType, types.ModuleType, type)):
         return None
+    # An object whose attribute dict, once Python has made it a real dict (any `vars(obj)` or
+    # `obj.__dict__` does), is what the garbage collector shows as the child's referrer.
+    if isinstance(child, dict) and getattr(ref, "__dict__", None) is child:
+        return _INSTANCE_DICT
     # An object whose __dict__ (or slots) hold the child directly.
     for name, value in _attributes(ref):
         if value is child:
             return f".{name}"
     return None
+
+
+#: The step from an object to its own attribute dict; the key step after it reads as ``.name``.
+_INSTANCE_DICT = "\x00__dict__"
 
 
 def _attributes(obj: Any) -> list[tuple[str, Any]]:
@@ -233,7 +242,14 @@ def _path(node: Any, target: Any, down: dict[int, tuple[int, str]], by_id: dict[
         if by_id[child_id] is target:
             holder_type = type(current).__name__
         current = by_id[child_id]
-    return "".join(steps), holder_type
+    text = []
+    for index, step in enumerate(steps):
+        if step == _INSTANCE_DICT:
+            continue
+        if index and steps[index - 1] == _INSTANCE_DICT and step.startswith("['") and step.endswith("']"):
+            step = "." + step[2:-2]
+        text.append(step)
+    return "".join(text), holder_type
 
 
 def _root(ref: Any, node: Any, target: Any, parents, by_id) -> Holder | None:

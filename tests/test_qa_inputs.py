@@ -138,3 +138,54 @@ def test_estimate_with_only_a_prefixed_topology_compiles_for_that_generation():
     assert result.exit_code == 0, result.output
     target = json.loads(result.stdout)["target"]
     assert target["topology"] == "v6e:2x4" and target["devices"] == 8
+
+
+# ------------------------------------------------------------------ capture: what holds an array
+
+
+class _Trainer:
+    def __init__(self):
+        import jax.numpy as jnp
+
+        self.params = {"w": jnp.ones((64, 64))}
+
+
+QA_TRAINER = None
+
+
+def test_held_by_follows_an_object_whose_attribute_dict_python_has_materialised():
+    # Python 3.11+ keeps instance attributes inline until something asks for `vars(obj)`; from
+    # then on the garbage collector shows the instance's __dict__ as the referrer, and the walk
+    # must step through it (it stopped there: the trainer holding the params was never found).
+    global QA_TRAINER
+    from diagnostics.holders import held_by
+
+    QA_TRAINER = _Trainer()
+    try:
+        first = held_by(QA_TRAINER.params["w"])
+        vars(QA_TRAINER)  # what any first walk, a debugger or a repr does
+        again = held_by(QA_TRAINER.params["w"])
+        for found in (first, again):
+            assert [(h.kind, h.name, h.path) for h in found] == [
+                ("module_global", "QA_TRAINER", "QA_TRAINER.params['w']")]
+    finally:
+        QA_TRAINER = None
+
+
+def test_capture_names_the_holder_of_a_live_array_without_failing(tmp_path, capsys):
+    import json
+
+    from diagnostics.capture import capture
+
+    global QA_TRAINER
+    QA_TRAINER = _Trainer()
+    try:
+        with pytest.raises(MemoryError):
+            with capture(tmp_path / "oom.json"):
+                raise MemoryError("host out of memory")
+        assert "could not tell" not in capsys.readouterr().err
+        report = json.loads((tmp_path / "oom.json").read_text())
+        group = next(g for g in report["live_buffers"] if g["shape"] == "(64, 64)")
+        assert any(h["path"] == "QA_TRAINER.params['w']" for h in group["held_by"]), group
+    finally:
+        QA_TRAINER = None
