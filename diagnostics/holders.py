@@ -88,7 +88,7 @@ def held_by(
     by_id: dict[int, Any] = {id(obj): obj}
     skip.update((id(nodes), id(parents), id(by_id), id(skip)))
     found: list[Holder] = []
-    seen_roots: set[tuple[str, str]] = set()
+    seen_roots: set[tuple[str, str, str]] = set()
     frontier = [obj]
     scans = 0
     for _ in range(MAX_DEPTH):
@@ -108,8 +108,8 @@ def held_by(
                     holder = Holder(kind="local_variable", name=getattr(code, "co_qualname", code.co_name),
                                     path=name + path, container=_container(container, node, obj),
                                     source=f"{code.co_filename}:{frame.f_lineno}")
-                    if ("local_variable", holder.path + holder.name) not in seen_roots:
-                        seen_roots.add(("local_variable", holder.path + holder.name))
+                    if _root_key(holder) not in seen_roots:
+                        seen_roots.add(_root_key(holder))
                         found.append(holder)
             referrers = gc.get_referrers(node)
             skip.add(id(referrers))
@@ -120,7 +120,7 @@ def held_by(
                     continue
                 root = _root(ref, node, obj, parents, by_id)
                 if root is not None:
-                    key = (root.kind, root.path)
+                    key = _root_key(root)
                     if key not in seen_roots:
                         seen_roots.add(key)
                         found.append(root)
@@ -138,6 +138,12 @@ def held_by(
             break
     del nodes, frontier
     return found[:limit]
+
+
+def _root_key(holder: Holder) -> tuple[str, str, str]:
+    """One root found twice (a running frame is both searched and a referrer) counts once."""
+    name = holder.name if holder.kind == "local_variable" else ""
+    return holder.kind, name, holder.path
 
 
 # -------------------------------------------------------------------------- the steps up

@@ -189,3 +189,25 @@ def test_capture_names_the_holder_of_a_live_array_without_failing(tmp_path, caps
         assert any(h["path"] == "QA_TRAINER.params['w']" for h in group["held_by"]), group
     finally:
         QA_TRAINER = None
+
+
+def _allocate_then_fail():
+    import jax.numpy as jnp
+
+    activations = jnp.ones((48, 48))
+    raise MemoryError(f"host out of memory after {activations.shape}")
+
+
+def test_capture_lists_a_local_variable_of_a_finished_frame_once(tmp_path):
+    # The failing function's frame is both searched (it is in the traceback) and seen as a referrer
+    # by the garbage collector: one holder, not the same `activations` twice.
+    import json
+
+    from diagnostics.capture import capture
+
+    with pytest.raises(MemoryError):
+        with capture(tmp_path / "oom.json"):
+            _allocate_then_fail()
+    report = json.loads((tmp_path / "oom.json").read_text())
+    group = next(g for g in report["live_buffers"] if g["shape"] == "(48, 48)")
+    assert [(h["kind"], h["path"]) for h in group["held_by"]] == [("local_variable", "activations")]
