@@ -211,3 +211,26 @@ def test_capture_lists_a_local_variable_of_a_finished_frame_once(tmp_path):
     report = json.loads((tmp_path / "oom.json").read_text())
     group = next(g for g in report["live_buffers"] if g["shape"] == "(48, 48)")
     assert [(h["kind"], h["path"]) for h in group["held_by"]] == [("local_variable", "activations")]
+
+
+# ------------------------------------------------------------------------- --python FOLDER
+
+
+def test_python_given_a_virtualenv_folder_names_its_executable(tmp_path):
+    # Users pass the env they activate (`--python .venv`), not its interpreter.
+    import sys
+
+    from diagnostics.exceptions import DiagnosticsError
+    from diagnostics.interpreter import _probe
+
+    env = tmp_path / "venv"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    with pytest.raises(DiagnosticsError) as raised:
+        _probe(str(env))
+    assert str(raised.value) == (
+        f"--python {env} is a folder; give its Python executable, e.g. --python {env / 'bin' / 'python'}")
+    bare = tmp_path / "project"
+    bare.mkdir()
+    with pytest.raises(DiagnosticsError, match="is a folder; give its Python executable"):
+        _probe(str(bare))
