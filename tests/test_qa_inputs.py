@@ -234,3 +234,20 @@ def test_python_given_a_virtualenv_folder_names_its_executable(tmp_path):
     bare.mkdir()
     with pytest.raises(DiagnosticsError, match="is a folder; give its Python executable"):
         _probe(str(bare))
+
+
+# ------------------------------------------------------------- estimate: a sharded train step
+
+
+@pytest.mark.slow
+def test_sharded_step_arguments_are_split_over_the_mesh():
+    # w1 (1024, 4096) f32 sharded on columns, w2 (4096, 1024) on rows, x (512, 1024) on rows, over
+    # 4 devices: 4 MiB + 4 MiB + 0.5 MiB per device; the outputs are the two updated weights.
+    from diagnostics.estimate import estimate_factory
+    from diagnostics.program import load_factory
+
+    report = estimate_factory(load_factory(f"{PROGRAMS / 'qa_sharded.py'}:make_small"), target="v5e")
+    assert report.target.devices_used == 4
+    assert report.argument_bytes == 8 * M + M // 2
+    assert 8 * M <= report.output_bytes < 8 * M + 4096  # plus the output tuple's table
+    assert report.fits
