@@ -251,3 +251,40 @@ def test_sharded_step_arguments_are_split_over_the_mesh():
     assert report.argument_bytes == 8 * M + M // 2
     assert 8 * M <= report.output_bytes < 8 * M + 4096  # plus the output tuple's table
     assert report.fits
+
+
+# ------------------------------------------------------------------ run/capture: --report paths
+
+
+def test_capture_that_cannot_write_its_report_does_not_claim_it(tmp_path, capsys):
+    from diagnostics.capture import capture
+
+    blocker = tmp_path / "results"
+    blocker.write_text("a file where a folder was expected")
+    catcher = capture(blocker / "oom.json")
+    with pytest.raises(MemoryError):
+        with catcher:
+            raise MemoryError("host out of memory")
+    err = capsys.readouterr().err
+    assert f"could not write the report to {blocker / 'oom.json'}" in err
+    assert catcher.report is not None and catcher.report.report_path is None
+    assert "report:" not in err.replace("could not write the report", "")
+    assert "live arrays" in err  # the table is still shown
+
+
+@pytest.mark.parametrize("where, message", [
+    ("file/oom.json", "is a file, not a folder"),
+    (".", "is a folder; give a file name"),
+])
+def test_run_refuses_an_unwritable_report_before_the_script_runs(tmp_path, where, message):
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    (tmp_path / "file").write_text("x")
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    result = CliRunner().invoke(app, ["run", "--no-answer", "--report", str(tmp_path / where), str(script)])
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+    assert not marker.exists()
