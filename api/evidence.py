@@ -12,6 +12,7 @@ from typing import Union
 from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
+from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
 
 Fact = Union[int, float, str, bool, None]
@@ -25,10 +26,12 @@ _ERROR_FIELDS = (
 
 def facts_from(
     error: ParsedError | None = None,
-    report: EstimateReport | ProfileReport | CaptureReport | None = None,
+    report: EstimateReport | ProfileReport | CaptureReport | PlanReport | None = None,
 ) -> dict[str, Fact]:
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
+    if isinstance(report, PlanReport):
+        report = report.baseline  # the plan's evidence is its baseline estimate; fixes are shown apart
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error
     if isinstance(report, CaptureReport) and error is None:
@@ -87,11 +90,12 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         # The kernel's VMEM figures, not the HBM totals: the HBM was not what ran out.
         facts["category"] = "scoped_vmem_oom"
         facts["memory_space"] = "vmem"
+        facts["vmem_exceeded"] = vmem.kind
         facts["requested_bytes"] = vmem.used_bytes
         facts["available_bytes"] = vmem.limit_bytes or vmem.capacity_bytes
         facts["exceeded_by_bytes"] = vmem.over_by_bytes
-        if vmem.kernel:
-            facts.setdefault("instruction", vmem.kernel)
+        if vmem.kernel and not facts.get("instruction"):
+            facts["instruction"] = vmem.kernel
         if facts["available_bytes"]:
             facts["exceeded_fraction"] = _fraction(vmem.over_by_bytes, facts["available_bytes"])
     elif getattr(report, "oom_space", None) in (None, "hbm"):

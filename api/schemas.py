@@ -14,6 +14,7 @@ from pydantic import (
 from diagnostics.capture import CaptureReport
 from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
+from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
 from kb.search import SearchResponse, SearchResult
 
@@ -37,7 +38,7 @@ LanguageCode = Annotated[
     WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
-_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport])
+_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport, PlanReport])
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -66,6 +67,21 @@ class JsonRequest(BaseModel):
         return _json_numbers(data)
 
 
+#: The longest program source an estimate or plan request may carry.
+MAX_PROGRAM_CHARS = 200_000
+
+
+class ProgramRequest(JsonRequest):
+    """A submitted Python program, the factory in it and the TPU target (estimate and plan)."""
+
+    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
+                        description="the program's Python source; it defines the factory")
+    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
+                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
+    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
+    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
+
+
 class AskRequest(JsonRequest):
     """A question, optionally with a pasted error log and an estimate or profile report."""
 
@@ -73,8 +89,10 @@ class AskRequest(JsonRequest):
                           description="the question, in any language (may be empty when an error log is given)")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
-    report: Union[EstimateReport, ProfileReport, CaptureReport, None] = Field(
-        default=None, description="the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb run --json`"
+    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
+        default=None,
+        description="the JSON of `oomkb estimate --json`, `oomkb profile --json`, `oomkb run --json` "
+        "or `oomkb plan --json`",
     )
     language: LanguageCode | None = Field(
         default=None,

@@ -174,10 +174,10 @@ def _frame_scopes(extra: Iterable[types.FrameType]) -> list[tuple[types.FrameTyp
 
 
 def _library_dirs() -> tuple[str, ...]:
-    """Folders of library code (ours, the standard library, site-packages, JAX): never holders."""
-    from diagnostics.program import _not_user_dirs
+    """Folders of library code (ours, the standard library, installed packages, JAX)."""
+    from diagnostics.program import not_user_dirs
 
-    return _not_user_dirs()[1]
+    return not_user_dirs()
 
 
 def _is_module_dict(value: Any) -> bool:

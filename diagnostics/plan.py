@@ -60,6 +60,7 @@ from diagnostics.program import (
     callable_name,
     factory_accepts,
     load_factory,
+    project_root,
     resolve_program,
     unpack_program,
     wants_devices,
@@ -465,7 +466,8 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         parts.append(f"donate_argnums={tuple(positions)!r}")
     if names:
         parts.append(f"donate_argnames={tuple(names)!r}")
-    setting: dict[str, Any] = {"donate_argnums": positions}
+    setting: dict[str, Any] = {"donate_argnums": positions,
+                               "arguments": [c.argument for c in candidates]}
     if names:
         setting["donate_argnames"] = names
     arguments = ", ".join(c.argument for c in candidates)
@@ -869,11 +871,14 @@ def plan_program(
     progress_file: Path | None = None,
     python: str | None = None,
     paths: Sequence[str] = (),
+    isolate: bool = False,
 ) -> PlanReport:
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
     The target, the file and the --vary text are checked here first; the child writes one line
-    per step to ``progress_file`` when given (the CLI shows them as they come).
+    per step to ``progress_file`` when given (the CLI shows them as they come). ``isolate=True``
+    runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`): it sees the
+    program's folder read-only, the progress file's folder read-write, and no other files.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -888,6 +893,10 @@ def plan_program(
             "progress_file": str(progress_file) if progress_file else None,
         },
         timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
+        isolate=isolate,
+        read_only=[program_spec.path.parent, *filter(None, [project_root(program_spec.path)])],
+        writable=[progress_file.parent] if progress_file else [],
+        home_files=[tpu.hbm_cache_path()],
     )
     return job_value(result, PlanReport, what)
 

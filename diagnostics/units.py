@@ -18,11 +18,11 @@ from diagnostics.exceptions import SizeFormatError
 
 __all__ = ["MAX_BYTE_COUNT", "ByteCount", "SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
 
-#: Bound of a byte count in a measured report (estimate, profile): 4 EiB, beyond any device's
-#: memory and inside the signed 64-bit integers XLA counts bytes in; a power of two, so that JSON
-#: Schema readers that hold bounds as floats (OpenAPI tools) see it exactly. A report that claims
-#: more is refused when it is read (422 over HTTP).
-MAX_BYTE_COUNT = 2**62
+#: Bound of a byte count in a measured report (estimate, profile): 2^53 - 1 (8 PiB), beyond any
+#: device's memory and the largest integer that every JSON reader holds exactly (JavaScript, and
+#: JSON Schema tools that compare bounds as floats). A report that claims more is refused when it
+#: is read (422 over HTTP).
+MAX_BYTE_COUNT = 2**53 - 1
 ByteCount = Annotated[int, Field(ge=-MAX_BYTE_COUNT, le=MAX_BYTE_COUNT)]
 
 # Power of 1024 for each unit letter.

@@ -210,3 +210,18 @@ def test_cli_json_and_plot(cli, tmp_path):
     assert data["vary"]["largest_fitting"] == 6 and data["vary"]["name"] == "batch"
     assert {f["id"] for f in data["fixes"]} == {"donate_arguments"}
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_plan_over_the_sandbox_memory_limit_is_a_clear_error():
+    # 2 GiB of address space is too little to load libtpu and compile: the sandbox stops the
+    # child and says which limit it hit; nothing is half-written.
+    from diagnostics.exceptions import DiagnosticsError
+    from diagnostics.plan import plan_program
+    from diagnostics.sandbox import Limits
+
+    with pytest.raises(DiagnosticsError) as info:
+        plan_program(f"{PLAN_FILE}:wide", target="v5e", timeout_s=120,
+                     limits=Limits(memory_bytes=2 << 30))
+    message = str(info.value)
+    assert message.startswith("the plan of plan_programs.py:wide")
+    assert "memory" in message and "2.00 GiB" in message

@@ -126,7 +126,17 @@ def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capa
         32 * MiB, 16 * MiB, 16 * MiB)
     facts = facts_from(None, capacity_report)
     assert facts["available_bytes"] == 16 * MiB and facts["exceeded_by_bytes"] == 512 * 1024
+    assert facts["vmem_exceeded"] == "capacity"
     assert all(v >= 0 for k, v in facts.items() if k.endswith("_bytes"))
+
+    from diagnostics.units import format_bytes
+    from kb import remedies
+
+    catalogue = remedies.load_catalogue()
+    line = remedies.diagnosis_line(catalogue, facts, "en", format_bytes)
+    assert "16.50 MiB of VMEM" in line and "physical VMEM" in line and "no limit can help" in line
+    line = remedies.diagnosis_line(catalogue, facts_from(None, scoped_report), "en", format_bytes)
+    assert "32.00 MiB of scoped VMEM" in line and "16.00 MiB limit by 16.00 MiB" in line
 
 
 def test_the_plot_names_vmem(scoped_report, capacity_report, tmp_path):

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.markdown import Markdown
 
+from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
@@ -51,14 +52,14 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from api.schemas import CaptureReport, EstimateReport, ProfileReport
+    from api.schemas import CaptureReport, EstimateReport, PlanReport, ProfileReport
 
     text = _read_text(path, "report")
     try:
-        return TypeAdapter(EstimateReport | ProfileReport | CaptureReport).validate_json(text)
+        return TypeAdapter(EstimateReport | ProfileReport | CaptureReport | PlanReport).validate_json(text)
     except ValidationError:
-        fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json` or `oomkb run --json`",
-             EXIT_USAGE)
+        fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json`, "
+             "`oomkb run --json` or `oomkb plan --json`", EXIT_USAGE)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,10 +67,10 @@ def register(app: typer.Typer) -> None:
     def ask_command(
         question: Annotated[str, typer.Argument(help="your question, in any language")] = "",
         log: Annotated[Optional[Path], typer.Option("--log", help="error log file (- for stdin)")] = None,
-        report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile")] = None,
+        report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile/plan")] = None,
         lang: Annotated[Optional[str], typer.Option("--lang", help="answer language")] = None,
         index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Ask the assistant; paste your error with --log for a diagnosis with your numbers."""
         from api.assistant import load_assistant

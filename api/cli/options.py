@@ -1,4 +1,4 @@
-"""Options shared by the commands that run the user's program (estimate, plan, profile, run)."""
+"""Options shared by the commands (most by those that run the user's program: estimate, plan, profile, run)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
+ProgramArgument = Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")]
 TpuOption = Annotated[
     Optional[str],
     typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x "
                                "(default: the one --topology names, as in v6e:2x4; else v5e)"),
 ]
-TopologyOption = Annotated[
-    Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")
-]
+TopologyOption = Annotated[Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")]
 DEFAULT_GENERATION = "v5e"
 
 
@@ -34,7 +33,12 @@ def target_generation(tpu: str | None, topology: str | None) -> str:
         resolve_target(generation, topology)
     return generation
 
-
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+IsolateOption = Annotated[
+    bool,
+    typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, no other "
+                 "processes, no files but its own folder and the Python packages"),
+]
 PythonOption = Annotated[
     Optional[str],
     typer.Option("--python", metavar="PATH",

@@ -1,0 +1,74 @@
+"""POST /v1/plan: the planner behind the same switch, sandbox, limits and gate as /v1/estimate."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import Field
+
+from api.schemas import JsonRequest, ProgramRequest
+from api.settings import Settings
+from diagnostics.plan import PlanReport
+
+PLAN_DISABLED = (
+    "POST /v1/plan runs the submitted program and is disabled on this server; the operator can "
+    "enable it with OOMKB_ENABLE_ESTIMATE=1 (or run `oomkb plan FILE.py:FACTORY` locally)"
+)
+
+
+class VaryRequest(JsonRequest):
+    """An integer keyword argument of the factory and the range to search."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)
+    low: int = Field(ge=-(1 << 40), le=1 << 40)
+    high: int = Field(ge=-(1 << 40), le=1 << 40)
+
+
+class PlanRequest(ProgramRequest):
+    """A Python program whose factory is planned on a TPU generation (the `plan --json` shape)."""
+
+    vary: VaryRequest | None = None
+
+
+def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
+             busy: type[Exception]) -> PlanReport:
+    """Write the program to a private temporary folder and plan it in the sandbox."""
+    from diagnostics.plan import plan_program
+    from diagnostics.sandbox import Limits
+
+    if not gate.acquire(blocking=False):
+        raise busy("an estimate or a plan is already running on this server; retry in a moment")
+    try:
+        with tempfile.TemporaryDirectory(prefix="oomkb-plan-") as tmp:
+            path = Path(tmp) / "program.py"
+            path.write_text(req.source, encoding="utf-8")
+            limits = Limits(memory_bytes=settings.estimate_memory_bytes,
+                            cpu_seconds=settings.estimate_cpu_seconds)
+            vary = (req.vary.name, req.vary.low, req.vary.high) if req.vary else None
+            return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
+                                vary=vary, timeout_s=settings.estimate_timeout_s, limits=limits,
+                                isolate=settings.estimate_isolated)
+    finally:
+        gate.release()
+
+
+def mount_plan(app: FastAPI, settings: Settings, *, gate: threading.Semaphore,
+               busy: type[Exception], responses: dict[int, Any],
+               refusal: Callable[[Settings], str | None]) -> None:
+    """Add POST /v1/plan to ``app`` (``gate``, ``busy`` and ``refusal`` are /v1/estimate's)."""
+
+    @app.post("/v1/plan", response_model=PlanReport, tags=["diagnostics"], responses=responses)
+    def plan(body: PlanRequest) -> Any:
+        """Find what makes a program fit by compiling each remedy (off unless the operator
+        enables it; the same sandbox and limits as /v1/estimate)."""
+        if not settings.enable_estimate:
+            return JSONResponse({"detail": PLAN_DISABLED}, status_code=403)
+        if refused := refusal(settings):
+            return JSONResponse({"detail": refused}, status_code=503)
+        return run_plan(body, settings, gate, busy)
