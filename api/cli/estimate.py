@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths
+from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
 
 def estimate_command(
     program: ProgramArgument,
-    tpu: TpuOption = "v5e",
+    tpu: TpuOption = None,
     topology: TopologyOption = None,
     as_json: JsonOption = False,
     plot: Annotated[
@@ -62,6 +62,7 @@ def estimate_command(
     if top < 1:
         fail(f"--top must be at least 1, got {top}", EXIT_USAGE)
     check_png_path(plot)
+    tpu = target_generation(tpu, topology)
     if not as_json:
         Console(stderr=True).print(f"compiling {escape(program)} for {escape(tpu)} ...")
     with user_errors():

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths
+from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PLAN_HELP = (
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
 
 def plan_command(
     program: ProgramArgument,
-    tpu: TpuOption = "v5e",
+    tpu: TpuOption = None,
     topology: TopologyOption = None,
     vary: Annotated[
         Optional[str], typer.Option("--vary", metavar="NAME=LO..HI",
@@ -61,6 +61,7 @@ def plan_command(
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     check_png_path(plot)
+    tpu = target_generation(tpu, topology)
     paths = import_paths(path)
     with user_errors():
         vary_spec = parse_vary(vary) if vary is not None else None
