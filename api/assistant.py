@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from api.answer_parts import AnswerParts
 from api.evidence import facts_from
 from api.schemas import (
     AskRequest, AskResponse, Citation, DiagnoseRequest, EstimateReport, GuideInfo, GuideSection,
@@ -19,20 +20,18 @@ from api.schemas import (
 )
 from diagnostics.parse import ParsedError, parse_error
 from diagnostics.units import format_bytes
+from kb import grounding
 from kb import remedies as catalogue_api
 from kb.errors import QueryError
 from kb.language import FALLBACK, base_language, detect_language, is_supported, language_name
 from kb.live import LiveIndex
 from kb.search import SearchResponse, SearchResult, Searcher
 
-# Retrieval confidence: the best dense cosine between the question and a section's texts, mapped
-# to 0..1 between these bounds. Below GROUNDED_MIN the guides are taken not to cover the question.
-# Calibrated on the 106 on-topic questions of tests/data/queries*.yaml (lowest best cosine 0.850)
-# and the 14 off-topic ones of tests/data/offtopic.yaml (highest 0.835): the cut sits between, at
-# a cosine of 0.842. The margin is thin; an error log that parses always grounds the answer.
+# Retrieval confidence shown with an answer: the best dense cosine between the question and a
+# section's texts, mapped to 0..1 between these bounds. Whether the guides cover the question is
+# decided by kb.grounding from several calibrated signals, not by this one number.
 DENSE_FLOOR = 0.80
 DENSE_CEIL = 0.90
-GROUNDED_MIN = 0.42
 MAX_CITATIONS = 4
 # The category whose evidence-triggered remedies a report without an error log can trigger.
 REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation",
@@ -48,6 +47,7 @@ class Assistant:
         self.live = index if isinstance(index, LiveIndex) else None
         self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or catalogue_api.load_catalogue()
+        self.parts = AnswerParts(self.catalogue)
 
     @property
     def searcher(self) -> Searcher:
@@ -109,7 +109,7 @@ class Assistant:
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or (confidence >= GROUNDED_MIN and bool(results))
+        grounded = bool(chosen) or grounding.decide(query, results, searcher).grounded
 
         remedies = []
         for r in chosen:
@@ -118,12 +118,20 @@ class Assistant:
             except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
                 continue
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                   triggered_by_evidence=r.evidence))
+                                   triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
+        figures = self.parts.figures_for(question, language)
+        if grounded:
+            remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
+                                snippet=self.parts.snippet(r.id))
+                         for r, text in self.parts.figure_remedies(
+                             figures, language, format_bytes, {r.id for r in remedies})]
+        next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
-                               remedies, results if grounded else [], citations, grounded)
+                               remedies, results if grounded else [], citations, grounded,
+                               figures=figures, next_steps=next_steps)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -135,6 +143,8 @@ class Assistant:
             remedies=remedies,
             confidence=round(confidence, 3),
             facts=facts,
+            figures=figures,
+            next_steps=next_steps,
         )
 
     # -- steps ------------------------------------------------------------------------------
@@ -185,10 +195,11 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded) -> str:
+                 grounded, figures=(), next_steps=()) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
+        lines += self.parts.figure_lines(list(figures))
         line = self._diagnosis_line(diagnosis, facts, report, language)
         if line:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
@@ -201,8 +212,10 @@ class Assistant:
             return "\n".join(lines).strip() + "\n"
         if remedies:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
+            shown_code: set[str] = set()
             for n, r in enumerate(remedies, start=1):
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
+                lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
         cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
         if cards:
@@ -213,6 +226,7 @@ class Assistant:
                     lines += [f"{n}. {a}" for n, a in enumerate(r.card.actions, start=1)]
                     if r.card.actions:
                         lines.append("")
+        lines += self.parts.next_step_lines(list(next_steps), language)
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:

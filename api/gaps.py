@@ -84,11 +84,10 @@ def group_questions(records: Sequence[AnswerRecord], embed: Callable[[list[str]]
 
 def searcher_functions(searcher) -> tuple[Callable[[list[str]], np.ndarray], Callable[[str], str | None]]:
     """(embed, nearest) backed by the knowledge base's own searcher."""
-    from indexer.model import embed_queries
     from oomkb.errors import OomkbError
 
     def embed(texts: list[str]) -> np.ndarray:
-        return embed_queries(searcher.embedder, texts)
+        return searcher.embed_queries(texts)
 
     def nearest(text: str) -> str | None:
         try:

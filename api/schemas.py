@@ -16,6 +16,8 @@ from diagnostics.estimate import EstimateReport
 from diagnostics.parse import ParsedError
 from diagnostics.plan import PlanReport
 from diagnostics.profile import ProfileReport
+from kb.figures import FigureAnswer
+from kb.next_steps import NextStep
 from kb.search import SearchResponse, SearchResult
 
 MAX_QUESTION_CHARS = 20_000
@@ -65,6 +67,21 @@ class JsonRequest(BaseModel):
     @classmethod
     def _one_kind_of_number(cls, data: Any) -> Any:
         return _json_numbers(data)
+
+
+#: The longest program source an estimate or plan request may carry.
+MAX_PROGRAM_CHARS = 200_000
+
+
+class ProgramRequest(JsonRequest):
+    """A submitted Python program, the factory in it and the TPU target (estimate and plan)."""
+
+    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
+                        description="the program's Python source; it defines the factory")
+    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
+                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
+    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
+    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
 
 
 class AskRequest(JsonRequest):
@@ -123,6 +140,7 @@ class Remedy(BaseModel):
     flags: list[str] = []
     apis: list[str] = []
     triggered_by_evidence: bool = False
+    snippet: str | None = Field(default=None, description="a short Python example of the step")
 
 
 class AskResponse(BaseModel):
@@ -141,6 +159,12 @@ class AskResponse(BaseModel):
     confidence: float = Field(default=0.0, description="retrieval confidence, 0..1")
     facts: dict[str, Union[int, float, str, bool, None]] = Field(
         default_factory=dict, description="the evidence the advice was chosen on"
+    )
+    figures: list[FigureAnswer] = Field(
+        default_factory=list, description="figures the question asked for, answered first"
+    )
+    next_steps: list[NextStep] = Field(
+        default_factory=list, description="oomkb commands that would give the missing evidence"
     )
     answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
                            description="names this answer in POST /v1/feedback")

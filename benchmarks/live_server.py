@@ -111,7 +111,8 @@ class LiveServer:
     Use as a context manager; `env` adds variables to this process's environment."""
 
     def __init__(self, *, port: int | None = None, env: Mapping[str, str] | None = None,
-                 log_level: str = "warning") -> None:
+                 log_level: str = "warning", args: list[str] | None = None) -> None:
+        self.args = list(args or [])
         self.port = port or free_port()
         self.base_url = f"http://{HOST}:{self.port}"
         self.env = dict(env or {})
@@ -133,7 +134,7 @@ class LiveServer:
             self.started = time.monotonic()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "api.cli", "serve", "--host", HOST, "--port", str(self.port),
-                 "--log-level", self.log_level],
+                 "--log-level", self.log_level, *self.args],
                 cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )

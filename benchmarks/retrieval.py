@@ -5,6 +5,9 @@ query set in tests/data/queries.yaml, for: BM25 alone, dense alone (raw chunks),
 the two, + knowledge cards (dense), + lexical (the shipped hybrid). Build times are measured on a
 fresh index folder (cold: every text embedded; incremental: nothing changed). Latency is the warm
 per-query time of the shipped hybrid search, 2 rounds over all queries after one warm-up round.
+Queries are embedded as shipped: by the index generation's exported query model (ONNX Runtime,
+one thread); `query_encoder_check` repeats the shipped row with sentence-transformers embedding
+the queries instead, which must give the same quality (within 0.01).
 
     .venv/bin/python benchmarks/retrieval.py [--queries FILE] [--no-build]
 """
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import api  # noqa: E402,F401  (libtpu process defaults, before bm25s imports jax)
 from indexer.model import load_embedder  # noqa: E402
+from indexer.query_model import load_query_encoder  # noqa: E402
 from indexer.store import load_index  # noqa: E402
 from kb.corpus import build, load_corpus  # noqa: E402
 from kb.evaluation import evaluate, load_queries  # noqa: E402
@@ -61,6 +65,7 @@ def main() -> None:
     model_load_s = time.perf_counter() - t0
     report: dict = {"queries": len(queries), "model_load_s": round(model_load_s, 2)}
 
+    threads = int(os.environ.get("OOMKB_TORCH_THREADS") or 1)
     with tempfile.TemporaryDirectory() as tmp:
         searchers = {}
         for with_cards in (False, True):
@@ -75,8 +80,11 @@ def main() -> None:
                 "incremental_s": warm.seconds,
                 "incremental_embedded": warm.embedded,
             }
-            searchers[with_cards] = Searcher(load_index(index_dir), corpus.guides, corpus.cards,
-                                             embedder)
+            index = load_index(index_dir)
+            searchers[with_cards] = Searcher(index, corpus.guides, corpus.cards,
+                                             load_query_encoder(index, threads=threads))
+            if with_cards:
+                st_searcher = Searcher(index, corpus.guides, corpus.cards, embedder)
 
         quality = {}
         for name, with_cards, mode in CONFIGS:
@@ -92,12 +100,22 @@ def main() -> None:
             report["quality_heldout"][name] = {"queries": m.queries, "recall_at_1": m.recall_at_1,
                                                "recall_at_3": m.recall_at_3, "mrr": m.mrr}
 
-        # Latency as the server runs it: one torch thread per request (OOMKB_TORCH_THREADS), which
-        # also keeps it steady when the machine is busy; the builds above used torch's default.
-        import torch
+        check = {}
+        for name, qs in (("tuning", queries), ("heldout", heldout)):
+            shipped_m = evaluate(searchers[True], qs, mode="hybrid")
+            st_m = evaluate(st_searcher, qs, mode="hybrid")
+            check[name] = {
+                "exported_recall_at_1": shipped_m.recall_at_1, "exported_mrr": shipped_m.mrr,
+                "sentence_transformers_recall_at_1": st_m.recall_at_1,
+                "sentence_transformers_mrr": st_m.mrr,
+                "within_0_01": abs(shipped_m.recall_at_1 - st_m.recall_at_1) <= 0.01
+                and abs(shipped_m.mrr - st_m.mrr) <= 0.01,
+            }
+        report["query_encoder_check"] = {
+            "precision": searchers[True].embedder.info.precision, **check}
 
-        threads = int(os.environ.get("OOMKB_TORCH_THREADS") or 1)
-        torch.set_num_threads(threads)
+        # Latency as the server runs it: one thread per request (OOMKB_TORCH_THREADS) for the
+        # query model, which also keeps it steady when the machine is busy.
         shipped = searchers[True]
         for lq in queries:  # warm-up
             shipped.search(lq.q)
@@ -108,7 +126,7 @@ def main() -> None:
                 shipped.search(lq.q)
                 times.append((time.perf_counter() - t) * 1000)
         report["search_latency_ms"] = {
-            "torch_threads": threads,
+            "query_model_threads": threads,
             "load_average_1min": round(os.getloadavg()[0], 2),
             "n": len(times),
             "p50": round(statistics.median(times), 2),

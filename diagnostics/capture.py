@@ -137,9 +137,7 @@ class capture(contextlib.ContextDecorator):
                 return False
             self.report = build_report(exc, pprof_path=self._pprof_target(), frames=_frames(tb))
             if self.path is not None:
-                self.report.report_path = str(self.path)
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text(self.report.model_dump_json(indent=2), encoding="utf-8")
+                self._write(self.report)
             if self.console:
                 print(format_report(self.report), file=sys.stderr)
             if self.on_report is not None:
@@ -148,6 +146,18 @@ class capture(contextlib.ContextDecorator):
             print(f"oomkb: could not build the out-of-memory report: {type(problem).__name__}: {problem}",
                   file=sys.stderr)
         return False
+
+    def _write(self, report: CaptureReport) -> None:
+        """Write the JSON report; ``report_path`` names it only once it is written."""
+        assert self.path is not None
+        report.report_path = str(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        except OSError as problem:
+            report.report_path = None
+            print(f"oomkb: could not write the report to {self.path}: {problem.strerror or problem}",
+                  file=sys.stderr)
 
     def _pprof_target(self) -> Path:
         if self.pprof_path is not None:

@@ -88,7 +88,7 @@ def held_by(
     by_id: dict[int, Any] = {id(obj): obj}
     skip.update((id(nodes), id(parents), id(by_id), id(skip)))
     found: list[Holder] = []
-    seen_roots: set[tuple[str, str]] = set()
+    seen_roots: set[tuple[str, str, str]] = set()
     frontier = [obj]
     scans = 0
     for _ in range(MAX_DEPTH):
@@ -108,8 +108,8 @@ def held_by(
                     holder = Holder(kind="local_variable", name=getattr(code, "co_qualname", code.co_name),
                                     path=name + path, container=_container(container, node, obj),
                                     source=f"{code.co_filename}:{frame.f_lineno}")
-                    if ("local_variable", holder.path + holder.name) not in seen_roots:
-                        seen_roots.add(("local_variable", holder.path + holder.name))
+                    if _root_key(holder) not in seen_roots:
+                        seen_roots.add(_root_key(holder))
                         found.append(holder)
             referrers = gc.get_referrers(node)
             skip.add(id(referrers))
@@ -120,7 +120,7 @@ def held_by(
                     continue
                 root = _root(ref, node, obj, parents, by_id)
                 if root is not None:
-                    key = (root.kind, root.path)
+                    key = _root_key(root)
                     if key not in seen_roots:
                         seen_roots.add(key)
                         found.append(root)
@@ -138,6 +138,12 @@ def held_by(
             break
     del nodes, frontier
     return found[:limit]
+
+
+def _root_key(holder: Holder) -> tuple[str, str, str]:
+    """One root found twice (a running frame is both searched and a referrer) counts once."""
+    name = holder.name if holder.kind == "local_variable" else ""
+    return holder.kind, name, holder.path
 
 
 # -------------------------------------------------------------------------- the steps up
@@ -168,9 +174,10 @@ def _frame_scopes(extra: Iterable[types.FrameType]) -> list[tuple[types.FrameTyp
 
 
 def _library_dirs() -> tuple[str, ...]:
-    from diagnostics.profile import _library_dirs as library_dirs
+    """Folders of library code (ours, the standard library, installed packages, JAX)."""
+    from diagnostics.program import not_user_dirs
 
-    return library_dirs()
+    return not_user_dirs()
 
 
 def _is_module_dict(value: Any) -> bool:
@@ -197,11 +204,19 @@ def _step(ref: Any, child: Any) -> str | None:
         return ""
     if isinstance(ref, (types.FunctionType, types.ModuleType, type)):
         return None
+    # An object whose attribute dict, once Python has made it a real dict (any `vars(obj)` or
+    # `obj.__dict__` does), is what the garbage collector shows as the child's referrer.
+    if isinstance(child, dict) and getattr(ref, "__dict__", None) is child:
+        return _INSTANCE_DICT
     # An object whose __dict__ (or slots) hold the child directly.
     for name, value in _attributes(ref):
         if value is child:
             return f".{name}"
     return None
+
+
+#: The step from an object to its own attribute dict; the key step after it reads as ``.name``.
+_INSTANCE_DICT = "\x00__dict__"
 
 
 def _attributes(obj: Any) -> list[tuple[str, Any]]:
@@ -233,7 +248,14 @@ def _path(node: Any, target: Any, down: dict[int, tuple[int, str]], by_id: dict[
         if by_id[child_id] is target:
             holder_type = type(current).__name__
         current = by_id[child_id]
-    return "".join(steps), holder_type
+    text = []
+    for index, step in enumerate(steps):
+        if step == _INSTANCE_DICT:
+            continue
+        if index and steps[index - 1] == _INSTANCE_DICT and step.startswith("['") and step.endswith("']"):
+            step = "." + step[2:-2]
+        text.append(step)
+    return "".join(text), holder_type
 
 
 def _root(ref: Any, node: Any, target: Any, parents, by_id) -> Holder | None:

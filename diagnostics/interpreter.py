@@ -68,6 +68,15 @@ def _oomkb_site_packages() -> list[str]:
     return sorted({paths["purelib"], paths["platlib"]})
 
 
+def _inside(folder: str) -> str:
+    """`, e.g. FOLDER/bin/python` for a virtualenv or conda env given by its folder."""
+    for relative in ("bin/python", "bin/python3", "Scripts/python.exe"):
+        candidate = os.path.join(folder, relative)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return f", e.g. --python {candidate}"
+    return " (such as ENV/bin/python)"
+
+
 @functools.lru_cache(maxsize=16)
 def _probe(path: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
@@ -77,6 +86,9 @@ def _probe(path: str) -> dict:
     except FileNotFoundError:
         raise InterpreterError(f"--python {path}: no such file") from None
     except PermissionError:
+        if os.path.isdir(path):
+            raise InterpreterError(f"--python {path} is a folder; give its Python executable"
+                                   + _inside(path)) from None
         raise InterpreterError(f"--python {path}: not executable") from None
     except OSError as exc:
         raise InterpreterError(f"--python {path}: cannot run it ({exc.strerror or exc})") from None

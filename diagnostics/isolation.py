@@ -81,10 +81,13 @@ _status_lock = threading.Lock()
 
 
 def isolation_status(refresh: bool = False) -> IsolationStatus:
-    """Find ``bwrap`` and check, once, that it can build a sandbox here (namespaces allowed)."""
+    """Find ``bwrap`` and check that it can build a sandbox here (namespaces allowed).
+
+    A success is remembered; a failure is checked again on the next call, so installing
+    bubblewrap takes effect without a restart."""
     global _status
     with _status_lock:
-        if _status is None or refresh:
+        if _status is None or not _status.available or refresh:
             _status = _probe()
         return _status
 

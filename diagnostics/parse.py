@@ -501,6 +501,10 @@ class _Hit:
         return self.signature.spec.role == "primary"
 
 
+#: A byte count written with thousands separators, as TPU runtime reports print them.
+_GROUPED_DIGITS = re.compile(r"\d{1,3}(?:,\d{3}){1,6}")
+
+
 def _convert(name: str, raw: str, kind: type, default_unit: str | None) -> Any:
     """Turn a captured string into the field's type; None when it cannot be read."""
     raw = raw.strip()
@@ -509,6 +513,8 @@ def _convert(name: str, raw: str, kind: type, default_unit: str | None) -> Any:
     try:
         if kind is int:
             if name.endswith("_bytes"):
+                if _GROUPED_DIGITS.fullmatch(raw):  # "4,237,689,856 bytes"
+                    raw = raw.replace(",", "")
                 if default_unit and raw.isdigit():
                     raw += default_unit
                 return parse_size(raw)
@@ -541,6 +547,8 @@ def _captures(
             continue
         if suffix == "exact" or base not in values:
             values[base] = value
+        if suffix == "exact":
+            scratch["_exact"] = f"{scratch.get('_exact', '')} {base}".strip()
     return values, scratch
 
 
@@ -670,7 +678,7 @@ def _block(text: str, primary: _Hit, hits: list[_Hit]) -> tuple[int, int]:
     for hit in hits:
         if not hit.primary:
             continue
-        other_error = hit.category != primary.category and hit.priority >= 20
+        other_error = primary.category not in hit.signature.categories and hit.priority >= 20
         repeat = hit.signature is primary.signature
         if not (other_error or repeat):
             continue
@@ -679,6 +687,13 @@ def _block(text: str, primary: _Hit, hits: list[_Hit]) -> tuple[int, int]:
         elif hit.end <= primary.start and not (repeat and hit.start == primary.start):
             start = max(start, hit.end)
     return start, end
+
+
+def _same_rounded(rounded: Any, exact: Any) -> bool:
+    """Whether ``rounded`` ("3.95G") is the same quantity as the exact byte count ``exact``."""
+    if not isinstance(rounded, int) or not isinstance(exact, int) or exact <= 0:
+        return False
+    return abs(rounded - exact) <= exact * 0.01
 
 
 def _merge(text: str, primary: _Hit, others: list[_Hit]) -> tuple[dict[str, Any], list[_Hit]]:
@@ -697,15 +712,16 @@ def _merge(text: str, primary: _Hit, others: list[_Hit]) -> tuple[dict[str, Any]
     )
     for hit in ordered:
         if hit.primary:
-            if hit.category != primary.category or _conflicts(values, hit.values):
+            if primary.category not in hit.signature.categories or _conflicts(values, hit.values):
                 continue
         elif primary.category not in {hit.category, *hit.signature.spec.applies_to}:
             continue
         added = False
+        exact = set(hit.scratch.get("_exact", "").split())
         for name, value in hit.values.items():
-            if values.get(name) is None:
+            if values.get(name) is None or (name in exact and _same_rounded(values[name], value)):
+                added = added or values.get(name) != value
                 values[name] = value
-                added = True
         if hit.primary and hit.priority >= 20 and (added or hit.start >= header_start):
             contributors.append(hit)
     return values, contributors

@@ -28,7 +28,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import functools
 import re
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -182,9 +184,11 @@ class _Measured(BaseModel):
 class _Session:
     """One plan's compiles: counts them, reports progress, caches topologies and HBM sizes."""
 
-    def __init__(self, progress: Callable[[str], None] | None) -> None:
+    def __init__(self, progress: Callable[[str], None] | None, program: str | None = None) -> None:
         self.compiles = 0
         self.progress = progress or (lambda _message: None)
+        #: The user's ``FILE.py:FACTORY`` as given, for commands in snippets.
+        self.program = program
 
     def devices(self, spec: tpu.TargetSpec) -> list[Any]:
         return tpu.topology_devices(spec)
@@ -279,12 +283,17 @@ def plan_factory(
     vary: tuple[str, int, int] | None = None,
     progress: Callable[[str], None] | None = None,
     top_n: int = 10,
+    program: str | None = None,
 ) -> PlanReport:
-    """Plan ``factory``'s program on ``target`` in this process (see the module docstring)."""
+    """Plan ``factory``'s program on ``target`` in this process (see the module docstring).
+
+    ``program`` is the ``FILE.py:FACTORY`` text the factory came from, used in the commands
+    that snippets suggest.
+    """
     started = time.perf_counter()
     tpu.prepare_in_process()
     spec = tpu.resolve_target(target, topology)
-    session = _Session(progress)
+    session = _Session(progress, program)
     extra: dict[str, Any] = {}
     if vary is not None:
         name, low, high = vary
@@ -407,6 +416,24 @@ def _saving(base_total: int | None, measured: _Measured) -> int | None:
 # -- donation ---------------------------------------------------------------------------------
 
 
+def _call_source(fn: Any) -> str:
+    """Python text naming ``fn`` in a snippet: a ``functools.partial`` keeps its bound arguments
+    (``jax.jit(matmul, ...)`` would drop them); arguments without a literal form are elided."""
+    if not isinstance(fn, functools.partial):
+        return callable_name(fn)
+
+    def literal(value: Any) -> str:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return repr(value)
+        return "..."
+
+    parts = [_call_source(fn.func)]
+    parts += [literal(a) for a in fn.args]
+    parts += [f"{k}={literal(v)}" for k, v in fn.keywords.items()]
+    return f"functools.partial({', '.join(parts)})"
+
+
+
 def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
                   baseline: EstimateReport, base_total: int | None) -> list[FixReport]:
     import jax
@@ -457,7 +484,7 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         verified=measured.compiled or measured.status == "oom", fits=measured.fits,
         total_bytes=measured.total_bytes if measured.compiled else None,
         saving_bytes=_saving(base_total, measured), capacity_bytes=measured.capacity_bytes,
-        setting=setting, snippet=f"step = jax.jit({name}, {', '.join(parts)})",
+        setting=setting, snippet=f"step = jax.jit({_call_source(fn)}, {', '.join(parts)})",
         note=note, cite=FIX_CITES["donate_arguments"], compiles=session.compiles - before,
     )]
 
@@ -649,7 +676,8 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
                 verified=True, fits=True, total_bytes=measured.total_bytes,
                 saving_bytes=None, capacity_bytes=measured.capacity_bytes,
                 setting={"generation": gen.name, "topology": other.topology},
-                snippet=f"oomkb estimate FILE.py:FACTORY --tpu {gen.name}" + (
+                snippet=f"oomkb estimate {shlex.quote(session.program or 'FILE.py:FACTORY')} "
+                        f"--tpu {gen.name}" + (
                     f"  # with LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib="
                     f"{options['xla_tpu_scoped_vmem_limit_kib']}" if options else ""),
                 note=(f"per device on {gen.name}: {format_bytes(measured.total_bytes or 0)} of "
@@ -848,8 +876,9 @@ def plan_program(
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
     The target, the file and the --vary text are checked here first; the child writes one line
-    per step to ``progress_file`` when given (the CLI shows them as they come; inside the
-    bubblewrap sandbox, ``isolate=True``, the child cannot write it and no progress shows).
+    per step to ``progress_file`` when given (the CLI shows them as they come). ``isolate=True``
+    runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`): it sees the
+    program's folder read-only, the progress file's folder read-write, and no other files.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -866,6 +895,7 @@ def plan_program(
         timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
         isolate=isolate,
         read_only=[program_spec.path.parent, *filter(None, [project_root(program_spec.path)])],
+        writable=[progress_file.parent] if progress_file else [],
         home_files=[tpu.hbm_cache_path()],
     )
     return job_value(result, PlanReport, what)
@@ -882,6 +912,7 @@ def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     report = plan_factory(
         factory, target=str(payload["generation"]), topology=str(payload["topology"]),
         vary=(str(vary[0]), int(vary[1]), int(vary[2])) if vary else None, progress=progress,
+        program=str(payload["program"]),
     )
     return report.model_dump(mode="json")
 

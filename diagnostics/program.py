@@ -377,7 +377,7 @@ def unpack_program(produced: Any, label: str, mesh: Any = None) -> Program:
 def _not_user_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(this package's folders, every folder that is library code: ours, stdlib, site, JAX)."""
     root = Path(__file__).resolve().parent.parent
-    ours = {str(root / pkg) for pkg in ("diagnostics", "kb", "indexer", "api", "docs_src")}
+    ours = {str(root / pkg) for pkg in ("oomkb", "diagnostics", "kb", "indexer", "api", "docs_src")}
     libraries = set(ours)
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -396,6 +396,11 @@ def _not_user_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _real(filename: str) -> str:
     return os.path.realpath(filename) if os.path.isabs(filename) else filename
+
+
+def not_user_dirs() -> tuple[str, ...]:
+    """Folder prefixes whose files are never the user's code."""
+    return _not_user_dirs()[1]
 
 
 def is_user_file(filename: str | None) -> bool:

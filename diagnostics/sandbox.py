@@ -364,11 +364,11 @@ def run_job(
         try:
             timed_out = not _wait_unreaped(proc, timeout_s)
         finally:
-            # The child is dead or still running but not yet reaped, so its process group id
-            # cannot have been reused: kill whatever it left behind (or itself, on a timeout),
-            # then every process of the job that came back to this subreaper.
-            _kill_group(proc)
-            _kill_leftovers(proc.pid, token)
+            # The child is dead or still running but not yet reaped, so its pid, process group
+            # id and session id cannot have been reused: kill it (on a timeout) and every
+            # process of the job, reap those that came back to this subreaper, and only then
+            # the child itself.
+            _kill_job(proc, token)
             for capture, stream in ((out, proc.stdout), (err, proc.stderr)):
                 capture.thread.join(timeout=5)
                 # closing a pipe that a thread still reads would wait for that read to end
@@ -401,8 +401,9 @@ def run_job(
 def _exit_status(returncode: int | None, *, isolated: bool) -> int | None:
     """The child's status as ``subprocess`` reports it (negative for a signal).
 
-    bubblewrap exits with 128 + N when the program inside died of signal N."""
-    if isolated and returncode is not None and 128 < returncode < 128 + 65:
+    bubblewrap exits with 128 + N when the program inside died of signal N (a program that
+    calls ``os._exit(128 + N)`` itself is reported as killed by signal N)."""
+    if isolated and returncode is not None and 128 < returncode <= 128 + 31:
         return -(returncode - 128)
     return returncode
 
@@ -441,7 +442,7 @@ def _prepare_parent() -> None:
     process's ``/proc/<pid>/environ`` (where the service's own secrets live) nor attach to it with
     ptrace to read its memory. The child itself is dumpable again after its ``exec``.
     Subreaper: a process of the job whose parent dies (a double fork, with or without ``setsid``)
-    becomes a child of this process instead of init's, where :func:`_kill_leftovers` finds it.
+    becomes a child of this process instead of init's, where :func:`_kill_job` reaps it.
     """
     global _prepared
     if _prepared or not sys.platform.startswith("linux"):
@@ -462,68 +463,82 @@ def _prepare_parent() -> None:
 _JOB_TOKEN = "OOMKB_JOB_TOKEN"
 
 
-def _proc_stat(pid: int) -> tuple[int, int, int] | None:
-    """``(ppid, pgrp, session)`` of a process, from ``/proc/<pid>/stat``; None when it is gone."""
+def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
+    """``(state, ppid, pgrp, session)`` of a process from ``/proc/<pid>/stat``; None when gone."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
     fields = raw[raw.rfind(b")") + 2:].split()
     try:
-        return int(fields[1]), int(fields[2]), int(fields[3])
+        return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
     except (IndexError, ValueError):
         return None
 
 
-def _job_leftovers(job_pid: int, token: str) -> list[int]:
-    """This process's children that belong to the job: the job's process group or session, or
-    marked with its token (an adopted orphan that called ``setsid``)."""
+def _job_processes(job_pid: int, token: str) -> tuple[list[int], list[int]]:
+    """The job's processes other than its first child: ``(alive, dead children of this process)``.
+
+    A process belongs to the job when it is in the job's process group or session, or carries the
+    job's token in its environment (one that called ``setsid``; it keeps the token through fork
+    and exec unless it replaces its whole environment)."""
     me = os.getpid()
     mark = f"{_JOB_TOKEN}={token}".encode()
-    found = []
+    alive, dead = [], []
     try:
         entries = os.listdir("/proc")
     except OSError:  # pragma: no cover - no /proc
-        return []
+        return [], []
     for name in entries:
-        if not name.isdigit() or int(name) == job_pid:
+        if not name.isdigit() or int(name) in (job_pid, me):
             continue
-        stat = _proc_stat(int(name))
-        if stat is None or stat[0] != me:
+        pid = int(name)
+        stat = _proc_stat(pid)
+        if stat is None:
             continue
-        if job_pid in stat[1:]:
-            found.append(int(name))
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if mark in environ.split(b"\0"):
-            found.append(int(name))
-    return found
+        state, ppid, pgrp, session = stat
+        belongs = job_pid in (pgrp, session)
+        if not belongs and state != "Z":
+            try:
+                belongs = mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+        if belongs:
+            (dead if state == "Z" else alive).append(pid)
+            if state != "Z" and ppid == me:
+                dead.append(pid)  # reap it too, once killed
+    return alive, dead
 
 
-def _kill_leftovers(job_pid: int, token: str) -> None:
-    """Kill and reap every process of the job that came back to this subreaper, until none is
-    left (a killed process's own children come back in turn)."""
-    if not sys.platform.startswith("linux"):
-        return
-    for _ in range(1000):
-        pids = _job_leftovers(job_pid, token)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        for pid in pids:
-            while True:
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() > deadline:
-                        break
-                except ChildProcessError:
-                    break
-                time.sleep(0.002)
+def _kill_job(proc: subprocess.Popen, token: str, deadline_s: float = 10.0) -> None:
+    """Kill the job's first child and every process of the job (see :func:`_job_processes`),
+    wherever it is in the process tree; reap the ones that came back to this subreaper; then reap
+    the first child. Repeats until no process of the job is left (a process forking while it is
+    killed leaves a child that the next round finds)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(proc.pid, signal.SIGKILL)
+    if sys.platform.startswith("linux"):
+        me = os.getpid()
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            alive, dead = _job_processes(proc.pid, token)
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in dead:
+                stat = _proc_stat(pid)
+                if stat is not None and stat[1] == me:
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(pid, os.WNOHANG)
+            if not alive and not any((_proc_stat(p) or ("", 0))[1] == me for p in dead):
+                break
+            time.sleep(0.002)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
+        pass
 
 
 def _user_task_count() -> int:
@@ -545,18 +560,6 @@ def _user_task_count() -> int:
         if fields.get("Uid", "").split()[:1] == [uid]:
             count += int(fields.get("Threads", "1").strip() or 1)
     return count
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the child and anything it started (it leads its own process group)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
-        pass
 
 
 class _ErrorRecord(BaseModel):

@@ -18,13 +18,11 @@ from diagnostics.exceptions import SizeFormatError
 
 __all__ = ["MAX_BYTE_COUNT", "ByteCount", "SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
 
-#: Bound of a byte count in a measured report (estimate, profile, plan): 4 * 10^18 (~3.5 EiB),
-#: beyond any device's memory and inside the signed 64-bit integers XLA counts bytes in. Exact as
-#: a float *and* in the float's shortest decimal form ("4e+18"), so JSON Schema tools that hold
-#: bounds as floats and write them back as decimal integers (schemathesis) stay inside it; 2^62
-#: came back as 4611686018427388000, over the bound. A report that claims more is refused when it
+#: Bound of a byte count in a measured report (estimate, profile): 2^53 - 1 (8 PiB), beyond any
+#: device's memory and the largest integer that every JSON reader holds exactly (JavaScript, and
+#: JSON Schema tools that compare bounds as floats). A report that claims more is refused when it
 #: is read (422 over HTTP).
-MAX_BYTE_COUNT = 4 * 10**18
+MAX_BYTE_COUNT = 2**53 - 1
 ByteCount = Annotated[int, Field(ge=-MAX_BYTE_COUNT, le=MAX_BYTE_COUNT)]
 
 # Power of 1024 for each unit letter.

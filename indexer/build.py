@@ -70,10 +70,24 @@ def build_index(
     model: ModelInfo,
     source_hash: str,
     progress: bool = False,
+    precision: str | None = None,
 ) -> BuildStats:
     """Write an index of `items`; texts whose hash the current index already holds are not
-    re-embedded. A damaged or foreign current index is ignored (and reported) and rebuilt."""
+    re-embedded. A damaged or foreign current index is ignored (and reported) and rebuilt.
+
+    `embedder` is a loaded sentence-transformers model, or a function that loads one: it is
+    then called only when some text must be embedded or the query model must be exported, so
+    a build with nothing new to embed never imports torch. The generation also gets the query
+    model (`indexer.query_model`) exported from the same model, in `precision`."""
     from indexer.model import embed_passages
+    from indexer.query_model import ensure_query_model
+
+    loaded = []
+
+    def get_embedder():
+        if not loaded:
+            loaded.append(embedder if hasattr(embedder, "encode") else embedder())
+        return loaded[0]
 
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -89,14 +103,16 @@ def build_index(
     try:
         known: dict[str, np.ndarray] = {}
         problem = None
+        old = None
         try:
-            old = load_index(index_dir, expect_model=model)
+            old = load_index(index_dir, expect_model=model, vectors_only=True)
             for row, h in enumerate(old.manifest.item_hashes):
                 known[h] = old.vector(row)
         except IndexMissingError:
             pass
         except IndexerError as exc:
             problem = str(exc)
+            old = None
 
         vectors = np.zeros((len(items), model.dims), dtype=np.float32)
         todo = []
@@ -107,9 +123,10 @@ def build_index(
             else:
                 vectors[row] = v
         if todo:
-            fresh = embed_passages(embedder, [items[r].embed_text for r in todo], progress=progress)
-            vectors[todo] = fresh
-        gen = write_index(index_dir, items, vectors, model, source_hash)
+            texts = [items[r].embed_text for r in todo]
+            vectors[todo] = embed_passages(get_embedder(), texts, progress=progress)
+        query_model = ensure_query_model(model, get_embedder, precision, previous=old)
+        gen = write_index(index_dir, items, vectors, model, source_hash, query_model)
         return BuildStats(
             index_dir=str(index_dir),
             generation=gen.name,

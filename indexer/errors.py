@@ -25,3 +25,7 @@ class IndexMissingError(IndexerError):
 
 class IndexBusyError(IndexerError):
     """Another process is building the index right now."""
+
+
+class ModelError(ServiceError):
+    """The embedding model cannot be found, converted, exported or loaded; the message says why."""

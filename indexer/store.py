@@ -7,6 +7,8 @@ Layout of an index folder::
         manifest.json    format, model identity, per-item content hashes, file checksums
         vectors.faiss    inner-product index over L2-normalised vectors, row i = item i
         items.jsonl      one IndexItem per line, in row order
+        query_model.onnx the model that embeds queries for these vectors (ONNX, no torch needed)
+        query_tokenizer.json  its tokenizer (``tokenizers`` format)
     .lock                held by a builder
 
 A writer fills a new generation folder, then swaps CURRENT with os.replace, so a reader sees the
@@ -28,13 +30,16 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from indexer.checksum import sha256_file
 from indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the query model (ONNX + tokenizer) is part of the generation
 CURRENT = "CURRENT"
 MANIFEST = "manifest.json"
 VECTORS = "vectors.faiss"
 ITEMS = "items.jsonl"
+QUERY_ONNX = "query_model.onnx"
+QUERY_TOKENIZER = "query_tokenizer.json"
 KEEP_GENERATIONS = 2
 
 
@@ -58,9 +63,35 @@ class IndexItem(BaseModel):
 
 
 class ModelInfo(BaseModel):
+    """The embedding model an index was built with. As an expectation, ``dims`` 0 means "any"
+    and a ``version`` without the `` weights:`` part matches any weights of that version."""
+
     name: str
     version: str
     dims: int
+
+    def accepts(self, found: ModelInfo) -> bool:
+        """Whether an index built with ``found`` fits this (possibly partial) expectation."""
+        if found.name != self.name or (self.dims and found.dims != self.dims):
+            return False
+        if " weights:" in self.version:
+            return found.version == self.version
+        return found.version == self.version or found.version.startswith(self.version + " weights:")
+
+
+class QueryModelInfo(BaseModel):
+    """How the generation's query model was made and how to feed it."""
+
+    model_name: str
+    model_version: str
+    precision: Literal["fp32", "mixed", "int8"]
+    export_version: int
+    prompt: str
+    max_length: int
+    pad_id: int
+    inputs: list[str]
+    dims: int
+    sha256: str
 
 
 class FileInfo(BaseModel):
@@ -76,6 +107,7 @@ class Manifest(BaseModel):
     item_hashes: list[str]
     files: dict[str, FileInfo]
     created_at: float
+    query_model: QueryModelInfo | None = None
 
 
 class StoredIndex(BaseModel, arbitrary_types_allowed=True):
@@ -107,8 +139,13 @@ def current_generation(index_dir: Path) -> Path | None:
     return gen
 
 
-def load_index(index_dir: Path, expect_model: ModelInfo | None = None) -> StoredIndex:
-    """Load and verify the current generation; any damage is an IndexCorruptError, never a crash."""
+def load_index(
+    index_dir: Path, expect_model: ModelInfo | None = None, vectors_only: bool = False
+) -> StoredIndex:
+    """Load and verify the current generation; any damage is an IndexCorruptError, never a crash.
+
+    ``vectors_only`` is for a build reusing vectors: it also accepts an index of the previous
+    format (no query model) and does not check the query model files."""
     gen = current_generation(index_dir)
     if gen is None:
         raise IndexMissingError(f"no index in {index_dir}; build it with `oomkb index`")
@@ -119,23 +156,31 @@ def load_index(index_dir: Path, expect_model: ModelInfo | None = None) -> Stored
         raise IndexCorruptError(f"index manifest missing in {gen}{hint}") from exc
     except (ValidationError, ValueError, OSError) as exc:
         raise IndexCorruptError(f"index manifest in {gen} is unreadable{hint}") from exc
-    if manifest.format_version != FORMAT_VERSION:
+    readable = (FORMAT_VERSION, 1) if vectors_only else (FORMAT_VERSION,)
+    if manifest.format_version not in readable:
         raise IndexMismatchError(
             f"index in {gen} has format {manifest.format_version}, this oomkb reads "
             f"{FORMAT_VERSION}{hint}"
         )
-    if expect_model is not None and (
-        manifest.model.name != expect_model.name
-        or manifest.model.version != expect_model.version
-        or manifest.model.dims != expect_model.dims
-    ):
+    if expect_model is not None and not expect_model.accepts(manifest.model):
+        dims = f", {expect_model.dims} dims" if expect_model.dims else ""
         raise IndexMismatchError(
             f"index in {gen} was built with model {manifest.model.name} "
             f"({manifest.model.version}, {manifest.model.dims} dims) but the configured model is "
-            f"{expect_model.name} ({expect_model.version}, {expect_model.dims} dims){hint}"
+            f"{expect_model.name} ({expect_model.version}{dims}){hint}"
         )
     for name in (VECTORS, ITEMS):
         _verify_file(gen / name, manifest.files.get(name), hint)
+    if not vectors_only:
+        if manifest.query_model is None:
+            raise IndexCorruptError(f"index manifest in {gen} describes no query model{hint}")
+        # The ONNX file is hundreds of MB: its size is checked here, its checksum by the query
+        # encoder while it loads (indexer.query_model), in parallel instead of in front of it.
+        _verify_file(gen / QUERY_ONNX, manifest.files.get(QUERY_ONNX), hint, checksum=False)
+        _verify_file(gen / QUERY_TOKENIZER, manifest.files.get(QUERY_TOKENIZER), hint)
+        if manifest.files[QUERY_ONNX].sha256 != manifest.query_model.sha256:
+            raise IndexCorruptError(f"the query model in {gen} is not the one its manifest names"
+                                    f"{hint}")
     try:
         lines = (gen / ITEMS).read_text(encoding="utf-8").splitlines()
         items = [IndexItem.model_validate_json(line) for line in lines if line.strip()]
@@ -154,9 +199,16 @@ def load_index(index_dir: Path, expect_model: ModelInfo | None = None) -> Stored
 
 
 def write_index(
-    index_dir: Path, items: list[IndexItem], vectors: np.ndarray, model: ModelInfo, docs_hash: str
+    index_dir: Path,
+    items: list[IndexItem],
+    vectors: np.ndarray,
+    model: ModelInfo,
+    docs_hash: str,
+    query_model: tuple[Path, QueryModelInfo],
 ) -> Path:
-    """Write a new generation and make it current atomically; returns the generation folder."""
+    """Write a new generation and make it current atomically; returns the generation folder.
+
+    ``query_model`` is a folder holding the exported query model files and their description."""
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(items), model.dims)
@@ -171,15 +223,21 @@ def write_index(
         with open(tmp / ITEMS, "w", encoding="utf-8") as fh:
             for item in items:
                 fh.write(item.model_dump_json() + "\n")
+        source, query_info = query_model
+        for file_name in (QUERY_ONNX, QUERY_TOKENIZER):
+            _link_or_copy(Path(source) / file_name, tmp / file_name)
         manifest = Manifest(
             format_version=FORMAT_VERSION,
             model=model,
             docs_hash=docs_hash,
             count=len(items),
             item_hashes=[i.content_hash for i in items],
-            files={n: _file_info(tmp / n) for n in (VECTORS, ITEMS)},
+            files={n: _file_info(tmp / n) for n in (VECTORS, ITEMS, QUERY_ONNX, QUERY_TOKENIZER)},
             created_at=time.time(),
+            query_model=query_info,
         )
+        if manifest.files[QUERY_ONNX].sha256 != query_info.sha256:
+            raise IndexCorruptError(f"the query model in {source} does not match its checksum")
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
         for path in tmp.iterdir():
             _fsync(path)
@@ -196,6 +254,14 @@ def write_index(
     return gen
 
 
+def _link_or_copy(source: Path, target: Path) -> None:
+    """Hard-link an immutable file into a generation; copy it where links cannot be made."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def _prune(index_dir: Path, keep: str) -> None:
     gens = sorted(
         (p for p in index_dir.glob("gen-*") if p.is_dir() and p.name != keep),
@@ -209,10 +275,10 @@ def _prune(index_dir: Path, keep: str) -> None:
 
 
 def _file_info(path: Path) -> FileInfo:
-    return FileInfo(bytes=path.stat().st_size, sha256=_sha256(path))
+    return FileInfo(bytes=path.stat().st_size, sha256=sha256_file(path))
 
 
-def _verify_file(path: Path, info: FileInfo | None, hint: str) -> None:
+def _verify_file(path: Path, info: FileInfo | None, hint: str, checksum: bool = True) -> None:
     if info is None:
         raise IndexCorruptError(f"manifest does not describe {path.name}{hint}")
     try:
@@ -224,16 +290,8 @@ def _verify_file(path: Path, info: FileInfo | None, hint: str) -> None:
             f"index file {path} has {size} bytes, the manifest says {info.bytes} "
             f"(truncated or overwritten){hint}"
         )
-    if _sha256(path) != info.sha256:
+    if checksum and sha256_file(path) != info.sha256:
         raise IndexCorruptError(f"index file {path} does not match its checksum{hint}")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fsync(path: Path) -> None:

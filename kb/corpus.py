@@ -9,7 +9,7 @@ from indexer.build import BuildStats, build_index, chunk_items, docs_hash
 from indexer.errors import IndexMissingError
 from indexer.guides import Guide, load_guides
 from indexer.settings import default_index_dir
-from indexer.store import IndexItem, ModelInfo, StoredIndex, load_index
+from indexer.store import FORMAT_VERSION, IndexItem, ModelInfo, StoredIndex, load_index
 from kb.cards import SectionCard, card_items, cards_hash, load_cards
 
 
@@ -42,51 +42,91 @@ def load_corpus(docs_dir: Path | None = None, cards_dir: Path | None = None,
 
 
 def model_info(embedder) -> ModelInfo:
-    from indexer.model import model_identity
+    """What an index built with this loaded sentence-transformers model records about it."""
+    from indexer.model import model_info as describe
 
-    ident = model_identity(embedder)
-    version = str(ident["version"])
-    if ident.get("weights_sha256"):  # a re-converted or edited model must not reuse old vectors
-        version += f" weights:{str(ident['weights_sha256'])[:16]}"
-    return ModelInfo(name=str(ident["name"]), version=version, dims=int(ident["dims"]))
+    return describe(embedder)
+
+
+def _model_and_loader(embedder=None):
+    """The model an index build records, and the embedder (loaded, or a loader called only when
+    something must be embedded or exported): finding the model needs no torch once converted."""
+    from indexer.model import configured_model_info, is_complete, load_embedder
+
+    if embedder is not None:
+        return model_info(embedder), embedder
+    expected = configured_model_info()
+    if is_complete(expected):
+        return expected, load_embedder
+    embedder = load_embedder()  # converts the built-in model on first use
+    return model_info(embedder), embedder
 
 
 def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress: bool = False,
           embedder=None, corpus: Corpus | None = None) -> BuildStats:
     """Build or refresh the index (incremental: unchanged texts are not re-embedded)."""
-    from indexer.model import load_embedder
-
-    embedder = embedder or load_embedder()
+    model, embedder = _model_and_loader(embedder)
     corpus = corpus or load_corpus(docs_dir)
     return build_index(
         corpus.items,
         Path(index_dir) if index_dir else default_index_dir(),
         embedder,
-        model_info(embedder),
+        model,
         corpus.source_hash,
         progress=progress,
     )
 
 
-def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
-                 progress: bool = False, embedder=None) -> LoadedIndex:
-    """The current index, built on first use and refreshed when the guides or cards changed.
+def _query_model_current(index: StoredIndex) -> bool:
+    """Whether the generation's query model is the export this oomkb makes (same export format,
+    the configured precision); the model itself is checked against the manifest's model."""
+    from indexer.query_model import EXPORT_FORMAT_VERSION
+    from indexer.settings import query_precision_setting
 
-    A damaged index or one built with another model is not silently replaced: the error says
-    to run `oomkb index`, which rebuilds it."""
-    from indexer.model import load_embedder
+    info = index.manifest.query_model
+    return (info is not None and info.export_version == EXPORT_FORMAT_VERSION
+            and info.precision == query_precision_setting())
+
+
+def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
+                  progress: bool = False, embedder=None) -> BuildStats | None:
+    """Build the index if it is missing, of an older format, or its guides or cards changed
+    (reusing every vector it can); None if it is current. Loads no model when it is current."""
+    from indexer.model import configured_model_info
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
-    embedder = embedder or load_embedder()
-    expected = model_info(embedder)
+    expected = model_info(embedder) if embedder is not None else configured_model_info()
     corpus = load_corpus(docs_dir)
-    stats = None
     try:
-        index = load_index(index_dir, expect_model=expected)
+        index = load_index(index_dir, expect_model=expected, vectors_only=True)
     except IndexMissingError:
         index = None
-    if index is None or index.manifest.docs_hash != corpus.source_hash:
-        stats = build_index(corpus.items, index_dir, embedder, expected, corpus.source_hash,
-                            progress=progress)
-        index = load_index(index_dir, expect_model=expected)
-    return LoadedIndex(index, corpus.guides, corpus.cards, embedder, stats)
+    if (index is not None and index.manifest.format_version == FORMAT_VERSION
+            and index.manifest.docs_hash == corpus.source_hash
+            and _query_model_current(index)):
+        return None
+    model, loader = _model_and_loader(embedder)
+    return build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
+                       progress=progress)
+
+
+def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
+                 progress: bool = False, embedder=None) -> LoadedIndex:
+    """The current index with its query encoder, built on first use and refreshed when the
+    guides or cards changed.
+
+    With a current index this imports neither torch nor transformers: the configured model is
+    identified from its files and queries are embedded by the generation's exported model
+    (`LoadedIndex.embedder` is that `QueryEncoder`, loading in the background meanwhile). A
+    damaged index or one built with another model is not silently replaced: the error says
+    to run `oomkb index`, which rebuilds it."""
+    from indexer.model import configured_model_info
+    from indexer.query_model import load_query_encoder
+
+    index_dir = Path(index_dir) if index_dir else default_index_dir()
+    stats = refresh_index(index_dir, docs_dir, progress=progress, embedder=embedder)
+    expected = model_info(embedder) if embedder is not None else configured_model_info()
+    index = load_index(index_dir, expect_model=expected)
+    corpus = load_corpus(docs_dir)
+    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True),
+                       stats)

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
 
 from pydantic import BaseModel
 
@@ -29,22 +33,37 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 SUPPORTED = tuple(LANGUAGES)
 FALLBACK = "en"
 _LATIN_SUPPORTED = ("en", "pt", "es", "de", "fr")
-_SHORT_WORDS = 8  # below this, langdetect is unreliable and function words decide when they can
+_WORDS_FILE = Path(__file__).resolve().parent / "catalogue" / "language_words.yaml"
+# How much langdetect's probability for a language counts beside the word and letter evidence:
+# little on a few words (where it guesses), more on longer prose (where it is reliable).
+_LANGDETECT_WEIGHT_SHORT = 1.0
+_LANGDETECT_WEIGHT_LONG = 3.0
+_SHORT_WORDS = 8
+# An unsupported language that langdetect is sure of wins over this much word evidence or less.
+_UNSUPPORTED_MIN_PROB = 0.9
+_UNSUPPORTED_MAX_EVIDENCE = 2.0
 
-# Frequent function words of the supported Latin-script languages; words shared by several
-# languages (a, de, la, que, ...) are left out so every hit is evidence for one language.
-_FUNCTION_WORDS: dict[str, frozenset[str]] = {
-    "en": frozenset("what does do how is are the why can my to of with this that when which "
-                    "should i it does not doesn't where there".split()),
-    "pt": frozenset("o os uma como é não está por isso quando qual meu minha você "
-                    "são também muito devo posso".split()),
-    "es": frozenset("el los las cómo es qué por cuál mi está están cuando puedo debo "
-                    "también muy hay".split()),
-    "de": frozenset("der die das und ist wie was ich mein meine nicht mit warum wann kann "
-                    "soll beim ein eine".split()),
-    "fr": frozenset("le les et est comment quoi je mon ma pourquoi quand dans avec pas "
-                    "puis dois une".split()),
-}
+
+class _Evidence:
+    """The word lists of kb/catalogue/language_words.yaml as per-word, per-letter weights."""
+
+    def __init__(self, data: dict):
+        self.words: dict[str, dict[str, float]] = {}
+        owners: dict[str, set[str]] = {}
+        for code, words in data["function_words"].items():
+            for w in words:
+                owners.setdefault(unicodedata.normalize("NFC", str(w)).lower(), set()).add(code)
+        for w, codes in owners.items():
+            self.words[w] = {c: 1.0 / len(codes) for c in codes}
+        self.letters = {ch: {c: 1.0 / len(codes) for c in codes}
+                        for ch, codes in data["letters"].items()}
+        self.loanwords = frozenset(str(w).lower() for w in data["loanwords"])
+
+
+@lru_cache(maxsize=1)
+def _evidence() -> _Evidence:
+    return _Evidence(yaml.safe_load(_WORDS_FILE.read_text(encoding="utf-8")))
+
 
 # Ordered: Kana before Han (Japanese mixes both), Hangul before Han.
 _SCRIPTS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -126,27 +145,45 @@ def detect_language(text: str) -> Detection:
     letters = sum(ch.isalpha() for ch in prose)
     if letters < 3:
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
-    guesses = _langdetect(prose)
-    words = re.findall(r"[^\W\d_]+", prose.lower())
-    if len(words) < _SHORT_WORDS:
-        votes = {c: sum(w in fw for w in words) for c, fw in _FUNCTION_WORDS.items()}
-        ranked = sorted(votes.items(), key=lambda kv: -kv[1])
-        (code, hits), (_, second) = ranked[0], ranked[1]
-        confident_other = bool(guesses) and guesses[0][0] not in LANGUAGES and guesses[0][1] >= 0.9
-        if hits > second and not (confident_other and hits < 2):
-            return Detection(language=code, detected=code, supported=True, method="words")
-    if not guesses or len(words) <= 2 and guesses[0][0] not in LANGUAGES:
-        # One or two words ("help", "vmem limit") carry too little to call a language unsupported.
+    return _latin(prose)
+
+
+def _latin(prose: str) -> Detection:
+    """English, Portuguese, Spanish, French or German (or an unsupported Latin-script language):
+    function words, telling letters and langdetect's probabilities, added up per language."""
+    ev = _evidence()
+    words = [w for w in re.findall(r"[^\W\d_]+", prose.lower()) if w not in ev.loanwords]
+    content = " ".join(words)
+    scores = dict.fromkeys(_LATIN_SUPPORTED, 0.0)
+    for w in words:
+        for code, weight in ev.words.get(w, {}).items():
+            scores[code] += weight
+    for ch in prose.lower():
+        for code, weight in ev.letters.get(ch, {}).items():
+            scores[code] += weight
+    # How strongly the words speak for one supported language, each distinct word once (an
+    # Italian "il ... il" is not twice the French evidence).
+    distinct = dict.fromkeys(_LATIN_SUPPORTED, 0.0)
+    for w in set(words):
+        for code, weight in ev.words.get(w, {}).items():
+            distinct[code] += weight
+    evidence = max(distinct.values())
+    guesses = _langdetect(content) if sum(ch.isalpha() for ch in content) >= 3 else []
+    ld_weight = _LANGDETECT_WEIGHT_SHORT if len(words) < _SHORT_WORDS else _LANGDETECT_WEIGHT_LONG
+    for code, prob in guesses:
+        if code in scores:
+            scores[code] += ld_weight * prob
+    top_other = next(((c, p) for c, p in guesses if c not in LANGUAGES), None)
+    if (top_other and guesses[0][0] == top_other[0] and top_other[1] >= _UNSUPPORTED_MIN_PROB
+            and evidence < _UNSUPPORTED_MAX_EVIDENCE and len(words) > 2):
+        return Detection(language=FALLBACK, detected=top_other[0], supported=False,
+                         method="langdetect")
+    code = max(_LATIN_SUPPORTED, key=lambda c: scores[c])
+    if scores[code] <= 0:
+        # Nothing to go on ("help", "vmem limit"): too little to call a language.
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
-    top_code, _ = guesses[0]
-    if top_code in LANGUAGES:
-        return Detection(language=top_code, detected=top_code, supported=True, method="langdetect")
-    # Short Latin text often scores a near language first (pt vs gl, es vs ca): take a supported
-    # Latin language when langdetect gives it real weight, otherwise say we fell back.
-    for code, prob in guesses[1:]:
-        if code in _LATIN_SUPPORTED and prob >= 0.2:
-            return Detection(language=code, detected=top_code, supported=True, method="langdetect")
-    return Detection(language=FALLBACK, detected=top_code, supported=False, method="langdetect")
+    return Detection(language=code, detected=code, supported=True,
+                     method="words" if evidence > 0 else "langdetect")
 
 
 def _langdetect(text: str) -> list[tuple[str, float]]:

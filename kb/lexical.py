@@ -57,12 +57,33 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def _import_bm25s():
+    """bm25s, imported without letting it import jax.
+
+    bm25s probes for jax at import time (to pick a top-k backend this module never uses);
+    with jax installed that costs seconds on every search from the command line. While bm25s
+    loads, ``jax`` is marked unimportable (unless something already imported it), then unmarked,
+    so later code in the process can still import jax."""
+    import sys
+
+    if "bm25s" in sys.modules:
+        return sys.modules["bm25s"]
+    block = "jax" not in sys.modules
+    if block:
+        sys.modules["jax"] = None  # `import jax.lax` now raises ImportError
+    try:
+        import bm25s
+    finally:
+        if block and "jax" in sys.modules and sys.modules["jax"] is None:
+            del sys.modules["jax"]
+    return bm25s
+
+
 class LexicalIndex:
     """BM25 over a fixed list of texts; scores for every text at once."""
 
     def __init__(self, texts: list[str]):
-        import bm25s
-
+        bm25s = _import_bm25s()
         self._bm25 = bm25s.BM25()
         corpus = [tokenize(t) or ["\u2205"] for t in texts]
         self._bm25.index(corpus, show_progress=False)

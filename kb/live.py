@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from indexer.errors import IndexerError
 from indexer.settings import default_index_dir
 from indexer.store import CURRENT, load_index
-from kb.corpus import load_corpus, model_info
+from kb.corpus import load_corpus
 from kb.search import Searcher
 
 
@@ -77,9 +77,9 @@ class LiveIndex:
     def _swap(self, pointer: str) -> None:
         old = self._searcher
         try:
-            index = load_index(self.index_dir, expect_model=model_info(old.embedder))
+            index = load_index(self.index_dir)
             corpus = load_corpus(self.docs_dir)
-            fresh = Searcher(index, corpus.guides, corpus.cards, old.embedder)
+            fresh = Searcher(index, corpus.guides, corpus.cards, self._encoder_for(index, old))
         except (IndexerError, OSError) as exc:
             self._pointer = pointer  # do not retry the same damaged generation on every query
             self._status.problem = (
@@ -93,6 +93,18 @@ class LiveIndex:
             index_dir=str(self.index_dir), generation=index.path.name, items=len(fresh.items),
             loaded_at=time.time(),
         )
+
+    @staticmethod
+    def _encoder_for(index, old: Searcher):
+        """The query encoder for a new generation: the one in use when the generation carries
+        the same query model (same checksum), else the new generation's own (another model or
+        precision was indexed: its vectors need its encoder)."""
+        from indexer.query_model import load_query_encoder
+
+        before, after = old.index.manifest.query_model, index.manifest.query_model
+        if before is not None and after is not None and before.sha256 == after.sha256:
+            return old.embedder
+        return load_query_encoder(index, batch=getattr(old.embedder, "batching", None))
 
     def _docs_changed(self) -> bool:
         try:

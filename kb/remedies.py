@@ -61,12 +61,20 @@ __all__ = [
     "load_catalogue",
     "message",
     "placeholders",
+    "plural_categories",
     "remedy_text",
     "render",
 ]
 
 FILES = ("facts.yaml", "categories.yaml", "remedies.yaml", "messages.yaml")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# A count with the noun that agrees with it, ICU-style: `{calls, plural, one {# call} other
+# {# calls}}`; `#` is the number, the category comes from the language's CLDR plural rules.
+_PLURAL = re.compile(
+    r"\{([A-Za-z_][A-Za-z0-9_]*),\s*plural,\s*"
+    r"((?:(?:zero|one|two|few|many|other|=\d+)\s*\{[^{}]*\}\s*)+)\}"
+)
+_PLURAL_FORM = re.compile(r"(zero|one|two|few|many|other|=\d+)\s*\{([^{}]*)\}")
 _NUMERIC_OPS = ("gt", "ge", "lt", "le")
 
 # The answer's fixed strings that callers rely on, with the values each one takes; a catalogue
@@ -586,6 +594,18 @@ class _Validator:
             raise self.fail(file, item, f"citation {cite!r}: guide {doc_id!r} has no section {section_id!r}")
         return section.text
 
+    def _check_plurals(self, file: str, item: str, lang: str, template: str) -> None:
+        needed = plural_categories(lang)
+        for m in _PLURAL.finditer(template):
+            forms = {k for k, _ in _PLURAL_FORM.findall(m.group(2))}
+            missing = sorted(needed - forms)
+            if missing:
+                raise self.fail(
+                    file, f"{item} [{lang}]",
+                    f"plural {{{m.group(1)}, plural, ...}} lacks the form(s) {', '.join(missing)} "
+                    f"({lang} counts take {', '.join(sorted(needed))})",
+                )
+
     @staticmethod
     def _placeholders(texts: Texts) -> set[str]:
         return set().union(*(placeholders(t) for t in texts.values())) if texts else set()
@@ -596,6 +616,7 @@ class _Validator:
             raise self.fail(file, item, f"missing language(s) {', '.join(missing)}")
         reference: set[str] | None = None
         for lang in self.languages:
+            self._check_plurals(file, item, lang, texts[lang])
             names = placeholders(texts[lang])
             unknown = sorted(n for n in names if n not in allowed)
             if unknown:
@@ -723,8 +744,41 @@ def check_facts(catalogue: Catalogue, facts: Mapping[str, Any]) -> None:
 
 
 def placeholders(template: str) -> set[str]:
-    """The `{name}` placeholders of a template."""
-    return set(_PLACEHOLDER.findall(template))
+    """The `{name}` placeholders of a template, plural counts (`{n, plural, ...}`) included."""
+    return set(_PLACEHOLDER.findall(template)) | {m.group(1) for m in _PLURAL.finditer(template)}
+
+
+@lru_cache(maxsize=32)
+def plural_categories(language: str) -> frozenset[str]:
+    """The CLDR plural categories that whole numbers take in `language` (babel's rules):
+    {one, other} in English, {one, few, many} in Russian, {other} in Chinese."""
+    rule = _plural_rule(language)
+    return frozenset(rule(n) for n in range(0, 1000))
+
+
+@lru_cache(maxsize=32)
+def _plural_rule(language: str) -> Callable[[int], str]:
+    from babel import Locale, UnknownLocaleError
+
+    try:
+        return Locale.parse(language).plural_form
+    except (UnknownLocaleError, ValueError):
+        return lambda n: "other"
+
+
+def _plural(m: re.Match[str], values: Mapping[str, Any], language: str) -> str:
+    value = values[m.group(1)]
+    forms = dict(_PLURAL_FORM.findall(m.group(2)))
+    try:
+        n = int(float(str(value)))
+    except ValueError:
+        n = None
+    if n is not None and f"={n}" in forms:
+        form = forms[f"={n}"]
+    else:
+        category = _plural_rule(language)(n) if n is not None else "other"
+        form = forms.get(category, forms.get("other", ""))
+    return form.replace("#", str(value))
 
 
 def _percent(fraction: float) -> str:
@@ -761,10 +815,11 @@ def display_values(
     return shown
 
 
-def _fill(template: str, values: Mapping[str, Any]) -> str:
+def _fill(template: str, values: Mapping[str, Any], language: str = FALLBACK) -> str:
     missing = sorted(n for n in placeholders(template) if values.get(n) in (None, ""))
     if missing:
         raise MissingValue(f"no value for {', '.join(missing)}")
+    template = _PLURAL.sub(lambda m: _plural(m, values, language), template)
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
@@ -773,12 +828,13 @@ def render(
     facts: Mapping[str, Any],
     format_bytes: Callable[[int], str],
     catalogue: Catalogue | None = None,
+    language: str = FALLBACK,
 ) -> str:
     """Fill `template`'s placeholders from `facts` in human units (bytes via `format_bytes`,
-    fractions as percentages). Raises MissingValue when a placeholder has no value, so a
-    raw `{...}` never reaches the user."""
+    fractions as percentages), plural forms by `language`'s rules. Raises MissingValue when a
+    placeholder has no value, so a raw `{...}` never reaches the user."""
     cat = catalogue or load_catalogue()
-    return _fill(template, display_values(cat, facts, format_bytes))
+    return _fill(template, display_values(cat, facts, format_bytes), language)
 
 
 def _best_variant(variants: list[Texts], language: str, shown: Mapping[str, str]) -> str | None:
@@ -788,7 +844,7 @@ def _best_variant(variants: list[Texts], language: str, shown: Mapping[str, str]
         names = placeholders(template)
         if all(n in shown for n in names) and (best is None or len(names) > best[0]):
             best = (len(names), template)
-    return None if best is None else _fill(best[1], shown)
+    return None if best is None else _fill(best[1], shown, language)
 
 
 # --------------------------------------------------------------------------- choosing
@@ -891,4 +947,5 @@ def message(catalogue: Catalogue, key: str, language: str, **values: Any) -> str
     unknown = sorted(set(values) - set(spec.params))
     if unknown:
         raise MissingValue(f"message {key!r} takes {spec.params}, not {unknown}")
-    return _fill(spec.text[catalogue.language(language)], values)
+    lang = catalogue.language(language)
+    return _fill(spec.text[lang], values, lang)

@@ -80,7 +80,11 @@ class _Ranked:
 
 
 class Searcher:
-    """Searches one loaded index. Cheap to query, built once per process."""
+    """Searches one loaded index. Cheap to query, built once per process.
+
+    `embedder` embeds queries: the index generation's `QueryEncoder` (what `open_searcher` gives)
+    or a loaded sentence-transformers model of the same model.
+    """
 
     def __init__(self, index: StoredIndex, guides: list[Guide], cards: list[SectionCard], embedder):
         self.index = index
@@ -169,14 +173,25 @@ class Searcher:
         return query
 
     def _dense_scores(self, query: str) -> np.ndarray:
-        from indexer.model import embed_queries
-
-        vec = embed_queries(self.embedder, [query])
+        vec = self._embed(query)
         scores, rows = self.index.vectors.search(vec, len(self.items))
         out = np.full(len(self.items), -1.0, dtype=np.float32)
         valid = rows[0] >= 0
         out[rows[0][valid]] = scores[0][valid]
         return out
+
+    def _embed(self, query: str) -> np.ndarray:
+        return self.embed_queries([query])
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised query vectors: by the generation's exported model (a `QueryEncoder`, no
+        torch), or by a loaded sentence-transformers model when one was given (the benchmark compares)."""
+        encode = getattr(self.embedder, "embed_queries", None)
+        if encode is not None:
+            return encode(list(texts))
+        from indexer.model import embed_queries
+
+        return embed_queries(self.embedder, list(texts))
 
     def _per_section(self, scores: np.ndarray, mask: np.ndarray, positive_only=False) -> _Ranked:
         best: dict[tuple[str, str], float] = {}
@@ -237,4 +252,6 @@ def open_searcher(
     from kb.corpus import ensure_index
 
     loaded = ensure_index(index_dir=index_dir, docs_dir=docs_dir, progress=progress)
-    return Searcher(loaded.index, loaded.guides, loaded.cards, loaded.embedder)
+    searcher = Searcher(loaded.index, loaded.guides, loaded.cards, loaded.embedder)
+    loaded.embedder.wait()  # it loaded while the lexical index was built; ready means ready
+    return searcher

@@ -66,6 +66,13 @@ class StorageSettings(BaseSettings):
                        "local sentence-transformers folder")
     index_dir: Path | None = Field(default=None, description="index folder; default under OOMKB_HOME")
     docs_dir: Path | None = Field(default=None, description="guides folder; default the built-in ones")
+    query_precision: Literal["fp32", "mixed", "int8"] = Field(
+        default="mixed", description="how the query model is exported into the index (see indexer.settings)")
+
+    @field_validator("query_precision", mode="before")
+    @classmethod
+    def _lower_precision(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @property
     def home_dir(self) -> Path:

@@ -49,11 +49,26 @@ def searcher(loaded_index):
     return Searcher(li.index, li.guides, li.cards, li.embedder)
 
 
+def _copy_or_link(src: str, dst: str) -> None:
+    """Copy an index file; hard-link the large query model files (immutable: a test that damages
+    one must unlink it and write a new file, never write into it)."""
+    from indexer.store import QUERY_ONNX, QUERY_TOKENIZER
+
+    if Path(src).name in (QUERY_ONNX, QUERY_TOKENIZER):
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
+
+
 @pytest.fixture
 def index_copy(loaded_index, tmp_path) -> Path:
     """A private copy of the built-in index that a test may damage or rebuild."""
     dst = tmp_path / "index"
-    shutil.copytree(loaded_index.index.path.parent, dst, ignore=shutil.ignore_patterns(".lock"))
+    shutil.copytree(loaded_index.index.path.parent, dst, ignore=shutil.ignore_patterns(".lock"),
+                    copy_function=_copy_or_link)
     return dst
 
 
@@ -64,7 +79,7 @@ SLOW_MODULES = frozenset({
     "test_estimate", "test_profile", "test_sandbox", "test_sandbox_http", "test_fuzz", "test_load_quick",
     "test_web_browser", "test_site_browser", "test_index_faults", "test_packaging", "test_light_install",
     "test_retrieval_quality", "test_plan", "test_capture", "test_isolation", "test_user_env",
-    "test_http_security", "test_vmem", "test_plan_service",
+    "test_http_security", "test_slack_feedback", "test_vmem", "test_plan_service",
 })
 
 

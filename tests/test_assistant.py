@@ -1,5 +1,7 @@
 """The assistant answers in the asker's language, with the asker's numbers and cited guides."""
 
+import re
+
 import pytest
 import yaml
 
@@ -40,7 +42,9 @@ def assistant(searcher):
 
 
 def _prose(answer: str) -> str:
-    """The answer without quoted guide lines and the source list (guide titles in their language)."""
+    """The answer without quoted guide lines, the source list (guide titles in their language)
+    and code blocks (snippets and commands are code in any language)."""
+    answer = re.sub(r"^```.*?^```$", "", answer, flags=re.MULTILINE | re.DOTALL)
     return "\n".join(line for line in answer.splitlines() if not line.startswith((">", "- **")))
 
 

@@ -279,7 +279,7 @@ def estimate_report() -> dict:
     (("top_buffers", 0, "bytes"), 10**19),
     (("padding", "waste_bytes"), -10**100),
 ])
-def test_a_report_byte_count_beyond_4_eib_is_a_422_naming_it(client, caplog, path, value):
+def test_a_report_byte_count_beyond_the_bound_is_a_422_naming_it(client, caplog, path, value):
     report = estimate_report()
     node = report
     for key in path[:-1]:
@@ -294,7 +294,7 @@ def test_a_report_byte_count_beyond_4_eib_is_a_422_naming_it(client, caplog, pat
     assert not caplog.records
 
 
-def test_a_profile_report_byte_count_beyond_4_eib_is_a_422(client):
+def test_a_profile_report_byte_count_beyond_the_bound_is_a_422(client):
     report = {"backend": "cpu", "calls": 2, "baseline_bytes": 0, "live_bytes_per_call": [1024, 10**40],
               "peak_bytes": 1024, "peak_call": 1, "growth_bytes_per_call": 0, "leak_suspects": [],
               "call_seconds": [0.1, 0.1], "trace_dir": "t", "xprof_command": "xprof --logdir t"}

@@ -431,3 +431,27 @@ def test_a_live_server_refuses_every_escape_and_still_estimates(listener, fake_h
         fine = http.post("/v1/estimate", json={"source": TINY, "tpu": "v5e", "donation_check": False})
         assert fine.status_code == 200 and fine.json()["fits"] is True, fine.text
         assert server.proc.poll() is None
+
+
+@pytest.mark.slow
+def test_cli_profile_isolate_writes_its_trace_to_the_log_folder(tmp_path):
+    require_bwrap()
+    program = tmp_path / "step.py"
+    program.write_text("import jax.numpy as jnp\n\ndef step():\n    return jnp.ones((64, 64)).sum()\n")
+    logdir = tmp_path / "trace"
+    done = cli("profile", f"{program}:step", "--isolate", "-n", "2", "--logdir", str(logdir), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["calls"] == 2 and Path(report["trace_dir"]).is_relative_to(logdir)
+    assert list(logdir.rglob("*.xplane.pb")), "no trace written through the read-write bind"
+
+
+@pytest.mark.slow
+def test_cli_plan_isolate_runs_in_the_sandbox(tmp_path):
+    require_bwrap()
+    program = tmp_path / "tiny.py"
+    program.write_text(TINY)
+    done = cli("plan", f"{program}:make", "--isolate", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["baseline"]["fits"] is True and report["compiles"] >= 1

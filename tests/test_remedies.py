@@ -428,7 +428,7 @@ RICH_FACTS = {
     "padding_waste_fraction": 0.158, "padding_worst_shape": "f32[129,1024]",
     "donation_savings_bytes": 1536 * MiB, "donation_arguments": "params, opt_state",
     "host_callback_count": 2, "host_callback_source": "train.py:41",
-    "replicated_argument_count": 3, "replicated_argument_bytes": 5 * GiB,
+    "host_callback_kind": "io_callback", "replicated_argument_count": 3, "replicated_argument_bytes": 5 * GiB,
     "replicated_argument_path": "params['embed']", "temp_bytes": 7 * GiB,
     "target_generation": "v5e", "total_bytes": 19 * GiB, "hbm_bytes": 16 * GiB, "fits": False,
     "growth_bytes_per_call": 4 * MiB, "peak_bytes": 2 * GiB,
@@ -450,6 +450,19 @@ def test_every_template_renders_without_leftover_placeholders(catalogue):
             assert "{" not in text and "}" not in text, f"{where} [{lang}]: {text}"
             rendered += 1
     assert rendered > 1000
+
+
+def test_host_callback_remedy_names_the_kind_of_callback_the_program_has(catalogue):
+    remedy = catalogue.remedy("hbm-host-callback")
+    facts = _with(HBM, host_callback_count=1, host_callback_kind="io_callback",
+                  host_callback_source="model.py:7")
+    for lang in SUPPORTED:
+        text = remedy_text(catalogue, remedy, facts, lang, format_bytes)
+        assert "`io_callback`" in text and "model.py:7" in text, (lang, text)
+        assert "`jax.debug.print()`" in text and "`jax.pure_callback`" in text, (lang, text)
+    unknown = remedy_text(catalogue, remedy, _with(HBM, host_callback_count=3), "en", format_bytes)
+    assert unknown.startswith("Host callbacks in the compiled program: 3.")
+    assert "`jax.debug.callback`" in unknown
 
 
 def test_rendered_remedy_shows_the_users_numbers_in_binary_units(catalogue):
@@ -514,15 +527,6 @@ def test_not_covered_says_what_the_guides_do_cover(catalogue):
     assert "do not cover" in en and "TPU" in en and "GPU" in en and "JAX" in en
     for lang in SUPPORTED:
         assert "XProf" in message(catalogue, "not_covered", lang)
-
-
-def test_estimate_summary_message_takes_formatted_sizes(catalogue):
-    text = message(catalogue, "estimate_summary", "fr", target="v5e",
-                   total=format_bytes(20 * GiB), hbm=format_bytes(16 * GiB))
-    assert "v5e" in text and "20.00 GiB" in text and "16.00 GiB" in text
-
-
-# --------------------------------------------------------------------------- broken catalogues
 
 
 def _broken_copy(tmp_path: Path, file: str, mutate) -> Path:
@@ -730,3 +734,37 @@ def test_an_estimate_that_does_not_fit_gets_remedies_from_its_own_numbers(catalo
             "hbm-padding-measured"} <= set(ids)
     text = remedy_text(catalogue, catalogue.remedy("hbm-donation-measured"), facts, "es", format_bytes)
     assert "2.00 GiB" in text
+
+
+@pytest.mark.parametrize(
+    "language, calls, expected",
+    [
+        ("ru", 1, "Профиль за 1 вызов:"), ("ru", 3, "Профиль за 3 вызова:"),
+        ("ru", 5, "Профиль за 5 вызовов:"), ("ru", 21, "Профиль за 21 вызов:"),
+        ("ru", 12, "Профиль за 12 вызовов:"), ("en", 1, "Profile over 1 call:"),
+        ("en", 4, "Profile over 4 calls:"), ("de", 1, "Profil über 1 Aufruf:"),
+        ("fr", 0, "Profil sur 0 appel :"), ("ar", 2, "على مدى استدعاءين:"),
+        ("ar", 11, "على مدى 11 استدعاءً:"), ("zh", 1, "1 次调用"),
+    ],
+)
+def test_profile_summary_counts_agree_with_the_number_in_each_language(catalogue, language, calls, expected):
+    text = message(catalogue, "profile_summary", language, calls=calls, peak="2.00 GiB",
+                   growth_per_call="4.00 MiB")
+    assert expected in text, text
+
+
+def test_a_plural_without_the_forms_its_language_needs_is_rejected(tmp_path):
+    from kb.remedies import plural_categories
+
+    assert plural_categories("ru") == {"one", "few", "many"}
+    assert plural_categories("zh") == {"other"}
+    folder = tmp_path / "catalogue"
+    shutil.copytree(default_catalogue_dir(), folder)
+    path = folder / "messages.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "{calls, plural, one {# вызов} few {# вызова} many {# вызовов} other {# вызова}}",
+        "{calls, plural, one {# вызов} other {# вызовов}}",
+    )
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CatalogueError, match=r"profile_summary.*\[ru\].*lacks the form\(s\) few, many"):
+        load_catalogue(folder)

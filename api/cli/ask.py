@@ -11,6 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.markdown import Markdown
 
+from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
@@ -69,7 +70,7 @@ def register(app: typer.Typer) -> None:
         report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile/plan")] = None,
         lang: Annotated[Optional[str], typer.Option("--lang", help="answer language")] = None,
         index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Ask the assistant; paste your error with --log for a diagnosis with your numbers."""
         from api.assistant import load_assistant

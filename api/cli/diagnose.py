@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail
 from diagnostics.exceptions import DiagnosticsError
 from diagnostics.parse import ParsedError, decode_log, parse_error, read_log
@@ -52,7 +53,7 @@ def diagnose_command(
     log: Annotated[
         str, typer.Argument(metavar="FILE|-", help="error log file; '-' reads standard input")
     ] = "-",
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Parse an out-of-memory error log into evidence."""
     try:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import PathOption, PythonOption, import_paths
+from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
@@ -34,14 +34,10 @@ def register(app: typer.Typer) -> None:
 
 
 def estimate_command(
-    program: Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")],
-    tpu: Annotated[
-        str, typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x")
-    ] = "v5e",
-    topology: Annotated[
-        Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    program: ProgramArgument,
+    tpu: TpuOption = None,
+    topology: TopologyOption = None,
+    as_json: JsonOption = False,
     plot: Annotated[
         Optional[Path], typer.Option("--plot", help="also draw the buffers at the peak to this PNG")
     ] = None,
@@ -50,10 +46,7 @@ def estimate_command(
     ] = 300.0,
     python: PythonOption = None,
     path: PathOption = None,
-    isolate: Annotated[
-        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
-                           "no other processes, no files but its own folder and the Python packages")
-    ] = False,
+    isolate: IsolateOption = False,
     donation_check: Annotated[
         bool, typer.Option("--donation-check/--no-donation-check",
                            help="measure the saving of donating arguments with a second compile "
@@ -69,6 +62,7 @@ def estimate_command(
     if top < 1:
         fail(f"--top must be at least 1, got {top}", EXIT_USAGE)
     check_png_path(plot)
+    tpu = target_generation(tpu, topology)
     if not as_json:
         Console(stderr=True).print(f"compiling {escape(program)} for {escape(tpu)} ...")
     with user_errors():

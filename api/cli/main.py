@@ -13,6 +13,7 @@ from rich.table import Table
 
 from rich.markup import escape
 
+from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_FAILURE, EXIT_USAGE, fail, missing_extra_message, user_errors
 
 app = typer.Typer(
@@ -39,7 +40,7 @@ def _clean_text(value: str, what: str) -> str:
 def index_command(
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Build or refresh the search index (incremental and atomic)."""
     from kb.corpus import build
@@ -64,7 +65,7 @@ def search_command(
     lang: Annotated[Optional[str], typer.Option("--lang", help="only guides in this language")] = None,
     index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Search the guides (offline)."""
     from kb.search import Searcher, open_searcher

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import PathOption, PythonOption, import_paths
+from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PLAN_HELP = (
@@ -37,18 +37,14 @@ def register(app: typer.Typer) -> None:
 
 
 def plan_command(
-    program: Annotated[str, typer.Argument(metavar="FILE.py:FACTORY", help="factory of the program")],
-    tpu: Annotated[
-        str, typer.Option("--tpu", help="TPU generation: v2, v3, v4, v5e, v5p, v6e, TPU7x")
-    ] = "v5e",
-    topology: Annotated[
-        Optional[str], typer.Option("--topology", help="chip grid such as 2x2 or v5e:2x4")
-    ] = None,
+    program: ProgramArgument,
+    tpu: TpuOption = None,
+    topology: TopologyOption = None,
     vary: Annotated[
         Optional[str], typer.Option("--vary", metavar="NAME=LO..HI",
                                     help="find the largest value of the factory's argument NAME that fits")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
     plot: Annotated[
         Optional[Path], typer.Option("--plot", help="draw the --vary curve (or the fixes) to this PNG")
     ] = None,
@@ -57,6 +53,7 @@ def plan_command(
     ] = 900.0,
     python: PythonOption = None,
     path: PathOption = None,
+    isolate: IsolateOption = False,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
     from diagnostics.plan import parse_vary, plan_program
@@ -64,6 +61,7 @@ def plan_command(
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
     check_png_path(plot)
+    tpu = target_generation(tpu, topology)
     paths = import_paths(path)
     with user_errors():
         vary_spec = parse_vary(vary) if vary is not None else None
@@ -77,7 +75,7 @@ def plan_command(
             try:
                 outcome["report"] = plan_program(program, target=tpu, topology=topology, python=python,
                                                  paths=paths, vary=vary_spec, timeout_s=timeout,
-                                                 progress_file=progress_file)
+                                                 progress_file=progress_file, isolate=isolate)
             except BaseException as exc:  # re-raised below, in the main thread
                 outcome["error"] = exc
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import PathOption, PythonOption, import_paths
+from api.cli.options import IsolateOption, JsonOption, PathOption, PythonOption, import_paths
 from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PROFILE_HELP = (
@@ -37,17 +37,14 @@ def profile_command(
     logdir: Annotated[
         Optional[Path], typer.Option("--logdir", help="trace folder (default: a new temporary one)")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
     plot: Annotated[
         Optional[Path], typer.Option("--plot", help="also draw live bytes per call to this PNG")
     ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the program is stopped")
     ] = 300.0,
-    isolate: Annotated[
-        bool, typer.Option("--isolate", help="run the program in a bubblewrap sandbox: no network, "
-                           "no other processes, no files but its own folder and the Python packages")
-    ] = False,
+    isolate: IsolateOption = False,
     python: PythonOption = None,
     path: PathOption = None,
 ) -> None:

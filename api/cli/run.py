@@ -65,6 +65,7 @@ def run_command(
     from diagnostics.capture import capture, user_traceback
 
     _check_language(lang)
+    _check_report_path(report)
     path = _check_script(script)
     code = _compile_script(path)
     del code  # compiled only to report a syntax error as a usage error; runpy runs the file
@@ -90,6 +91,19 @@ def run_command(
     finally:
         sys.argv = argv
         sys.path[:] = sys_path0
+
+
+def _check_report_path(report: Path | None) -> None:
+    """Refuse a --report that can never be written before the script runs (maybe for hours)."""
+    if report is None:
+        return
+    if report.is_dir():
+        fail(f"--report {report} is a folder; give a file name such as {report / 'oom.json'}")
+    for parent in report.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                fail(f"--report {report}: {parent} is a file, not a folder")
+            break
 
 
 def _check_language(lang: str) -> None:

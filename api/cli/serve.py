@@ -17,8 +17,11 @@ SERVE_HELP = (
     "SLACK_SIGNING_SECRET are set, the Slack app (/slack/events).\n\n"
     "The model and the index load in the background at start-up (the index is built on first "
     "start if missing); /readyz answers 200 once they are loaded. Other settings come from "
-    "OOMKB_* variables, e.g. OOMKB_ENABLE_ESTIMATE=1 enables POST /v1/estimate."
+    "OOMKB_* variables, e.g. OOMKB_ENABLE_ESTIMATE=1 enables POST /v1/estimate.\n\n"
+    "--workers N runs N server processes on one port; they share one index folder read-only, "
+    "and each switches to a new index generation (written by `oomkb index`) without a restart."
 )
+MAX_WORKERS = 64
 
 
 def register(app: typer.Typer) -> None:
@@ -34,6 +37,9 @@ def serve_command(
     index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "info",
+    workers: Annotated[int, typer.Option(
+        "--workers", help="server processes sharing the port and the index (each holds its own "
+        "copy of the query model: about 1 GB resident per process)")] = 1,
 ) -> None:
     """Serve the REST API, the web page and Slack with uvicorn."""
     import uvicorn
@@ -41,6 +47,8 @@ def serve_command(
     from api.http.app import create_app
     from api.settings import Settings, SettingsError
 
+    if not 1 <= workers <= MAX_WORKERS:
+        fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}", EXIT_USAGE)
     if port is not None and not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}", EXIT_USAGE)
     levels = ("critical", "error", "warning", "info", "debug", "trace")
@@ -51,16 +59,27 @@ def serve_command(
     except SettingsError as exc:
         fail(str(exc), EXIT_USAGE)
     host, port = settings.host, settings.port  # the options win over OOMKB_HOST / OOMKB_PORT
-    import torch
+    _prepare_process(settings, log_level)
+    if workers > 1:
+        # Each worker process builds its app from the environment: pass what the options set.
+        import os
 
-    # Parallelism comes from serving requests in parallel threads; several intra-op threads per
-    # request on top of that make every request wait for descheduled threads (measured: on 2
-    # cores shared with one busy process, /v1/ask took ~1.6 s with 2 threads, ~70 ms with 1).
-    torch.set_num_threads(settings.torch_threads)
-    level = "DEBUG" if log_level.lower() == "trace" else log_level.upper()
-    logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("oomkb").setLevel(level)
-    app = create_app(settings)
+        from oomkb.settings import env_var
+
+        for field in ("host", "port", "index_dir", "docs_dir"):
+            value = getattr(settings, field)
+            if value is not None:
+                os.environ[env_var(Settings, field)] = str(value)
+        os.environ["OOMKB_LOG_LEVEL"] = log_level.lower()
+        # Build or refresh the index once, here, instead of in every worker at once.
+        from api.cli.boundary import user_errors
+        from kb.corpus import refresh_index
+
+        with user_errors():
+            refresh_index(index_dir=settings.index_dir, docs_dir=settings.docs_dir)
+        app = "api.cli.serve:worker_app"
+    else:
+        app = create_app(settings)
     shown = f"[{host}]" if ":" in host else host
     console = Console(stderr=True)
     console.print(f"oomkb serving on [bold]http://{shown}:{port}/[/] "
@@ -68,6 +87,39 @@ def serve_command(
     if settings.slack_enabled:
         console.print("Slack events at /slack/events")
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False)
+        uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
+                    workers=workers if workers > 1 else None, factory=workers > 1)
     except OSError as exc:  # e.g. the port is taken
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)
+
+
+def _prepare_process(settings, log_level: str) -> None:
+    """Per-process set-up of a server process (the single one, or each worker)."""
+    import os
+
+    from indexer.query_model import set_default_batching, set_default_threads
+
+    # Parallelism comes from serving requests in parallel threads; several intra-op threads per
+    # request on top of that make every request wait for descheduled threads (measured with
+    # torch: on 2 cores shared with one busy process, /v1/ask took ~1.6 s with 2 threads, ~70 ms
+    # with 1). The query model runs in ONNX Runtime; the same holds there.
+    set_default_threads(settings.torch_threads)
+    # OOMKB_QUERY_BATCH=1: queries that arrive while one is being embedded go together into
+    # the next embedding call (see benchmarks/query_path.py for when that pays).
+    set_default_batching(os.environ.get("OOMKB_QUERY_BATCH", "").strip().lower()
+                         in {"1", "true", "yes", "on"})
+    level = "DEBUG" if log_level.lower() == "trace" else log_level.upper()
+    logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("oomkb").setLevel(level)
+
+
+def worker_app():
+    """The app of one `--workers` process (uvicorn calls this in each worker)."""
+    import os
+
+    from api.http.app import create_app
+    from api.settings import Settings
+
+    settings = Settings.from_env()
+    _prepare_process(settings, os.environ.get("OOMKB_LOG_LEVEL", "info"))
+    return create_app(settings)

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
@@ -46,7 +47,7 @@ def export_site_command(
 
 def gaps_command(
     since: Annotated[Optional[float], typer.Option("--since", help="only the last DAYS days")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    as_json: JsonOption = False,
     db: Annotated[Optional[Path], typer.Option("--db", help="the feedback database (default OOMKB_DB)")] = None,
 ) -> None:
     """Questions answered `grounded: false` or marked unhelpful, grouped by meaning, biggest first."""

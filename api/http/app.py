@@ -37,7 +37,7 @@ from diagnostics.units import format_bytes
 from oomkb.errors import OomkbError, ServiceError
 from api.schemas import (
     AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
-    JsonRequest, ParsedError, SearchRequest, SearchResponse,
+    ParsedError, ProgramRequest, SearchRequest, SearchResponse,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ log = logging.getLogger("oomkb.api")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MIB = 1 << 20
 GIB = 1 << 30
-MAX_PROGRAM_CHARS = 200_000
 
 # The page may load only what this server serves: no CDN, no inline script.
 PAGE_CSP = (
@@ -319,15 +318,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 # POST /v1/estimate
 
 
-class EstimateRequest(JsonRequest):
+class EstimateRequest(ProgramRequest):
     """A Python program whose factory is estimated on a TPU generation (the `estimate --json` shape)."""
 
-    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
-                        description="the program's Python source; it defines the factory")
-    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
-                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
-    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
-    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
     donation_check: bool = True
     top_n: int = Field(default=10, ge=1, le=100)
 

@@ -76,13 +76,20 @@ class AssistantHolder:
         self._finished.wait(timeout)
         return self.ready.is_set()
 
-    def require(self) -> Assistant:
-        """The loaded assistant, or :class:`NotReady` saying why there is none yet."""
+    def require(self, language: str = "en") -> Assistant:
+        """The loaded assistant, or :class:`NotReady` saying why there is none yet (in `language`)."""
         if self.assistant is not None:
             return self.assistant
+        raise NotReady(self.not_ready_text(language))
+
+    def not_ready_text(self, language: str = "en") -> str:
+        """Why there is no assistant yet, from the catalogue's messages in `language`."""
+        from kb.remedies import load_catalogue, message
+
+        catalogue = load_catalogue()
         if self.error:
-            raise NotReady(f"the service is not ready: {self.error}")
-        raise NotReady("the service is still loading the model and the index; retry in a few seconds")
+            return message(catalogue, "service_failed", language, reason=self.error)
+        return message(catalogue, "service_loading", language)
 
 
 def short_reason(exc: BaseException) -> str:

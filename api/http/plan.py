@@ -12,11 +12,10 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from api.schemas import JsonRequest
+from api.schemas import JsonRequest, ProgramRequest
 from api.settings import Settings
 from diagnostics.plan import PlanReport
 
-MAX_PROGRAM_CHARS = 200_000
 PLAN_DISABLED = (
     "POST /v1/plan runs the submitted program and is disabled on this server; the operator can "
     "enable it with OOMKB_ENABLE_ESTIMATE=1 (or run `oomkb plan FILE.py:FACTORY` locally)"
@@ -31,15 +30,9 @@ class VaryRequest(JsonRequest):
     high: int = Field(ge=-(1 << 40), le=1 << 40)
 
 
-class PlanRequest(JsonRequest):
-    """A Python program whose factory is planned on a TPU generation (CONTRACT `plan`)."""
+class PlanRequest(ProgramRequest):
+    """A Python program whose factory is planned on a TPU generation (the `plan --json` shape)."""
 
-    source: str = Field(min_length=1, max_length=MAX_PROGRAM_CHARS,
-                        description="the program's Python source; it defines the factory")
-    factory: str = Field(default="make", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
-                         description="name of the function returning (fn, args) or (fn, args, kwargs)")
-    tpu: str = Field(default="v5e", min_length=1, max_length=32, description="TPU generation")
-    topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
     vary: VaryRequest | None = None
 
 

@@ -30,6 +30,8 @@ from slack_bolt.adapter.starlette.handler import to_starlette_response
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk import WebClient
 
+from api.http.slack_evidence import SlackEvidence
+from api.feedback import FeedbackStore
 from api.schemas import AskRequest, AskResponse
 
 if TYPE_CHECKING:
@@ -160,8 +162,14 @@ def split_sections(text: str, limit: int = SECTION_CHARS) -> list[str]:
     return [p.strip("\n") for p in pieces if p.strip() and p.strip() != "```"]
 
 
-def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 1) -> list[dict[str, Any]]:
-    """Block Kit for an answer: its Markdown as mrkdwn sections, then a context block of sources."""
+#: The action ids of the 👍/👎 buttons under an answer (their value is the answer's `answer_id`).
+FEEDBACK_ACTIONS = {"oomkb_helpful": True, "oomkb_unhelpful": False}
+
+
+def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 2,
+                  feedback: bool = False) -> list[dict[str, Any]]:
+    """Block Kit for an answer: its Markdown as mrkdwn sections, a context block of sources (linked
+    when the citations carry absolute URLs) and, with `feedback`, 👍/👎 buttons."""
     body = answer.answer
     sections = split_sections(markdown_to_mrkdwn(body))
     if len(sections) > limit_sections:
@@ -173,9 +181,18 @@ def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 1) -> 
     for c in answer.citations[:CONTEXT_ELEMENTS]:
         cite = c.citation or f"{c.doc_id}#{c.section}"
         title = f" {escape_mrkdwn(c.section_title)}" if c.section_title else ""
-        sources.append({"type": "mrkdwn", "text": f":books: `{escape_mrkdwn(cite)}`{title} ({c.language})"[:SECTION_CHARS]})
+        shown = f"`{escape_mrkdwn(cite)}`"
+        if c.url.startswith(("https://", "http://")) and not any(ch in c.url for ch in "<>| "):
+            shown = f"<{c.url}|{escape_mrkdwn(cite)}>"  # a link only to the server's own guide page
+        sources.append({"type": "mrkdwn", "text": f":books: {shown}{title} ({c.language})"[:SECTION_CHARS]})
     if sources:
         blocks.append({"type": "context", "elements": sources})
+    if feedback:
+        blocks.append({"type": "actions", "block_id": "oomkb_feedback", "elements": [
+            {"type": "button", "action_id": action, "value": answer.answer_id,
+             "text": {"type": "plain_text", "text": "👍" if helpful else "👎", "emoji": True}}
+            for action, helpful in FEEDBACK_ACTIONS.items()
+        ]})
     return blocks
 
 
@@ -249,14 +266,18 @@ class SlackBot:
 
     def __init__(self, holder: AssistantHolder, *, signing_secret: str, bot_token: str,
                  client: WebClient | None = None, bot_user_id: str | None = None,
-                 api_url: str = "https://slack.com/api/", command_response: str = "ephemeral"):
+                 api_url: str = "https://slack.com/api/", command_response: str = "ephemeral",
+                 store: FeedbackStore | None = None, public_url: str | None = None):
         self.holder = holder
+        self.store = store
+        self.public_url = public_url
         self.bot_user_id = bot_user_id
         # /oom answers only the asker unless the operator chose "in_channel": a pasted log shows
         # paths, shapes and code the asker may not mean to share with the channel.
         self.command_response = command_response
         self.seen = SeenEvents()
         self._token = bot_token
+        self.evidence = SlackEvidence(bot_token, bot_user_id)
         client = client or WebClient(base_url=api_url)
         # Bolt passes arguments by the parameter names of each function, so it is given plain
         # functions (a bound method's `self` would confuse it).
@@ -295,6 +316,13 @@ class SlackBot:
         self.app.event("message")(_ack)  # other messages: acknowledged, not answered
         self.app.command(SLASH_COMMAND)(ack=_ack_command, lazy=[answer_command])
 
+        def record_verdict(ack, body, action, client) -> None:
+            ack()
+            self._record_verdict(body, action, client)
+
+        for action_id in FEEDBACK_ACTIONS:
+            self.app.action(action_id)(record_verdict)
+
     # -- Bolt plumbing --------------------------------------------------------------------
 
     def _authorize(self, enterprise_id, team_id, user_id) -> AuthorizeResult:
@@ -311,35 +339,67 @@ class SlackBot:
         return next()
 
     def _is_plain_dm(self, event: dict) -> bool:
-        return (event.get("channel_type") == "im" and not event.get("subtype")
+        return (event.get("channel_type") == "im" and event.get("subtype") in _ANSWERED_SUBTYPES
                 and not event.get("bot_id") and event.get("user") != self.bot_user_id)
 
     # -- answering --------------------------------------------------------------------------
 
-    def reply(self, text: str) -> tuple[list[dict[str, Any]], str]:
-        """(blocks, fallback text) answering a Slack message's text."""
+    def reply(self, text: str, event: dict | None = None,
+              client: WebClient | None = None) -> tuple[list[dict[str, Any]], str]:
+        """(blocks, fallback text) answering a Slack message's text; with its `event`, also
+        from the files attached to it and the evidence earlier in its thread."""
+        from api.http.feedback import absolute_links, record_answer
         from api.http.holder import NotReady
         from oomkb.errors import OomkbError
 
+        language = _language_of(text)
         try:
-            assistant = self.holder.require()
-            answer = assistant.ask(question_from_slack(text))
+            assistant = self.holder.require(language)
+            request = question_from_slack(text)
+            if event is not None and client is not None:
+                request = self.evidence.complete(request, client, event)
+            answer = absolute_links(assistant.ask(request), self.public_url)
         except NotReady as exc:
             return _notice(f":hourglass: {exc}")
         except OomkbError as exc:
             return _notice(f":warning: {exc}")
         except Exception:
             log.exception("answering a Slack message failed")
-            return _notice(":warning: Sorry, something went wrong on my side; the cause is logged.")
-        return answer_blocks(answer), fallback_text(answer)
+            return _notice(":warning: " + _message("internal_error", language))
+        if self.store is not None:
+            record_answer(self.store, request, answer, source="slack")
+        return answer_blocks(answer, feedback=self.store is not None), fallback_text(answer)
+
+    def _record_verdict(self, body: dict, action: dict, client: WebClient) -> None:
+        """A 👍/👎 click: stored once per click (a replayed interaction is recognised by its
+        user, answer and action time), then a thank-you only the clicker sees."""
+        from api.feedback import FeedbackUnavailable, UnknownAnswer
+
+        answer_id = str(action.get("value") or "")[:64]
+        helpful = FEEDBACK_ACTIONS.get(str(action.get("action_id")))
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        if helpful is None or not answer_id or self.store is None:
+            return
+        key = f"slack:{user}:{answer_id}:{action.get('action_ts') or ''}"
+        try:
+            fresh = self.store.record_feedback(answer_id, helpful, source="slack", dedupe_key=key)
+        except (UnknownAnswer, FeedbackUnavailable) as exc:
+            log.warning("Slack feedback on %s not recorded: %s", answer_id, exc)
+            return
+        if fresh and channel and user:
+            try:
+                client.chat_postEphemeral(channel=channel, user=user, text=_message("feedback_thanks", "en"))
+            except Exception:  # noqa: BLE001 - a thank-you that cannot be posted loses nothing
+                log.info("could not post the feedback thank-you", exc_info=True)
 
     def _answer_mention(self, event: dict, client: WebClient) -> None:
-        if event.get("bot_id") or event.get("subtype"):
+        if event.get("bot_id") or event.get("subtype") not in _ANSWERED_SUBTYPES:
             return
         self._post_in_thread(client, event)
 
     def _post_in_thread(self, client: WebClient, event: dict) -> None:
-        blocks, text = self.reply(event.get("text") or "")
+        blocks, text = self.reply(event.get("text") or "", event, client)
         client.chat_postMessage(
             channel=event["channel"],
             thread_ts=event.get("thread_ts") or event.get("ts"),
@@ -355,17 +415,36 @@ class SlackBot:
         respond(blocks=blocks, text=text, response_type=self.command_response, replace_original=False)
 
 
+# Message subtypes answered: a plain message, and one with files attached (read as evidence).
+_ANSWERED_SUBTYPES = (None, "file_share")
+
+
 def _ack(ack) -> None:
     ack()
 
 
 def _ack_command(ack, command) -> None:
     if not (command.get("text") or "").strip():
-        ack(f"Ask me about a JAX/XLA out-of-memory error: `{SLASH_COMMAND} how do I fix "
-            "Ran out of memory in memory space hbm?` (paste the error between ``` to have its "
-            "numbers read).")
+        ack(_message("slash_command_usage", "en", command=SLASH_COMMAND))
         return
     ack()
+
+
+def _language_of(text: str) -> str:
+    """The language a Slack message is written in (English when unsure or unsupported)."""
+    from kb.language import FALLBACK, detect_language
+
+    try:
+        found = detect_language(question_from_slack(text).question or "")
+    except Exception:  # noqa: BLE001 - a notice never fails for want of a language
+        return FALLBACK
+    return found.language if found.supported else FALLBACK
+
+
+def _message(key: str, language: str, **values: Any) -> str:
+    from kb.remedies import load_catalogue, message
+
+    return message(load_catalogue(), key, language, **values)
 
 
 def _notice(text: str) -> tuple[list[dict[str, Any]], str]:
@@ -405,6 +484,8 @@ def mount_slack(app: FastAPI, settings: Settings, holder: AssistantHolder,
         bot_user_id=settings.slack_bot_user_id,
         api_url=settings.slack_api_url,
         command_response=settings.slack_command_response,
+        store=getattr(app.state, "feedback_store", None),
+        public_url=settings.public_url,
     )
 
     secret = settings.slack_signing_secret.get_secret_value().encode()

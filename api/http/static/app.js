@@ -36,10 +36,13 @@
   }
 
   // A fragment for a Markdown text: paragraphs, ### headings, lists, > quotes, ``` code.
+  const SOURCE_LANGUAGE = /\(`[^`]+`, ([a-z]{2,3})\)\s*$/;
+
   function renderMarkdown(markdown) {
     const frag = document.createDocumentFragment();
     const lines = String(markdown || "").split("\n");
     let i = 0;
+    let quoteLanguage = null;  // a source line "(`doc#section`, pt)" names its quote's language
     while (i < lines.length) {
       const line = lines[i];
       let m;
@@ -54,7 +57,8 @@
         frag.append(el("h" + level, { dir: "auto" }, inline(m[2])));
         i++;
       } else if (/^\s{0,3}>/.test(line)) {
-        const quote = el("blockquote", { dir: "auto" });
+        const quote = el("blockquote", quoteLanguage ? { dir: "auto", lang: quoteLanguage } : { dir: "auto" });
+        quoteLanguage = null;
         const parts = [];
         while (i < lines.length && /^\s{0,3}>/.test(lines[i])) parts.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
         parts.forEach((p, n) => {
@@ -67,6 +71,8 @@
         const list = el(ordered ? "ol" : "ul", { dir: "auto" });
         if (ordered) list.setAttribute("start", String(parseInt(line.trim(), 10) || 1));
         while (i < lines.length && /^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+          const source = SOURCE_LANGUAGE.exec(lines[i]);
+          quoteLanguage = source ? source[1] : null;
           list.append(el("li", {}, inline(lines[i].replace(/^\s*([-*+]|\d+[.)])\s+/, ""))));
           i++;
         }
@@ -157,17 +163,19 @@
     return "/guides/" + encodeURIComponent(docId) + "#" + encodeURIComponent(section);
   }
 
+  // The guides the answer cites, as a compact list of links: their quotes are in the answer's
+  // own Sources section already, so none is repeated here.
   function showSources(citations) {
     const list = $("sources-list");
     list.replaceChildren();
     for (const c of citations || []) {
       const cite = c.citation || c.doc_id + "#" + c.section;
       list.append(el("li", { "data-doc-id": c.doc_id }, [
-        el("div", { dir: "auto" }, [el("strong", {}, [c.guide_title || c.doc_id]),
-                                    c.section_title ? " › " + c.section_title : ""]),
-        el("div", { class: "cite" }, [el("a", { href: guideUrl(c.doc_id, c.section) },
-                                         [el("code", {}, [cite])]), " (" + c.language + ")"]),
-        el("blockquote", { dir: "auto", lang: c.language }, [c.quote || ""]),
+        el("span", { dir: "auto" }, [el("strong", {}, [c.guide_title || c.doc_id]),
+                                     c.section_title ? " › " + c.section_title : ""]),
+        " ",
+        el("span", { class: "cite" }, [el("a", { href: guideUrl(c.doc_id, c.section) },
+                                          [el("code", {}, [cite])]), " (" + c.language + ")"]),
       ]));
     }
     $("sources").hidden = list.children.length === 0;

@@ -1,0 +1,80 @@
+"""The parts of an answer that come from the figures, snippets and next-steps catalogues: the
+figure a question asks for (first), each remedy's code example, and the `oomkb` command that
+would settle the question. Kept apart from the assistant's retrieval and grounding logic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kb import remedies as catalogue_api
+from kb.figures import FigureAnswer, Figures, load_figures
+from kb.next_steps import NextStep, NextSteps, load_next_steps, names_from_log
+from kb.snippets import Snippets, load_snippets, snippet_markdown
+
+__all__ = ["AnswerParts"]
+
+
+class AnswerParts:
+    """Figures, snippets and next steps for one remedy catalogue, loaded and checked once."""
+
+    def __init__(self, catalogue: catalogue_api.Catalogue):
+        self.catalogue = catalogue
+        self.figures: Figures = load_figures(catalogue)
+        self.snippets: Snippets = load_snippets(catalogue)
+        self.next_steps: NextSteps = load_next_steps(catalogue)
+
+    def figures_for(self, question: str, language: str) -> list[FigureAnswer]:
+        return self.figures.answer(question, language)
+
+    def figure_remedies(self, figures: list[FigureAnswer], language: str, format_bytes,
+                        already: set[str]) -> list[tuple[catalogue_api.Remedy, str]]:
+        """(remedy, text) for the remedies that act on the figures asked for, not yet chosen."""
+        out = []
+        for rid in dict.fromkeys(r for f in figures for r in f.remedies):
+            if rid in already:
+                continue
+            remedy = self.catalogue.remedy(rid)
+            try:
+                text = catalogue_api.remedy_text(self.catalogue, remedy, {}, language, format_bytes)
+            except catalogue_api.MissingValue:
+                continue
+            out.append((remedy, text))
+        return out
+
+    def snippet(self, remedy_id: str) -> str | None:
+        s = self.snippets.for_remedy(remedy_id)
+        return s.code.strip("\n") if s else None
+
+    def next_steps_for(self, question: str, facts: Mapping[str, Any], language: str,
+                       log: str | None) -> list[NextStep]:
+        names = names_from_log(log) or names_from_log(question)
+        named = self.figures.generations_in(question or "")
+        if named:
+            names.setdefault("tpu", named[0])
+        return self.next_steps.choose(question, facts, language, names)
+
+    # -- Markdown ---------------------------------------------------------------------------
+
+    @staticmethod
+    def figure_lines(figures: list[FigureAnswer]) -> list[str]:
+        lines = [f.text for f in figures]
+        return [*lines, ""] if lines else []
+
+    @staticmethod
+    def snippet_lines(code: str | None, shown: set[str]) -> list[str]:
+        """A remedy's code block, once per answer (remedies can share one)."""
+        if not code or code in shown:
+            return []
+        shown.add(code)
+        from kb.snippets import Snippet
+
+        return ["", *snippet_markdown(Snippet(code=code, check="parse")), ""]
+
+    def next_step_lines(self, steps: list[NextStep], language: str) -> list[str]:
+        if not steps:
+            return []
+        lines = [f"### {self.next_steps.heading(language)}", ""]
+        for step in steps:
+            lines += [step.text, "", "```", step.command, "```", ""]
+        return lines

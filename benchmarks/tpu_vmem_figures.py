@@ -1,0 +1,70 @@
+"""Measure, deviceless, the VMEM figures that kb/catalogue/figures.yaml states as "measured":
+per TPU generation, the default scoped VMEM limit of a Pallas kernel (the compiler's
+"Scoped allocation with size X and limit Y") and the physical VMEM ("Used X of Y vmem", with
+the scoped limit lifted). Prints JSON; takes about a minute on two cores.
+
+    python benchmarks/tpu_vmem_figures.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from diagnostics.tpu import libtpu_version, prepare_in_process, resolve_target, topology_devices
+
+prepare_in_process()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax.experimental import pallas as pl  # noqa: E402
+from jax.experimental.pallas import tpu as pltpu  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+SCOPED = re.compile(r"Scoped allocation with size (\S+) and limit (\S+)")
+CAPACITY = re.compile(r"Used (\S+) of (\S+) vmem")
+
+
+def _add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+
+def _compile_error(generation: str, rows: int, limit: int | None) -> str | None:
+    devices = topology_devices(resolve_target(generation))
+    s = NamedSharding(Mesh(devices[:1], ("x",)), P())
+    spec = jax.ShapeDtypeStruct((8192, 4096), jnp.float32)
+
+    def add(x, y):
+        block = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
+        extra = {"compiler_params": pltpu.CompilerParams(vmem_limit_bytes=limit)} if limit else {}
+        return pl.pallas_call(_add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(x.shape[0] // rows,), in_specs=[block, block],
+                              out_specs=block, **extra)(x, y)
+
+    try:
+        jax.jit(add, in_shardings=(s, s), out_shardings=s).trace(spec, spec).lower().compile()
+    except Exception as exc:  # the compiler's RESOURCE_EXHAUSTED text is the measurement
+        return str(exc)
+    return None
+
+
+def measure(generation: str) -> dict[str, str | None]:
+    scoped = capacity = None
+    for rows in (256, 512, 1024):  # 24, 48, 96 MiB of double-buffered windows
+        text = _compile_error(generation, rows, None) or ""
+        if m := SCOPED.search(text):
+            scoped = m.group(2)
+            break
+        if m := CAPACITY.search(text):
+            capacity = m.group(2)
+            break
+    if capacity is None:
+        m = CAPACITY.search(_compile_error(generation, 2048, 1 << 30) or "")
+        capacity = m.group(2) if m else None
+    return {"scoped_vmem_default": scoped, "vmem": capacity}
+
+
+if __name__ == "__main__":
+    print(json.dumps({"libtpu": libtpu_version(),
+                      "generations": {g: measure(g) for g in ("v2", "v3", "v4", "v5e", "v5p", "v6e", "TPU7x")}},
+                     indent=2))

@@ -1,0 +1,368 @@
+"""The query half of the embedding model, without torch: an ONNX export run by ONNX Runtime.
+
+Indexing loads the sentence-transformers model (torch) anyway, so it also exports the model once:
+the encoder with its pooling and L2 normalisation, traced into one ONNX graph (token ids and
+attention mask in, a normalised embedding out), optionally quantised to int8, beside the model's
+own ``tokenizer.json``. Both files become part of every index generation (their checksums in the
+manifest), so a generation carries the exact query model that matches its vectors. Searching then
+needs only ``onnxruntime`` and ``tokenizers``: no torch, no transformers, no jax.
+
+Exports are cached per model and precision under ``$OOMKB_HOME/models/query-onnx/`` and hard-linked
+into each generation, so rebuilding the index after a guide changed costs no export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from indexer.checksum import sha256_file
+from indexer.errors import IndexCorruptError, ModelError
+from indexer.settings import models_dir, query_precision_setting
+from indexer.store import QUERY_ONNX, QUERY_TOKENIZER, ModelInfo, QueryModelInfo, StoredIndex
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+#: Bumped whenever the exported graph or its inputs change, so older exports are redone.
+EXPORT_FORMAT_VERSION = 1
+PRECISIONS = ("fp32", "mixed", "int8")
+_INFO_FILE = "query_model.json"
+_LOCK_TIMEOUT_S = 900
+_default_threads = 0  # 0: ONNX Runtime's choice (all cores); the server sets 1 per request
+_default_batching = False
+
+
+def set_default_threads(threads: int) -> None:
+    """Intra-op threads for query encoders loaded from now on (the server uses 1 per request)."""
+    global _default_threads
+    _default_threads = max(0, int(threads))
+
+
+def set_default_batching(batch: bool) -> None:
+    """Whether query encoders loaded from now on batch concurrent queries (see QueryEncoder)."""
+    global _default_batching
+    _default_batching = bool(batch)
+
+
+# --------------------------------------------------------------------------------------------
+# Export (index time: imports torch through the loaded sentence-transformers model)
+# --------------------------------------------------------------------------------------------
+
+
+def _cache_dir(model: ModelInfo, precision: str) -> Path:
+    key = json.dumps([model.name, model.version, model.dims, precision, EXPORT_FORMAT_VERSION])
+    return models_dir() / "query-onnx" / hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def _read_cached(folder: Path, model: ModelInfo, precision: str) -> QueryModelInfo | None:
+    try:
+        info = QueryModelInfo.model_validate_json((folder / _INFO_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (info.model_name, info.model_version, info.precision, info.export_version) != (
+        model.name, model.version, precision, EXPORT_FORMAT_VERSION
+    ):
+        return None
+    if not (folder / QUERY_ONNX).is_file() or not (folder / QUERY_TOKENIZER).is_file():
+        return None
+    return info
+
+
+def _intact(folder: Path, info: QueryModelInfo) -> bool:
+    try:
+        return (folder / QUERY_TOKENIZER).is_file() and sha256_file(folder / QUERY_ONNX) == info.sha256
+    except OSError:
+        return False
+
+
+def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, folder: Path) -> None:
+    """Trace the model into ``folder`` (ONNX graph, tokenizer, description)."""
+    import torch
+
+    tokenizer = getattr(st_model, "tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise ModelError(
+            "the embedding model has no fast tokenizer (tokenizer.json), which the torch-free "
+            "query path needs; use a model folder that includes one"
+        )
+    prompts = getattr(st_model, "prompts", None) or {}
+    prompt = prompts.get("query", "")
+    max_length = int(getattr(st_model, "max_seq_length", None) or 512)
+    sample = tokenizer([prompt + "a short question", prompt + "x"], padding=True,
+                       return_tensors="pt")
+    input_names = [name for name in ("input_ids", "attention_mask", "token_type_ids")
+                   if name in sample]
+
+    class _Embed(torch.nn.Module):
+        def __init__(self, inner) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *tensors):
+            features = dict(zip(input_names, tensors))
+            pooled = self.inner(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    wrapper = _Embed(st_model).eval()
+    traced = folder / "traced.onnx"
+    axes = {name: {0: "batch", 1: "tokens"} for name in input_names}
+    axes["embedding"] = {0: "batch"}
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python branches
+        torch.onnx.export(
+            wrapper, tuple(sample[name] for name in input_names), str(traced),
+            input_names=input_names, output_names=["embedding"], dynamic_axes=axes,
+            opset_version=17, dynamo=False,
+        )
+    if precision in ("int8", "mixed"):
+        import logging
+
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))
+        if precision == "int8":
+            # Everything: per-channel weights keep the query embedding within cosine 0.995 of
+            # the float model (per-tensor: 0.988); activations are quantised per call.
+            options = {"per_channel": True}
+        else:
+            # Only the token-embedding table (Gather): 250k x 384 floats, most of the file and of
+            # the load time; the encoder stays float32 (cosine to fp32 >= 0.9999).
+            options = {"op_types_to_quantize": ["Gather"]}
+        quantize_dynamic(str(traced), str(folder / QUERY_ONNX), weight_type=QuantType.QInt8,
+                         **options)
+        traced.unlink()
+    else:
+        os.replace(traced, folder / QUERY_ONNX)
+    for extra in folder.glob("*.onnx.data"):  # no external-data files for a model this size
+        extra.unlink()
+    backend.save(str(folder / QUERY_TOKENIZER))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    info = QueryModelInfo(
+        model_name=model.name, model_version=model.version, precision=precision,
+        export_version=EXPORT_FORMAT_VERSION, prompt=prompt, max_length=max_length,
+        pad_id=int(pad_id), inputs=input_names, dims=model.dims,
+        sha256=sha256_file(folder / QUERY_ONNX),
+    )
+    (folder / _INFO_FILE).write_text(info.model_dump_json(indent=1), encoding="utf-8")
+
+
+def ensure_query_model(
+    model: ModelInfo,
+    load_embedder: Callable[[], SentenceTransformer],
+    precision: str | None = None,
+    previous: StoredIndex | None = None,
+) -> tuple[Path, QueryModelInfo]:
+    """A folder holding the exported query model for ``model``, and its description.
+
+    Found in the previous generation (same model and precision), else in the export cache, else
+    exported now (about 40 s: loads the model, traces it, quantises it).
+    """
+    from filelock import FileLock, Timeout
+
+    precision = precision or query_precision_setting()
+    if previous is not None and previous.manifest.query_model is not None:
+        info = previous.manifest.query_model
+        same = (info.model_name, info.model_version, info.precision, info.export_version) == (
+            model.name, model.version, precision, EXPORT_FORMAT_VERSION
+        )
+        if same and _intact(previous.path, info):
+            return previous.path, info
+    folder = _cache_dir(model, precision)
+    info = _read_cached(folder, model, precision)
+    if info is not None and _intact(folder, info):
+        return folder, info
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot create the folder for the query model {folder.parent}: {exc}")
+    lock = FileLock(str(folder.parent / f".{folder.name}.lock"))
+    try:
+        with lock.acquire(timeout=_LOCK_TIMEOUT_S):
+            info = _read_cached(folder, model, precision)
+            if info is None or not _intact(folder, info):
+                work = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+                work.mkdir()
+                try:
+                    _export(load_embedder(), model, precision, work)
+                    if folder.exists():
+                        shutil.rmtree(folder)
+                    os.replace(work, folder)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+                info = _read_cached(folder, model, precision)
+    except Timeout:
+        raise ModelError(
+            f"waited {_LOCK_TIMEOUT_S} s for another process exporting the query model into "
+            f"{folder}; if none is running, delete {lock.lock_file}"
+        ) from None
+    except OSError as exc:
+        raise ModelError(f"could not export the query model into {folder}: {exc}") from exc
+    if info is None:
+        raise ModelError(f"the query model export in {folder} is incomplete")
+    return folder, info
+
+
+# --------------------------------------------------------------------------------------------
+# Query time: onnxruntime + tokenizers only
+# --------------------------------------------------------------------------------------------
+
+
+class QueryEncoder:
+    """Embeds queries with a generation's exported model; thread-safe, no torch.
+
+    Concurrent callers are batched: while one embedding call runs, queries that arrive wait and
+    go together into the next call (``batch=False`` embeds every call on its own).
+    """
+
+    def __init__(self, onnx_path: Path, tokenizer_path: Path, info: QueryModelInfo,
+                 threads: int | None = None, batch: bool | None = None,
+                 background: bool = False) -> None:
+        self.info = info
+        self.dims = info.dims
+        self.path = Path(onnx_path)
+        self.batching = _default_batching if batch is None else batch
+        self.calls = 0  # embedding calls made (for the benchmark: fewer than queries = batching)
+        self._threads = _default_threads if threads is None else threads
+        self._paths = (Path(onnx_path), Path(tokenizer_path))
+        self._session = self._tokenizer = None
+        self._load_error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._running = False
+        # ONNX Runtime builds its session without holding the GIL: in the background, a cold
+        # `oomkb search` reads the guides and builds its lexical index meanwhile.
+        self._loader = threading.Thread(target=self._load, name="oomkb-query-model", daemon=True)
+        self._loader.start()
+        if not background:
+            self.wait()
+
+    def _load(self) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            onnx_path, tokenizer_path = self._paths
+            # hashlib and onnxruntime both release the GIL: the checksum runs beside the load.
+            digest: list[str] = []
+            hasher = threading.Thread(target=lambda: digest.append(sha256_file(onnx_path)),
+                                      daemon=True)
+            hasher.start()
+            session = ort.InferenceSession(str(onnx_path), options,
+                                           providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.info.max_length)
+            hasher.join()
+            if digest != [self.info.sha256]:
+                raise ValueError(f"{onnx_path.name} does not match its checksum")
+            self._session, self._tokenizer = session, tokenizer
+        except BaseException as exc:  # onnxruntime and tokenizers raise their own types
+            self._load_error = exc
+
+    def wait(self) -> QueryEncoder:
+        """Block until the model is loaded; a damaged file is an IndexCorruptError."""
+        self._loader.join()
+        if self._load_error is not None:
+            raise IndexCorruptError(
+                f"the query model in {self.path.parent} cannot be loaded ({self._load_error}); "
+                "rebuild the index with `oomkb index`"
+            ) from self._load_error
+        return self
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 rows, one per text, with the model's query prompt."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        if not self.batching:
+            return self._run(texts)
+        return self._batched(texts)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        if self._session is None:
+            self.wait()
+        encodings = self._tokenizer.encode_batch([self.info.prompt + t for t in texts])
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(texts), width), self.info.pad_id, dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        self.calls += 1
+        out = self._session.run(None, {name: feeds[name] for name in self.info.inputs})[0]
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def _batched(self, texts: list[str]) -> np.ndarray:
+        mine = _Pending(texts)
+        with self._cond:
+            self._queue.append(mine)
+            while self._running and mine.result is None and mine.error is None:
+                self._cond.wait()
+            if mine.result is not None or mine.error is not None:
+                return mine.take()
+            self._running = True
+            group, self._queue = self._queue, []
+        try:
+            rows = self._run([t for p in group for t in p.texts])
+            start = 0
+            for pending in group:
+                pending.result = rows[start : start + len(pending.texts)]
+                start += len(pending.texts)
+        except BaseException as exc:
+            for pending in group:
+                pending.error = exc
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+        return mine.take()
+
+
+class _Pending:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+    def take(self) -> np.ndarray:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+def load_query_encoder(index: StoredIndex, threads: int | None = None,
+                       batch: bool | None = None, background: bool = False) -> QueryEncoder:
+    """The query encoder stored in an index generation (its checksum was verified on load).
+
+    ``background`` returns at once and loads meanwhile; the first query waits for it."""
+    info = index.manifest.query_model
+    if info is None:
+        raise IndexCorruptError(
+            f"the index in {index.path} holds no query model; rebuild it with `oomkb index`"
+        )
+    if info.dims != index.manifest.model.dims:
+        raise IndexCorruptError(
+            f"the query model in {index.path} makes {info.dims}-dim vectors but the index holds "
+            f"{index.manifest.model.dims}-dim ones; rebuild it with `oomkb index`"
+        )
+    return QueryEncoder(index.path / QUERY_ONNX, index.path / QUERY_TOKENIZER, info,
+                        threads=threads, batch=batch, background=background)

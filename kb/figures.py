@@ -1,0 +1,317 @@
+"""Figures answered directly: HBM, VMEM, scoped VMEM limit and cores per TPU generation, and the
+defaults of the flags and API parameters that remedies name (`kb/catalogue/figures.yaml`).
+
+A question is recognised by data (keyword groups per kind of figure, in every language, and the
+generation names and aliases of `diagnostics/tpu_generations.yaml`); the answer line names where
+each figure comes from: a deviceless compile here, or a public page.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from diagnostics.tpu import Generation, generations
+from diagnostics.units import format_bytes, parse_size
+from kb.errors import CatalogueError
+from kb.remedies import Catalogue, load_catalogue, placeholders
+from kb.translations import check_texts
+
+__all__ = ["FigureAnswer", "Figures", "load_figures"]
+
+FILE = "figures.yaml"
+Kind = Literal["setting_default", "scoped_vmem", "vmem", "hbm", "cores"]
+MESSAGES: dict[str, tuple[str, ...]] = {
+    "hbm": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
+            "measured_with"),
+    "vmem": ("generation", "vmem", "source"),
+    "scoped_vmem": ("generation", "limit", "source", "vmem"),
+    "cores": ("generation", "cores", "source", "devices"),
+    "setting_default": ("name", "default", "note", "source"),
+    "not_recorded": ("generation",),
+    "source_measured": ("measured_with",),
+    "source_public": ("url",),
+}
+SETTING = "$setting"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    url: str | None
+
+
+class Value(_Strict):
+    value: str | int
+    source: str
+
+
+class GenerationFigures(_Strict):
+    hbm_public: Value | None = None
+    cores_per_chip: Value | None = None
+    vmem: Value | None = None
+    scoped_vmem: Value | None = None
+
+
+class Setting(_Strict):
+    name: str
+    aliases: list[str]
+    default: str
+    remedies: list[str] = Field(default_factory=list)
+    source: str
+    note: dict[str, str]
+
+
+class QuestionKind(_Strict):
+    kind: Kind
+    all: list[list[str]]
+    needs_generation: bool = False
+    remedies: list[str] = Field(default_factory=list)
+    unless: list[str] = Field(default_factory=list, description="kinds that, matched, replace this one")
+
+
+class Message(_Strict):
+    params: list[str]
+    text: dict[str, str]
+
+
+class FigureFile(_Strict):
+    measured_with: str
+    sources: dict[str, Source]
+    generations: dict[str, GenerationFigures]
+    settings: list[Setting]
+    questions: list[QuestionKind]
+    messages: dict[str, Message]
+
+
+class FigureAnswer(BaseModel):
+    """One figure the question asked for, as an answer line in the asker's language."""
+
+    kind: str
+    subject: str = Field(description="the TPU generation or the setting's name")
+    text: str = Field(description="Markdown, in the answer language, with the figure's source")
+    value_bytes: int | None = None
+    sources: list[str] = Field(default_factory=list, description="'measured' or public URLs")
+    remedies: list[str] = Field(default_factory=list, description="remedy ids that act on it")
+
+
+def _keyword(term: str) -> re.Pattern[str]:
+    escaped = re.escape(term.lower())
+    if term.isascii():
+        return re.compile(rf"(?<![a-z0-9_]){escaped}")
+    return re.compile(escaped)
+
+
+def _name(term: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z0-9_]){re.escape(term.lower())}(?![a-z0-9_])")
+
+
+class Figures:
+    """The loaded figures file and what answers from it."""
+
+    def __init__(self, data: FigureFile, gens: dict[str, Generation]):
+        self.data = data
+        self.gens = gens
+        self._gen_names = [
+            (name, _name(term))
+            for name, gen in gens.items() if name in data.generations
+            for term in {name, gen.topology_prefix, gen.device_kind, *gen.aliases,
+                          gen.device_kind.lower().removeprefix("tpu ")}
+        ]
+        self._settings = [(s, [_name(a) for a in {s.name, *s.aliases}]) for s in data.settings]
+        self._kinds = [(q, [[_keyword(k) for k in group if k != SETTING] for group in q.all],
+                        [SETTING in group for group in q.all]) for q in data.questions]
+
+    # -- recognising ------------------------------------------------------------------------
+
+    def generations_in(self, text: str) -> list[str]:
+        """Generations named in `text`, in order of appearance; a name inside a longer one
+        (`v5` in `v5 lite`) does not count."""
+        low = text.lower()
+        spans = [(m.start(), m.end(), name) for name, pat in self._gen_names for m in pat.finditer(low)]
+        kept = [s for s in spans
+                if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
+        ordered: list[str] = []
+        for _, _, name in sorted(kept):
+            if name not in ordered:
+                ordered.append(name)
+        return ordered
+
+    def settings_in(self, text: str) -> list[Setting]:
+        low = text.lower()
+        return [s for s, pats in self._settings if any(p.search(low) for p in pats)]
+
+    def kinds_of(self, question: str) -> list[QuestionKind]:
+        """The kinds of figure asked for: those whose every keyword group has a hit in
+        `question`, less those replaced (`unless`) by a more specific kind that also matched."""
+        low = question.lower()
+        settings = bool(self.settings_in(question))
+        matched = [q for q, groups, has_setting in self._kinds
+                   if all((flag and settings) or any(p.search(low) for p in group)
+                          for group, flag in zip(groups, has_setting))]
+        names = {q.kind for q in matched}
+        return [q for q in matched if not names.intersection(q.unless)]
+
+    # -- answering --------------------------------------------------------------------------
+
+    def answer(self, question: str, language: str) -> list[FigureAnswer]:
+        """The figures `question` asks for, as lines in `language`; [] when it asks for none."""
+        if not question or not question.strip():
+            return []
+        named = self.generations_in(question)
+        answers: list[FigureAnswer] = []
+        for kind in self.kinds_of(question):
+            if kind.kind == "setting_default":
+                answers += [self._setting(s, language) for s in self.settings_in(question)]
+                continue
+            if kind.needs_generation and not named:
+                continue
+            subjects = named or [g for g, f in self.data.generations.items()
+                                 if (kind.kind == "hbm" and f.hbm_public)
+                                 or (kind.kind == "cores" and f.cores_per_chip)
+                                 or (kind.kind in ("vmem", "scoped_vmem") and self.vmem(g, kind.kind))]
+            answers += [self._generation(kind, g, language) for g in subjects]
+        return answers
+
+    def _msg(self, key: str, language: str, **values: object) -> str:
+        texts = self.data.messages[key].text
+        template = texts.get(language) or texts["en"]
+        return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+    def _source(self, key: str, language: str) -> tuple[str, str]:
+        url = self.data.sources[key].url
+        if url is None:
+            return self._msg("source_measured", language, measured_with=self.data.measured_with), "measured"
+        return self._msg("source_public", language, url=url), url
+
+    def vmem(self, name: str, which: str) -> tuple[int, str] | None:
+        """(bytes, source key) of a generation's physical VMEM (`vmem`) or default scoped limit
+        (`scoped_vmem`): from tpu_generations.yaml when it carries the figure (one place for
+        the estimator and the answers), else from this file's entry."""
+        gen = self.gens[name]
+        field = {"vmem": "vmem_bytes", "scoped_vmem": "scoped_vmem_default_bytes"}[which]
+        value = getattr(gen, field, None)
+        if isinstance(value, int) and value > 0:
+            note = str(getattr(gen, field.replace("_bytes", "").replace("_default", "") + "_source", "") or "")
+            return value, "measured" if note.startswith("measured") else "jax-tpu-info"
+        entry = getattr(self.data.generations.get(name), which, None) if name in self.data.generations else None
+        return (parse_size(str(entry.value)), entry.source) if entry else None
+
+    def _generation(self, kind: QuestionKind, name: str, language: str) -> FigureAnswer:
+        fig = self.data.generations[name]
+        gen = self.gens[name]
+        devices = gen.devices_per_chip
+        out = FigureAnswer(kind=kind.kind, subject=name, text="", remedies=list(kind.remedies))
+        if kind.kind == "hbm" and fig.hbm_public:
+            per_device = parse_size(gen.hbm_reported)
+            source, where = self._source(fig.hbm_public.source, language)
+            out.text = self._msg(
+                "hbm", language, generation=name, public=fig.hbm_public.value, public_source=source,
+                usable_chip=format_bytes(per_device * devices), usable_device=format_bytes(per_device),
+                devices=devices, measured_with=self.data.measured_with)
+            out.value_bytes = per_device * devices
+            out.sources = [where, "measured"]
+        elif kind.kind in ("vmem", "scoped_vmem") and self.vmem(name, kind.kind) and self.vmem(name, "vmem"):
+            amount, source_key = self.vmem(name, kind.kind)
+            source, where = self._source(source_key, language)
+            vmem = format_bytes(self.vmem(name, "vmem")[0])
+            values = {"vmem": vmem} if kind.kind == "vmem" else {"limit": format_bytes(amount), "vmem": vmem}
+            out.text = self._msg(kind.kind, language, generation=name, source=source, **values)
+            out.value_bytes = amount
+            out.sources = [where]
+        elif kind.kind == "cores" and fig.cores_per_chip:
+            source, where = self._source(fig.cores_per_chip.source, language)
+            out.text = self._msg("cores", language, generation=name, cores=fig.cores_per_chip.value,
+                                 source=source, devices=devices)
+            out.sources = [where]
+        else:
+            out.text = self._msg("not_recorded", language, generation=name)
+        return out
+
+    def _setting(self, setting: Setting, language: str) -> FigureAnswer:
+        source, where = self._source(setting.source, language)
+        text = self._msg("setting_default", language, name=setting.name, default=f"`{setting.default}`",
+                         note=setting.note.get(language) or setting.note["en"], source=source)
+        return FigureAnswer(kind="setting_default", subject=setting.name, text=text,
+                            sources=[where], remedies=list(setting.remedies))
+
+
+def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = None) -> Figures:
+    """The figures file in `dir` (default: the catalogue's folder), checked: known generations,
+    sources and remedies, sizes that parse, every text in every language with its placeholders."""
+    cat = catalogue or load_catalogue()
+    folder = Path(dir) if dir is not None else Path(cat.path)
+    terms = tuple((r.id, tuple(r.flags + r.apis)) for r in cat.remedies)
+    return _load(str((folder / FILE).resolve()), terms)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]) -> Figures:
+    remedy_terms = dict(remedy_terms_items)
+    remedy_ids = tuple(remedy_terms)
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = FigureFile.model_validate(raw)
+    except FileNotFoundError as exc:
+        raise CatalogueError(f"catalogue file missing: {path}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CatalogueError(f"{path}: cannot read: {exc}") from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise CatalogueError(f"{path}: {where}: {err['msg']}") from exc
+    gens = generations()
+
+    def fail(item: str, problem: str) -> CatalogueError:
+        return CatalogueError(f"{path}: {item}: {problem}")
+
+    for name, fig in data.generations.items():
+        if name not in gens:
+            raise fail(f"generation {name!r}", f"not in tpu_generations.yaml ({', '.join(gens)})")
+        for field in ("hbm_public", "cores_per_chip", "vmem", "scoped_vmem"):
+            value = getattr(fig, field)
+            if value is None:
+                continue
+            if value.source not in data.sources:
+                raise fail(f"generation {name!r} {field}", f"unknown source {value.source!r}")
+            if field in ("vmem", "scoped_vmem"):
+                try:
+                    parse_size(str(value.value))
+                except ValueError as exc:
+                    raise fail(f"generation {name!r} {field}", str(exc)) from exc
+        if fig.scoped_vmem and not fig.vmem and not getattr(gens[name], "vmem_bytes", None):
+            raise fail(f"generation {name!r}", "a scoped VMEM limit needs the physical VMEM too")
+    for s in data.settings:
+        if s.source not in data.sources:
+            raise fail(f"setting {s.name!r}", f"unknown source {s.source!r}")
+        check_texts(path, f"setting {s.name!r} note", s.note, set())
+    kinds = {q.kind for q in data.questions}
+    for q in data.questions:
+        if not q.all or any(not group for group in q.all):
+            raise fail(f"question {q.kind!r}", "needs non-empty keyword groups")
+        if not set(q.unless) <= kinds - {q.kind}:
+            raise fail(f"question {q.kind!r}", f"unless names unknown kinds {sorted(set(q.unless) - kinds)}")
+    for rid in [r for s in data.settings for r in s.remedies] + [r for q in data.questions for r in q.remedies]:
+        if rid not in remedy_ids:
+            raise fail(f"remedy {rid!r}", "no remedy with that id")
+    for s in data.settings:
+        names = " ".join([s.name, *s.aliases])
+        for rid in s.remedies:
+            terms = remedy_terms.get(rid, ())
+            if not any(t.split("=")[0].lstrip("-") in names for t in terms):
+                raise fail(f"setting {s.name!r}", f"remedy {rid!r} names none of it ({list(terms)})")
+    for key, params in MESSAGES.items():
+        msg = data.messages.get(key)
+        if msg is None or tuple(msg.params) != params:
+            raise fail(f"message {key!r}", f"must exist and take exactly {list(params)}")
+        check_texts(path, f"message {key!r}", msg.text, set(params))
+        if placeholders(msg.text["en"]) != set(params):
+            raise fail(f"message {key!r}", f"must show every one of {list(params)}")
+    return Figures(data, gens)

@@ -1,0 +1,99 @@
+"""Code examples for the remedies: `kb/catalogue/snippets.yaml`, one per remedy id.
+
+Loaded and checked against the remedy catalogue: every remedy has a snippet, no snippet names an
+unknown remedy, and every snippet is Python that parses. The tests run or compile them (see the
+file's header for what each `check` means).
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kb.errors import CatalogueError
+from kb.remedies import Catalogue, default_catalogue_dir, load_catalogue
+
+__all__ = ["Snippet", "Snippets", "load_snippets", "snippet_markdown"]
+
+FILE = "snippets.yaml"
+MAX_LINES = 25
+
+
+class Snippet(BaseModel):
+    """A short Python example and how the tests prove that it works."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: str
+    check: Literal["run", "tpu", "flags", "parse"]
+    call: str | None = Field(None, description="tpu: the function compiled deviceless")
+    args: list[list[int | str]] | None = Field(None, description="tpu: [dim, ..., dtype] per argument")
+
+    @model_validator(mode="after")
+    def _tpu_needs_a_call(self) -> Snippet:
+        if self.check == "tpu" and not (self.call and self.args):
+            raise ValueError("a 'tpu' snippet needs `call` and `args`")
+        return self
+
+
+class Snippets(BaseModel):
+    """Remedy id -> its snippet."""
+
+    model_config = ConfigDict(frozen=True)
+
+    by_remedy: dict[str, Snippet]
+
+    def for_remedy(self, remedy_id: str) -> Snippet | None:
+        return self.by_remedy.get(remedy_id)
+
+
+def load_snippets(catalogue: Catalogue | None = None, dir: Path | str | None = None) -> Snippets:
+    """The snippets in `dir` (default: the built-in catalogue folder), checked against
+    `catalogue`'s remedies; any problem is a CatalogueError naming the file and the remedy."""
+    cat = catalogue or load_catalogue()
+    folder = Path(dir) if dir is not None else Path(cat.path) if catalogue else default_catalogue_dir()
+    return _load(str((folder / FILE).resolve()), tuple(r.id for r in cat.remedies))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, remedy_ids: tuple[str, ...]) -> Snippets:
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CatalogueError(f"catalogue file missing: {path}") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CatalogueError(f"{path}: cannot read: {exc}") from exc
+    entries = raw.get("snippets") if isinstance(raw, dict) else None
+    if not isinstance(entries, dict):
+        raise CatalogueError(f"{path}: expected a mapping remedy id -> snippet under 'snippets'")
+    snippets: dict[str, Snippet] = {}
+    for rid, entry in entries.items():
+        if rid not in remedy_ids:
+            raise CatalogueError(f"{path}: snippet {rid!r}: no remedy with that id")
+        try:
+            snippet = Snippet.model_validate(entry)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise CatalogueError(f"{path}: snippet {rid!r}: {err['msg']}") from exc
+        try:
+            ast.parse(snippet.code, filename=f"{rid}.py")
+        except SyntaxError as exc:
+            raise CatalogueError(f"{path}: snippet {rid!r}: not valid Python: {exc}") from exc
+        if len(snippet.code.strip().splitlines()) > MAX_LINES:
+            raise CatalogueError(f"{path}: snippet {rid!r}: longer than {MAX_LINES} lines")
+        snippets[rid] = snippet
+    missing = [rid for rid in remedy_ids if rid not in snippets]
+    if missing:
+        raise CatalogueError(f"{path}: remedy {missing[0]!r} has no snippet")
+    return Snippets(by_remedy=snippets)
+
+
+def snippet_markdown(snippet: Snippet, indent: str = "") -> list[str]:
+    """The snippet as the lines of a fenced Markdown code block."""
+    body = snippet.code.strip("\n").splitlines()
+    return [f"{indent}```python", *(f"{indent}{line}" if line else "" for line in body), f"{indent}```"]
