@@ -31,6 +31,7 @@ BUDGET: dict[tuple[str, str], dict[GenerationMode, int]] = {
     ("POST", "/v1/diagnose"): {GenerationMode.POSITIVE: 200, GenerationMode.NEGATIVE: 150},
     ("POST", "/v1/estimate"): {GenerationMode.POSITIVE: 150, GenerationMode.NEGATIVE: 150},
     ("POST", "/v1/plan"): {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 100},
+    ("POST", "/v1/feedback"): {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 100},
     ("GET", "/v1/docs"): {GenerationMode.POSITIVE: 1},
     ("GET", "/healthz"): {GenerationMode.POSITIVE: 1},
     ("GET", "/readyz"): {GenerationMode.POSITIVE: 1},
@@ -41,20 +42,22 @@ MIN_TOTAL_CASES = 1000
 MIN_SHARE_OF_BUDGET = 0.9
 
 # Schema-valid requests may still be refused for what a schema cannot say: a question without a
-# letter or digit (400), the disabled /v1/estimate (403), a body over the byte limit (413).
-ACCEPTED_VALID = ["2xx", "400", "403", "413"]
+# letter or digit (400), the disabled /v1/estimate (403), feedback for an answer this server
+# never gave (404), a body over the byte limit (413).
+ACCEPTED_VALID = ["2xx", "400", "403", "404", "413"]
 REFUSED_INVALID = ["400", "413", "422"]
 
 CASES = [(method, path, mode) for (method, path), modes in BUDGET.items() for mode in modes]
 
 
 @pytest.fixture(scope="module")
-def app(searcher):
+def app(searcher, tmp_path_factory):
     from api.assistant import Assistant
 
     # schemathesis calls an ASGI app with `Host: testserver`; the trusted-host check has its own
     # tests (test_http_security.py), here the API behind it is fuzzed.
-    return create_app(Settings(allowed_hosts=["testserver"]), Assistant(searcher))
+    db = tmp_path_factory.mktemp("fuzz-db") / "oomkb.sqlite"
+    return create_app(Settings(allowed_hosts=["testserver"], db=db), Assistant(searcher))
 
 
 @pytest.fixture(scope="module")
