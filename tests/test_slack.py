@@ -216,7 +216,8 @@ def test_app_mention_in_russian_is_acked_fast_and_answered_in_the_thread(client,
     text = block_text(posted["blocks"])
     assert len(CYRILLIC.findall(text)) > 40, text
     assert "e1000-compile-hbm-oom" in text
-    assert posted["blocks"][-1]["type"] == "context"
+    # sources, then the 👍/👎 buttons (the service records answers for feedback)
+    assert [b["type"] for b in posted["blocks"]][-2:] == ["context", "actions"]
     assert all(len(b["text"]["text"]) <= SECTION_CHARS for b in posted["blocks"] if b["type"] == "section")
     assert posted["text"]
 

@@ -60,7 +60,9 @@ def absolute_links(answer: AskResponse, public_url: str | None) -> AskResponse:
 
 
 @router.post("/v1/feedback", response_model=FeedbackResponse, tags=["assistant"], responses={
+    400: {"model": ErrorResponse, "description": "the body is not usable JSON (not UTF-8, nested too deeply)"},
     404: {"model": ErrorResponse, "description": "no answer with this id"},
+    413: {"model": ErrorResponse, "description": "the request body is over the limit"},
     422: {"model": ErrorResponse, "description": "invalid JSON or fields (a comment over the limit)"},
     503: {"model": ErrorResponse, "description": "the feedback database cannot be used right now"},
 })
