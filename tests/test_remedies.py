@@ -288,7 +288,7 @@ def test_vmem_error_from_a_custom_call_target_names_the_kernel_and_its_target(ca
     chosen = choose_remedies(catalogue, facts, "scoped_vmem_oom")
     assert chosen[0].id == "vmem-kernel-block-sizes"
     text = remedy_text(catalogue, chosen[0], facts, "pt", format_bytes)
-    assert "%my-custom-call" in text and 'custom_call_target="tpu_custom_call"' in text
+    assert "%my-custom-call" in text and "`custom_call_target` tpu_custom_call" in text
     assert "vmem-compiler-bug" not in [r.id for r in chosen]
 
 
