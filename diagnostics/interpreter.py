@@ -63,7 +63,7 @@ class Interpreter(BaseModel):
         return sorted({Path(self.prefix), Path(self.base_prefix), Path(self.executable).resolve().parent})
 
 
-def _oomkb_site_packages() -> list[str]:
+def oomkb_site_packages() -> list[str]:
     paths = sysconfig.get_paths()
     return sorted({paths["purelib"], paths["platlib"]})
 
@@ -124,7 +124,7 @@ def check_interpreter(path: str | os.PathLike[str], *, need_tpu: bool) -> Interp
                 f"--python {path} (Python {version}) lacks pydantic or PyYAML, and oomkb (Python {ours}) "
                 f"cannot lend its own to another Python version; install them there with: "
                 f"{path} -m pip install pydantic pyyaml")
-        interp.support_path = _oomkb_site_packages()
+        interp.support_path = oomkb_site_packages()
     return interp
 
 

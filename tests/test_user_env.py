@@ -118,3 +118,25 @@ def test_imports_resolve_from_the_projects_top_folder_and_from_path(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["argument_bytes"] == 384 * 128 * 4
     assert _oomkb("estimate", f"{script}:make", "--path", str(tmp_path / "nope")).returncode == 2
+
+
+def test_oomkb_run_with_python_runs_the_script_in_the_users_environment_and_catches_its_oom(user_python, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        import jax.numpy as jnp
+        import optaxlike  # only the user's environment has it
+
+        KEEP = [jnp.ones((256, 256)) for _ in range(3)]
+        print("args:", sys.argv[1:])
+        jnp.zeros((1 << 40,)).block_until_ready()  # 4 TiB: the CPU backend refuses it
+    '''))
+    report = tmp_path / "oom.json"
+    done = _oomkb("run", "--python", str(user_python), "--no-answer", "--report", str(report),
+                  str(script), "--lr", "3e-4")
+    assert done.returncode == 1, done.stderr
+    assert "args: ['--lr', '3e-4']" in done.stdout
+    data = json.loads(report.read_text())
+    assert data["error"]["category"] == "host_oom"
+    groups = [g for g in data["live_buffers"] if g["shape"] == "(256, 256)"]
+    assert groups and groups[0]["count"] == 3 and "train.py:6" in (groups[0]["source"] or "")

@@ -18,7 +18,8 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.boundary import EXIT_USAGE, fail
+from api.cli.boundary import fail
+from api.cli.options import PythonOption
 
 EXIT_OOM = 1  # what Python itself returns for an uncaught exception
 EXIT_INTERRUPTED = 130
@@ -38,6 +39,35 @@ _OWN_FILES = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # api/
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "diagnostics"),
 )
+
+
+def _run_in(python: str, path: Path, args: list[str], *, report: Path | None, as_json: bool,
+            lang: str, answer: bool, index: Path | None) -> None:
+    """`oomkb run` itself, started again in the user's interpreter (`--python`): the script runs
+    there, with that environment's packages; the exit status is passed through."""
+    import subprocess
+
+    from api.cli.boundary import user_errors
+    from diagnostics.interpreter import check_interpreter, oomkb_site_packages
+
+    with user_errors():
+        interp = check_interpreter(python, need_tpu=False)
+    # oomkb's command line runs there too: its packages are lent after the user's own folders
+    # (same Python version only: compiled packages do not cross versions)
+    support = interp.support_path or (oomkb_site_packages() if tuple(interp.version) == sys.version_info[:2] else [])
+    options = ["--lang", lang, "--answer" if answer else "--no-answer"]
+    options += ["--json"] * as_json
+    options += ["--report", str(report.resolve())] if report is not None else []
+    options += ["--index", str(index.resolve())] if index is not None else []
+    root = str(Path(__file__).resolve().parents[2])
+    code = (f"import sys; sys.path.insert(0, {root!r}); sys.path.extend({support!r}); "
+            "from api.cli.main import main; sys.argv[0] = 'oomkb'; main()")
+    env = dict(os.environ)
+    try:
+        done = subprocess.run([interp.executable, "-c", code, "run", *options, str(path), *args], env=env)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    raise typer.Exit(done.returncode)
 
 
 def register(app: typer.Typer) -> None:
@@ -60,6 +90,7 @@ def run_command(
     lang: Annotated[str, typer.Option("--lang", help="language of the assistant's answer")] = "en",
     answer: Annotated[bool, typer.Option("--answer/--no-answer", help="ask the assistant about the OOM")] = True,
     index: Annotated[Optional[Path], typer.Option("--index", help="index folder for the assistant")] = None,
+    python: PythonOption = None,
 ) -> None:
     """Run SCRIPT.py [ARGS...] and report an out-of-memory error with the arrays alive at it."""
     from diagnostics.capture import capture, user_traceback
@@ -67,6 +98,9 @@ def run_command(
     _check_language(lang)
     _check_report_path(report)
     path = _check_script(script)
+    if python is not None:
+        _run_in(python, path, ctx.args, report=report, as_json=as_json, lang=lang, answer=answer,
+                index=index)
     code = _compile_script(path)
     del code  # compiled only to report a syntax error as a usage error; runpy runs the file
     argv, sys_path0 = list(sys.argv), list(sys.path)
