@@ -13,11 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from diagnostics.tpu import Generation, generations
 from diagnostics.units import format_bytes, parse_size
+from kb.catalogue_file import read_model
 from kb.errors import CatalogueError
 from kb.remedies import Catalogue, load_catalogue, placeholders
 from kb.translations import check_texts
@@ -256,17 +256,7 @@ def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = No
 def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]) -> Figures:
     remedy_terms = dict(remedy_terms_items)
     remedy_ids = tuple(remedy_terms)
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        data = FigureFile.model_validate(raw)
-    except FileNotFoundError as exc:
-        raise CatalogueError(f"catalogue file missing: {path}") from exc
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"{path}: cannot read: {exc}") from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise CatalogueError(f"{path}: {where}: {err['msg']}") from exc
+    data = read_model(path, FigureFile)
     gens = generations()
 
     def fail(item: str, problem: str) -> CatalogueError:

@@ -9,9 +9,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from kb.catalogue_file import read_model
 from kb.errors import CatalogueError
 from kb.remedies import Catalogue, Condition, evaluate, load_catalogue, placeholders
 from kb.translations import check_texts
@@ -137,15 +137,7 @@ def load_next_steps(catalogue: Catalogue | None = None, dir: Path | str | None =
 
 @lru_cache(maxsize=8)
 def _load(path: str, fact_names: tuple[str, ...]) -> NextSteps:
-    try:
-        data = NextStepFile.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except FileNotFoundError as exc:
-        raise CatalogueError(f"catalogue file missing: {path}") from exc
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"{path}: cannot read: {exc}") from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CatalogueError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    data = read_model(path, NextStepFile)
     if set(data.stand_ins) != set(NAMES):
         raise CatalogueError(f"{path}: stand_ins must name exactly {list(NAMES)}")
     check_texts(path, "heading", data.heading, set())

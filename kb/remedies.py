@@ -30,11 +30,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from indexer.errors import GuideError
 from indexer.guides import Guide, load_guides
+from kb.catalogue_file import read_yaml
 from kb.errors import CatalogueError, KnowledgeBaseError
 from kb.language import FALLBACK, SUPPORTED
 
@@ -90,8 +90,6 @@ REQUIRED_MESSAGES: dict[str, tuple[str, ...]] = {
 }
 _EQUALITY_OPS = ("eq", "ne")
 
-# libyaml's safe loader when PyYAML has it (about 10x faster on the catalogue), else the pure one.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 Scalar = bool | int | float | str
 Texts = dict[str, str]
@@ -377,24 +375,12 @@ def _load_cached(root: str, guides_dir: str) -> Catalogue:
     folder = Path(root)
     if not folder.is_dir():
         raise CatalogueError(f"catalogue folder not found: {folder}")
-    raw = {name: _read_yaml(folder / name) for name in FILES}
+    raw = {name: read_yaml(folder / name) for name in FILES}
     try:
         guides = load_guides(Path(guides_dir) if guides_dir else None)
     except GuideError as exc:
         raise CatalogueError(f"cannot check the catalogue's citations: {exc}") from exc
     return _Validator(folder, raw, guides, SUPPORTED).catalogue()
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
-    except FileNotFoundError as exc:
-        raise CatalogueError(f"catalogue file missing: {path}") from exc
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"{path}: cannot read: {exc}") from exc
-    if not isinstance(data, dict):
-        raise CatalogueError(f"{path}: expected a mapping at the top level")
-    return data
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -31,6 +30,7 @@ from starlette.responses import Response
 from api.http.feedback import absolute_links, record_answer, store_for
 from api.http.feedback import router as feedback_router
 from api.http.holder import AssistantHolder, NotReady
+from api.http.jobs import job_limits, submitted_program
 from api.http.pages import router as pages_router
 from api.settings import Settings
 from diagnostics.units import format_bytes
@@ -376,23 +376,14 @@ def sandbox_readiness(settings: Settings) -> dict[str, Any]:
 def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
     """Write the program to a private temporary folder and estimate it in the sandbox."""
     from diagnostics.estimate import estimate_program
-    from diagnostics.sandbox import Limits
 
-    if not gate.acquire(blocking=False):
-        raise EstimateBusy("an estimate is already running on this server; retry in a moment")
-    try:
-        with tempfile.TemporaryDirectory(prefix="oomkb-estimate-") as tmp:
-            path = Path(tmp) / "program.py"
-            path.write_text(req.source, encoding="utf-8")
-            limits = Limits(memory_bytes=settings.estimate_memory_bytes,
-                            cpu_seconds=settings.estimate_cpu_seconds)
-            return estimate_program(
-                f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
-                timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
-                top_n=req.top_n, limits=limits, isolate=settings.estimate_isolated,
-            )
-    finally:
-        gate.release()
+    busy = EstimateBusy("an estimate is already running on this server; retry in a moment")
+    with submitted_program(req.source, gate, busy) as path:
+        return estimate_program(
+            f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
+            timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
+            top_n=req.top_n, limits=job_limits(settings), isolate=settings.estimate_isolated,
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from api.http.jobs import job_limits, submitted_program
 from api.schemas import JsonRequest, ProgramRequest
 from api.settings import Settings
 from diagnostics.plan import PlanReport
@@ -40,22 +39,13 @@ def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
              busy: type[Exception]) -> PlanReport:
     """Write the program to a private temporary folder and plan it in the sandbox."""
     from diagnostics.plan import plan_program
-    from diagnostics.sandbox import Limits
 
-    if not gate.acquire(blocking=False):
-        raise busy("an estimate or a plan is already running on this server; retry in a moment")
-    try:
-        with tempfile.TemporaryDirectory(prefix="oomkb-plan-") as tmp:
-            path = Path(tmp) / "program.py"
-            path.write_text(req.source, encoding="utf-8")
-            limits = Limits(memory_bytes=settings.estimate_memory_bytes,
-                            cpu_seconds=settings.estimate_cpu_seconds)
-            vary = (req.vary.name, req.vary.low, req.vary.high) if req.vary else None
-            return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
-                                vary=vary, timeout_s=settings.estimate_timeout_s, limits=limits,
-                                isolate=settings.estimate_isolated)
-    finally:
-        gate.release()
+    refusal = busy("an estimate or a plan is already running on this server; retry in a moment")
+    with submitted_program(req.source, gate, refusal) as path:
+        vary = (req.vary.name, req.vary.low, req.vary.high) if req.vary else None
+        return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
+                            vary=vary, timeout_s=settings.estimate_timeout_s,
+                            limits=job_limits(settings), isolate=settings.estimate_isolated)
 
 
 def mount_plan(app: FastAPI, settings: Settings, *, gate: threading.Semaphore,
