@@ -79,7 +79,7 @@ SLOW_MODULES = frozenset({
     "test_estimate", "test_profile", "test_sandbox", "test_sandbox_http", "test_fuzz", "test_load_quick",
     "test_web_browser", "test_site_browser", "test_index_faults", "test_packaging", "test_light_install",
     "test_retrieval_quality", "test_plan", "test_capture", "test_isolation", "test_user_env",
-    "test_http_security", "test_slack_feedback", "test_vmem", "test_plan_service",
+    "test_http_security", "test_slack_feedback", "test_grounding", "test_query_path", "test_query_model", "test_vmem", "test_plan_service",
 })
 
 
