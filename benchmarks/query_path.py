@@ -180,7 +180,7 @@ def profile_answers(rounds: int = 3) -> dict:
         "query_embedding": cum("indexer/query_model.py", "embed_queries"),
         "dense_faiss": cum("kb/search.py", "_dense_scores") - cum("indexer/query_model.py",
                                                                   "embed_queries"),
-        "lexical_bm25": cum("kb/lexical.py", "scores"),
+        "lexical_bm25": cum("indexer/lexical.py", "scores"),
         "language_detection": cum("kb/language.py", "detect_language"),
         "error_parsing": cum("diagnostics/parse.py", "parse_error"),
     }

@@ -28,7 +28,8 @@ import numpy as np
 from indexer.checksum import sha256_file
 from indexer.errors import IndexCorruptError, ModelError
 from indexer.settings import models_dir, query_precision_setting
-from indexer.store import QUERY_ONNX, QUERY_TOKENIZER, ModelInfo, QueryModelInfo, StoredIndex
+from indexer.store import (QUERY_ONNX, QUERY_TOKENIZER, QUERY_VOCAB, Manifest, ModelInfo,
+                           QueryModelInfo, StoredIndex)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -229,7 +230,7 @@ class QueryEncoder:
 
     def __init__(self, onnx_path: Path, tokenizer_path: Path, info: QueryModelInfo,
                  threads: int | None = None, batch: bool | None = None,
-                 background: bool = False) -> None:
+                 background: bool = False, vocab_path: Path | None = None) -> None:
         self.info = info
         self.dims = info.dims
         self.path = Path(onnx_path)
@@ -237,6 +238,7 @@ class QueryEncoder:
         self.calls = 0  # embedding calls made (for the benchmark: fewer than queries = batching)
         self._threads = _default_threads if threads is None else threads
         self._paths = (Path(onnx_path), Path(tokenizer_path))
+        self._vocab_path = vocab_path
         self._session = self._tokenizer = None
         self._load_error: BaseException | None = None
         self._cond = threading.Condition()
@@ -252,7 +254,8 @@ class QueryEncoder:
     def _load(self) -> None:
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
+
+            from indexer.query_tokenizer import FullTokenizer, SubsetTokenizer
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads
@@ -266,9 +269,10 @@ class QueryEncoder:
             hasher.start()
             session = ort.InferenceSession(str(onnx_path), options,
                                            providers=["CPUExecutionProvider"])
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.info.max_length)
+            if self._vocab_path is not None:  # milliseconds (see indexer.query_tokenizer)
+                tokenizer = SubsetTokenizer(self._vocab_path, max_length=self.info.max_length)
+            else:
+                tokenizer = FullTokenizer(tokenizer_path, max_length=self.info.max_length)
             hasher.join()
             if digest != [self.info.sha256]:
                 raise ValueError(f"{onnx_path.name} does not match its checksum")
@@ -298,13 +302,13 @@ class QueryEncoder:
     def _run(self, texts: list[str]) -> np.ndarray:
         if self._session is None:
             self.wait()
-        encodings = self._tokenizer.encode_batch([self.info.prompt + t for t in texts])
-        width = max(len(e.ids) for e in encodings)
+        encodings = self._tokenizer.encode_ids([self.info.prompt + t for t in texts])
+        width = max(len(e) for e in encodings)
         ids = np.full((len(texts), width), self.info.pad_id, dtype=np.int64)
         mask = np.zeros((len(texts), width), dtype=np.int64)
         for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
+            ids[row, : len(enc)] = enc
+            mask[row, : len(enc)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         self.calls += 1
         out = self._session.run(None, {name: feeds[name] for name in self.info.inputs})[0]
@@ -354,15 +358,23 @@ def load_query_encoder(index: StoredIndex, threads: int | None = None,
     """The query encoder stored in an index generation (its checksum was verified on load).
 
     ``background`` returns at once and loads meanwhile; the first query waits for it."""
-    info = index.manifest.query_model
+    return query_encoder_for(index.path, index.manifest, threads=threads, batch=batch,
+                             background=background)
+
+
+def query_encoder_for(generation: Path, manifest: Manifest, threads: int | None = None,
+                      batch: bool | None = None, background: bool = False) -> QueryEncoder:
+    """The query encoder of the generation folder ``generation``, described by ``manifest``."""
+    info = manifest.query_model
     if info is None:
         raise IndexCorruptError(
-            f"the index in {index.path} holds no query model; rebuild it with `oomkb index`"
+            f"the index in {generation} holds no query model; rebuild it with `oomkb index`"
         )
-    if info.dims != index.manifest.model.dims:
+    if info.dims != manifest.model.dims:
         raise IndexCorruptError(
-            f"the query model in {index.path} makes {info.dims}-dim vectors but the index holds "
-            f"{index.manifest.model.dims}-dim ones; rebuild it with `oomkb index`"
+            f"the query model in {generation} makes {info.dims}-dim vectors but the index holds "
+            f"{manifest.model.dims}-dim ones; rebuild it with `oomkb index`"
         )
-    return QueryEncoder(index.path / QUERY_ONNX, index.path / QUERY_TOKENIZER, info,
-                        threads=threads, batch=batch, background=background)
+    vocab = generation / QUERY_VOCAB if QUERY_VOCAB in manifest.files else None
+    return QueryEncoder(generation / QUERY_ONNX, generation / QUERY_TOKENIZER, info,
+                        threads=threads, batch=batch, background=background, vocab_path=vocab)

@@ -9,6 +9,8 @@ Layout of an index folder::
         items.jsonl      one IndexItem per line, in row order
         query_model.onnx the model that embeds queries for these vectors (ONNX, no torch needed)
         query_tokenizer.json  its tokenizer (``tokenizers`` format)
+        query_vocab.npz  the tokenizer's pieces, sorted, for loading only those a query uses
+        lexical.npz      the BM25 weights of every term in every item (indexer.lexical)
     .lock                held by a builder
 
 A writer fills a new generation folder, then swaps CURRENT with os.replace, so a reader sees the
@@ -32,14 +34,18 @@ from pydantic import BaseModel, ValidationError
 
 from indexer.checksum import sha256_file
 from indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
+from indexer.lexical import LexicalIndex
+from indexer.query_tokenizer import write_vocab
 
-FORMAT_VERSION = 2  # 2: the query model (ONNX + tokenizer) is part of the generation
+FORMAT_VERSION = 3  # 2: the query model (ONNX + tokenizer) is part of the generation; 3: lexical.npz
 CURRENT = "CURRENT"
 MANIFEST = "manifest.json"
 VECTORS = "vectors.faiss"
 ITEMS = "items.jsonl"
 QUERY_ONNX = "query_model.onnx"
 QUERY_TOKENIZER = "query_tokenizer.json"
+LEXICAL = "lexical.npz"
+QUERY_VOCAB = "query_vocab.npz"
 KEEP_GENERATIONS = 2
 
 
@@ -117,6 +123,7 @@ class StoredIndex(BaseModel, arbitrary_types_allowed=True):
     manifest: Manifest
     items: list[IndexItem]
     vectors: faiss.Index
+    lexical: LexicalIndex | None = None  # None only when loaded with ``vectors_only``
 
     def vector(self, row: int) -> np.ndarray:
         return self.vectors.reconstruct(row)
@@ -139,24 +146,30 @@ def current_generation(index_dir: Path) -> Path | None:
     return gen
 
 
-def load_index(
-    index_dir: Path, expect_model: ModelInfo | None = None, vectors_only: bool = False
-) -> StoredIndex:
-    """Load and verify the current generation; any damage is an IndexCorruptError, never a crash.
-
-    ``vectors_only`` is for a build reusing vectors: it also accepts an index of the previous
-    format (no query model) and does not check the query model files."""
+def read_manifest(index_dir: Path) -> tuple[Path, Manifest]:
+    """The current generation and its manifest, files unread (IndexMissingError: no index)."""
     gen = current_generation(index_dir)
     if gen is None:
         raise IndexMissingError(f"no index in {index_dir}; build it with `oomkb index`")
     hint = "; rebuild it with `oomkb index`"
     try:
-        manifest = Manifest.model_validate_json((gen / MANIFEST).read_bytes())
+        return gen, Manifest.model_validate_json((gen / MANIFEST).read_bytes())
     except FileNotFoundError as exc:
         raise IndexCorruptError(f"index manifest missing in {gen}{hint}") from exc
     except (ValidationError, ValueError, OSError) as exc:
         raise IndexCorruptError(f"index manifest in {gen} is unreadable{hint}") from exc
-    readable = (FORMAT_VERSION, 1) if vectors_only else (FORMAT_VERSION,)
+
+
+def load_index(
+    index_dir: Path, expect_model: ModelInfo | None = None, vectors_only: bool = False
+) -> StoredIndex:
+    """Load and verify the current generation; any damage is an IndexCorruptError, never a crash.
+
+    ``vectors_only`` is for a build reusing vectors: it also accepts an index of an older format
+    and reads neither the query model nor the lexical index."""
+    gen, manifest = read_manifest(index_dir)
+    hint = "; rebuild it with `oomkb index`"
+    readable = (FORMAT_VERSION, 2, 1) if vectors_only else (FORMAT_VERSION,)
     if manifest.format_version not in readable:
         raise IndexMismatchError(
             f"index in {gen} has format {manifest.format_version}, this oomkb reads "
@@ -177,7 +190,13 @@ def load_index(
         # The ONNX file is hundreds of MB: its size is checked here, its checksum by the query
         # encoder while it loads (indexer.query_model), in parallel instead of in front of it.
         _verify_file(gen / QUERY_ONNX, manifest.files.get(QUERY_ONNX), hint, checksum=False)
-        _verify_file(gen / QUERY_TOKENIZER, manifest.files.get(QUERY_TOKENIZER), hint)
+        # With the sorted pieces beside it, the tokenizer file is not read when searching.
+        vocab = QUERY_VOCAB in manifest.files
+        _verify_file(gen / QUERY_TOKENIZER, manifest.files.get(QUERY_TOKENIZER), hint,
+                     checksum=not vocab)
+        if vocab:
+            _verify_file(gen / QUERY_VOCAB, manifest.files[QUERY_VOCAB], hint)
+        _verify_file(gen / LEXICAL, manifest.files.get(LEXICAL), hint)
         if manifest.files[QUERY_ONNX].sha256 != manifest.query_model.sha256:
             raise IndexCorruptError(f"the query model in {gen} is not the one its manifest names"
                                     f"{hint}")
@@ -185,6 +204,7 @@ def load_index(
         lines = (gen / ITEMS).read_text(encoding="utf-8").splitlines()
         items = [IndexItem.model_validate_json(line) for line in lines if line.strip()]
         vectors = faiss.read_index(str(gen / VECTORS))
+        lexical = None if vectors_only else LexicalIndex.load(gen / LEXICAL)
     except (ValidationError, ValueError, OSError, RuntimeError) as exc:
         raise IndexCorruptError(f"index files in {gen} are unreadable ({exc}){hint}") from exc
     if len(items) != manifest.count or vectors.ntotal != manifest.count:
@@ -192,10 +212,13 @@ def load_index(
             f"index in {gen} holds {len(items)} items and {vectors.ntotal} vectors, the manifest "
             f"says {manifest.count}{hint}"
         )
+    if lexical is not None and lexical.size != manifest.count:
+        raise IndexCorruptError(f"the lexical index in {gen} covers {lexical.size} items, the "
+                                f"manifest says {manifest.count}{hint}")
     if vectors.d != manifest.model.dims:
         raise IndexCorruptError(f"index vectors in {gen} have {vectors.d} dims, expected "
                                 f"{manifest.model.dims}{hint}")
-    return StoredIndex(path=gen, manifest=manifest, items=items, vectors=vectors)
+    return StoredIndex(path=gen, manifest=manifest, items=items, vectors=vectors, lexical=lexical)
 
 
 def write_index(
@@ -205,10 +228,12 @@ def write_index(
     model: ModelInfo,
     docs_hash: str,
     query_model: tuple[Path, QueryModelInfo],
+    lexical: LexicalIndex | None = None,
 ) -> Path:
     """Write a new generation and make it current atomically; returns the generation folder.
 
-    ``query_model`` is a folder holding the exported query model files and their description."""
+    ``query_model`` is a folder holding the exported query model files and their description;
+    ``lexical`` the items' BM25 weights (computed here when not given)."""
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(items), model.dims)
@@ -223,16 +248,23 @@ def write_index(
         with open(tmp / ITEMS, "w", encoding="utf-8") as fh:
             for item in items:
                 fh.write(item.model_dump_json() + "\n")
+        lexical = lexical or LexicalIndex.build([i.embed_text for i in items])
+        if lexical.size != len(items):
+            raise ValueError(f"the lexical index covers {lexical.size} texts, not {len(items)}")
+        lexical.save(tmp / LEXICAL)
         source, query_info = query_model
         for file_name in (QUERY_ONNX, QUERY_TOKENIZER):
             _link_or_copy(Path(source) / file_name, tmp / file_name)
+        names = [VECTORS, ITEMS, QUERY_ONNX, QUERY_TOKENIZER, LEXICAL]
+        if write_vocab(tmp / QUERY_TOKENIZER, tmp / QUERY_VOCAB):
+            names.append(QUERY_VOCAB)
         manifest = Manifest(
             format_version=FORMAT_VERSION,
             model=model,
             docs_hash=docs_hash,
             count=len(items),
             item_hashes=[i.content_hash for i in items],
-            files={n: _file_info(tmp / n) for n in (VECTORS, ITEMS, QUERY_ONNX, QUERY_TOKENIZER)},
+            files={n: _file_info(tmp / n) for n in names},
             created_at=time.time(),
             query_model=query_info,
         )

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.build import BuildStats, build_index, chunk_items, docs_hash
-from indexer.errors import IndexMissingError
+from indexer.errors import IndexerError, IndexMissingError
 from indexer.guides import Guide, load_guides
 from indexer.settings import default_index_dir
-from indexer.store import FORMAT_VERSION, IndexItem, ModelInfo, StoredIndex, load_index
+from indexer.store import (FORMAT_VERSION, IndexItem, Manifest, ModelInfo, StoredIndex, load_index,
+                           read_manifest)
 from kb.cards import SectionCard, card_items, cards_hash, load_cards
 
 
@@ -77,34 +78,41 @@ def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress:
     )
 
 
-def _query_model_current(index: StoredIndex) -> bool:
+def _query_model_current(manifest: Manifest) -> bool:
     """Whether the generation's query model is the export this oomkb makes (same export format,
     the configured precision); the model itself is checked against the manifest's model."""
     from indexer.query_model import EXPORT_FORMAT_VERSION
     from indexer.settings import query_precision_setting
 
-    info = index.manifest.query_model
+    info = manifest.query_model
     return (info is not None and info.export_version == EXPORT_FORMAT_VERSION
             and info.precision == query_precision_setting())
 
 
 def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
-                  progress: bool = False, embedder=None) -> BuildStats | None:
+                  progress: bool = False, embedder=None, corpus: Corpus | None = None,
+                  ) -> BuildStats | None:
     """Build the index if it is missing, of an older format, or its guides or cards changed
-    (reusing every vector it can); None if it is current. Loads no model when it is current."""
+    (reusing every vector it can); None if it is current. Reads only the manifest and loads
+    no model when it is current (the files themselves are verified when loaded)."""
     from indexer.model import configured_model_info
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
     expected = model_info(embedder) if embedder is not None else configured_model_info()
-    corpus = load_corpus(docs_dir)
+    corpus = corpus or load_corpus(docs_dir)
     try:
-        index = load_index(index_dir, expect_model=expected, vectors_only=True)
+        _, manifest = read_manifest(index_dir)
     except IndexMissingError:
-        index = None
-    if (index is not None and index.manifest.format_version == FORMAT_VERSION
-            and index.manifest.docs_hash == corpus.source_hash
-            and _query_model_current(index)):
+        manifest = None
+    if (manifest is not None and manifest.format_version == FORMAT_VERSION
+            and expected.accepts(manifest.model)
+            and manifest.docs_hash == corpus.source_hash
+            and _query_model_current(manifest)):
         return None
+    if manifest is not None:
+        # Raises for a damaged index, one of an unknown format or built with another model:
+        # those are not replaced silently.
+        load_index(index_dir, expect_model=expected, vectors_only=True)
     model, loader = _model_and_loader(embedder)
     return build_index(corpus.items, index_dir, loader, model, corpus.source_hash,
                        progress=progress)
@@ -121,12 +129,20 @@ def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     damaged index or one built with another model is not silently replaced: the error says
     to run `oomkb index`, which rebuilds it."""
     from indexer.model import configured_model_info
-    from indexer.query_model import load_query_encoder
+    from indexer.query_model import load_query_encoder, query_encoder_for
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
-    stats = refresh_index(index_dir, docs_dir, progress=progress, embedder=embedder)
+    # The query model takes the longest to load and needs no GIL meanwhile: it starts loading
+    # from the current generation now, while the guides are read and the index checked; it is
+    # dropped in the rare case that a new generation gets built first.
+    try:
+        early = query_encoder_for(*read_manifest(index_dir), background=True)
+    except IndexerError:
+        early = None  # missing or damaged: the steps below build it or report it
+    corpus = load_corpus(docs_dir)
+    stats = refresh_index(index_dir, docs_dir, progress=progress, embedder=embedder, corpus=corpus)
     expected = model_info(embedder) if embedder is not None else configured_model_info()
     index = load_index(index_dir, expect_model=expected)
-    corpus = load_corpus(docs_dir)
-    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True),
-                       stats)
+    if early is None or early.path.parent != index.path:
+        early = load_query_encoder(index, background=True)
+    return LoadedIndex(index, corpus.guides, corpus.cards, early, stats)

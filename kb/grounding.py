@@ -42,7 +42,7 @@ from pydantic import BaseModel
 
 from kb.errors import CatalogueError
 from kb.language import detect_language
-from kb.lexical import tokenize
+from indexer.lexical import tokenize
 
 CATALOGUE = Path(__file__).resolve().parent / "catalogue"
 TERMS_FILE = CATALOGUE / "grounding_terms.yaml"

@@ -22,7 +22,7 @@ from indexer.store import IndexItem, StoredIndex
 from kb.cards import CardText, SectionCard
 from kb.errors import KnowledgeBaseError, QueryError
 from kb.language import base_language, detect_language
-from kb.lexical import LexicalIndex
+from indexer.lexical import LexicalIndex
 
 MAX_QUERY_CHARS = 4000
 MAX_K = 50
@@ -92,7 +92,7 @@ class Searcher:
         self.embedder = embedder
         self.guides = {g.doc_id: g for g in guides}
         self.cards = {(c.doc_id, c.section): c for c in cards}
-        self._lexical = LexicalIndex([i.embed_text for i in self.items])
+        self._lexical = index.lexical or LexicalIndex.build([i.embed_text for i in self.items])
         self._is_card = np.array([i.kind == "card" for i in self.items])
         self.languages = sorted({i.language for i in self.items if i.kind == "chunk"})
 

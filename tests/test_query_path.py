@@ -62,12 +62,14 @@ def test_cli_search_imports_neither_torch_nor_transformers_nor_jax(loaded_index)
     modules = _imported_modules(proc.stderr)
     assert "onnxruntime" in modules and "kb.search" in modules  # the check sees the imports
     assert _heavy(modules) == []
+    # The lexical weights come precomputed in the generation: no bm25s, no scipy.
+    assert not {"bm25s", "scipy"} & {m.split(".")[0] for m in modules}
 
 
 def test_importing_the_package_and_its_interfaces_pulls_no_jax_or_torch():
     code = ("import api, api.assistant, api.cli.main, api.http.app, kb.search, kb.live, "
-            "kb.corpus, kb.lexical, indexer.query_model, indexer.model, json, sys\n"
-            "kb.lexical._import_bm25s()\n"
+            "kb.corpus, indexer.lexical, indexer.query_model, indexer.model, json, sys\n"
+            "indexer.lexical._import_bm25s()\n"
             "print('MODULES ' + json.dumps([n for n, m in sys.modules.items() if m is not None]),"
             " file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True,

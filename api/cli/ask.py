@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
-from rich.markdown import Markdown
 
 from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail, user_errors
@@ -90,6 +89,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(response.model_dump_json(indent=2))
             return
+        from rich.markdown import Markdown
+
         Console().print(Markdown(response.answer))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,9 +13,10 @@ from rich.text import Text
 
 from api.cli.options import JsonOption
 from api.cli.boundary import EXIT_USAGE, fail
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.parse import ParsedError, decode_log, parse_error, read_log
 from diagnostics.units import format_bytes
+
+if TYPE_CHECKING:  # the parser compiles its patterns on import: only when diagnose runs
+    from diagnostics.parse import ParsedError
 
 DIAGNOSE_HELP = (
     "Parse an out-of-memory error log into evidence: the error category (compile-time HBM, "
@@ -56,6 +57,9 @@ def diagnose_command(
     as_json: JsonOption = False,
 ) -> None:
     """Parse an out-of-memory error log into evidence."""
+    from diagnostics.exceptions import DiagnosticsError
+    from diagnostics.parse import parse_error
+
     try:
         text = _read_input(log)
     except DiagnosticsError as exc:
@@ -69,6 +73,8 @@ def diagnose_command(
 
 def _read_input(log: str) -> str:
     """The log text from the file named ``log``, or from standard input for '-'."""
+    from diagnostics.parse import decode_log, read_log
+
     if log != "-":
         return read_log(log)
     stdin = sys.stdin

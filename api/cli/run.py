@@ -14,7 +14,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
@@ -192,6 +191,8 @@ def _show(report, as_json: bool, lang: str, answer: bool, index: Path | None) ->
     except Exception as exc:  # the report is out; a missing index must not hide it
         err.print(f"[yellow]no answer from the assistant:[/] {escape(str(exc))}")
         return
+    from rich.markdown import Markdown
+
     err.print(Markdown(response.answer))
 
 
