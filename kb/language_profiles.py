@@ -52,7 +52,7 @@ def detect_langs(text: str) -> list:
 
 
 def factory():
-    """The process's langdetect ``DetectorFactory`` (seed 0), filled from the cache when it can be."""
+    """The process's langdetect ``DetectorFactory`` (seed 0), filled from the cache if it can be."""
     global _factory
     if _factory is None:
         with _lock:

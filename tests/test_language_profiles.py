@@ -1,5 +1,6 @@
-"""langdetect's profiles from the compact cache (kb/language_profiles.py): the same numbers and the
-same detections as stock langdetect, a damaged cache rebuilt, an unwritable models folder tolerated."""
+"""langdetect's profiles from the compact cache (kb/language_profiles.py): the same numbers and
+the same detections as stock langdetect, a damaged cache rebuilt, an unwritable models folder
+tolerated."""
 
 from __future__ import annotations
 
