@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install run test test-quick test-oldest-jax bench lock clean
+.PHONY: install run test test-quick test-oldest-jax bench bytecode lock clean
 
 # Everything (all extras) at the exact versions of constraints.txt; pyproject.toml keeps ranges.
 $(STAMP): pyproject.toml constraints.txt
@@ -23,6 +23,7 @@ run: install
 	  echo "      Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)"; \
 	  echo "      or accept running submitted programs unisolated with OOMKB_ESTIMATE_SANDBOX=none."; \
 	fi
+	@$(MAKE) --no-print-directory bytecode
 	$(BIN)/oomkb index
 	$(BIN)/oomkb serve --host $(HOST) --port $(PORT)
 
@@ -46,8 +47,13 @@ test-oldest-jax:
 	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_program.py tests/test_estimate.py \
 	  tests/test_plan.py tests/test_light_install.py
 
-bench: install
+bench: install bytecode
 	$(BIN)/python benchmarks/retrieval.py
+
+# The editable install leaves oomkb's own modules uncompiled (a wheel install compiles them):
+# compiled once here, every `oomkb` command starts ~0.1 s sooner. Only changed files recompile.
+bytecode:
+	$(BIN)/python -m compileall -q api kb indexer diagnostics oomkb
 
 # Refresh constraints.txt from the installed environment (after changing pyproject.toml ranges).
 lock: install

@@ -28,14 +28,14 @@ import numpy as np
 from indexer.checksum import sha256_file
 from indexer.errors import IndexCorruptError, ModelError
 from indexer.settings import models_dir, query_precision_setting
-from indexer.store import (QUERY_ONNX, QUERY_TOKENIZER, QUERY_VOCAB, Manifest, ModelInfo,
-                           QueryModelInfo, StoredIndex)
+from indexer.store import (QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES, QUERY_TOKENIZER, QUERY_VOCAB,
+                           Manifest, ModelInfo, QueryModelInfo, StoredIndex)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 #: Bumped whenever the exported graph or its inputs change, so older exports are redone.
-EXPORT_FORMAT_VERSION = 1
+EXPORT_FORMAT_VERSION = 2  # 2: the token-embedding table outside the graph
 PRECISIONS = ("fp32", "mixed", "int8")
 _INFO_FILE = "query_model.json"
 _LOCK_TIMEOUT_S = 900
@@ -81,7 +81,9 @@ def _read_cached(folder: Path, model: ModelInfo, precision: str) -> QueryModelIn
 
 def _intact(folder: Path, info: QueryModelInfo) -> bool:
     try:
-        return (folder / QUERY_TOKENIZER).is_file() and sha256_file(folder / QUERY_ONNX) == info.sha256
+        return ((folder / QUERY_TOKENIZER).is_file()
+                and sha256_file(folder / QUERY_ONNX) == info.sha256
+                and all(sha256_file(folder / n) == d for n, d in info.extra_sha256.items()))
     except OSError:
         return False
 
@@ -104,6 +106,15 @@ def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, fol
                        return_tensors="pt")
     input_names = [name for name in ("input_ids", "attention_mask", "token_type_ids")
                    if name in sample]
+    modules = list(st_model)
+    auto_model = getattr(modules[0], "auto_model", None) if modules else None
+    table = auto_model.get_input_embeddings() if auto_model is not None else None
+    split = isinstance(table, torch.nn.Embedding) and table.weight.shape[0] >= len(tokenizer)
+    if split:
+        # The token-embedding table leaves the graph: 250k rows of which a query reads a few
+        # dozen. Stored beside it and memory-mapped, it costs nothing to load and is shared by
+        # every process on the machine; the graph (the encoder) loads twice as fast.
+        input_names[input_names.index("input_ids")] = "inputs_embeds"
 
     class _Embed(torch.nn.Module):
         def __init__(self, inner) -> None:
@@ -112,8 +123,16 @@ def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, fol
 
         def forward(self, *tensors):
             features = dict(zip(input_names, tensors))
-            pooled = self.inner(features)["sentence_embedding"]
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+            if split:
+                embeds = features.pop("inputs_embeds")
+                out = auto_model(inputs_embeds=embeds, **features, return_dict=True)
+                features = {"token_embeddings": out.last_hidden_state,
+                            "attention_mask": features["attention_mask"]}
+                for module in modules[1:]:
+                    features = module(features)
+            else:
+                features = self.inner(features)
+            return torch.nn.functional.normalize(features["sentence_embedding"], p=2.0, dim=1)
 
     wrapper = _Embed(st_model).eval()
     traced = folder / "traced.onnx"
@@ -123,12 +142,16 @@ def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, fol
 
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python branches
+        example = tuple(table(sample["input_ids"]) if name == "inputs_embeds" else sample[name]
+                        for name in input_names)
         torch.onnx.export(
-            wrapper, tuple(sample[name] for name in input_names), str(traced),
+            wrapper, example, str(traced),
             input_names=input_names, output_names=["embedding"], dynamic_axes=axes,
             opset_version=17, dynamo=False,
         )
-    if precision in ("int8", "mixed"):
+        if split:
+            _save_table(table.weight.detach().cpu().numpy(), precision, folder)
+    if precision == "int8" or (precision == "mixed" and not split):
         import logging
 
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -139,8 +162,7 @@ def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, fol
             # the float model (per-tensor: 0.988); activations are quantised per call.
             options = {"per_channel": True}
         else:
-            # Only the token-embedding table (Gather): 250k x 384 floats, most of the file and of
-            # the load time; the encoder stays float32 (cosine to fp32 >= 0.9999).
+            # Only the token-embedding table (Gather), when it stayed in the graph.
             options = {"op_types_to_quantize": ["Gather"]}
         quantize_dynamic(str(traced), str(folder / QUERY_ONNX), weight_type=QuantType.QInt8,
                          **options)
@@ -156,8 +178,24 @@ def _export(st_model: SentenceTransformer, model: ModelInfo, precision: str, fol
         export_version=EXPORT_FORMAT_VERSION, prompt=prompt, max_length=max_length,
         pad_id=int(pad_id), inputs=input_names, dims=model.dims,
         sha256=sha256_file(folder / QUERY_ONNX),
+        extra_sha256={n: sha256_file(folder / n) for n in (QUERY_TABLE, QUERY_TABLE_SCALES)}
+        if split else {},
     )
     (folder / _INFO_FILE).write_text(info.model_dump_json(indent=1), encoding="utf-8")
+
+
+def _save_table(weight: np.ndarray, precision: str, folder: Path) -> None:
+    """The token-embedding table: float32 for ``fp32``, else int8 with one scale per row (the
+    row's largest magnitude / 127; a query embedding stays within cosine 0.9999 of float32)."""
+    weight = np.asarray(weight, dtype=np.float32)
+    if precision == "fp32":
+        rows, scales = weight, np.ones(len(weight), dtype=np.float32)
+    else:
+        scales = (np.abs(weight).max(axis=1) / 127.0).astype(np.float32)
+        scales[scales == 0] = 1.0
+        rows = np.clip(np.rint(weight / scales[:, None]), -127, 127).astype(np.int8)
+    np.save(folder / QUERY_TABLE, rows)
+    np.save(folder / QUERY_TABLE_SCALES, scales)
 
 
 def ensure_query_model(
@@ -239,7 +277,7 @@ class QueryEncoder:
         self._threads = _default_threads if threads is None else threads
         self._paths = (Path(onnx_path), Path(tokenizer_path))
         self._vocab_path = vocab_path
-        self._session = self._tokenizer = None
+        self._session = self._tokenizer = self._table = None
         self._load_error: BaseException | None = None
         self._cond = threading.Condition()
         self._queue: list[_Pending] = []
@@ -262,20 +300,38 @@ class QueryEncoder:
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             onnx_path, tokenizer_path = self._paths
-            # hashlib and onnxruntime both release the GIL: the checksum runs beside the load.
-            digest: list[str] = []
-            hasher = threading.Thread(target=lambda: digest.append(sha256_file(onnx_path)),
-                                      daemon=True)
+            # hashlib and onnxruntime both release the GIL: the checksums run beside the load.
+            expected = {onnx_path: self.info.sha256,
+                        **{onnx_path.parent / n: d for n, d in self.info.extra_sha256.items()}}
+            found: dict[Path, str] = {}
+
+            def hash_all() -> None:
+                for path in expected:
+                    try:
+                        found[path] = sha256_file(path)
+                    except OSError:
+                        pass  # reported below as a mismatch (or by the loader, which needs it)
+
+            hasher = threading.Thread(target=hash_all, daemon=True)
             hasher.start()
             session = ort.InferenceSession(str(onnx_path), options,
                                            providers=["CPUExecutionProvider"])
+            if "inputs_embeds" in self.info.inputs:  # mapped, not read: pages come in as used
+                table = (np.load(onnx_path.parent / QUERY_TABLE, mmap_mode="r"),
+                         np.load(onnx_path.parent / QUERY_TABLE_SCALES))
+                if table[0].ndim != 2 or table[0].shape[1] != self.dims or table[1].shape != (
+                        table[0].shape[0],):
+                    raise ValueError(f"{QUERY_TABLE} has shape {table[0].shape}, expected "
+                                     f"(rows, {self.dims}) with one scale per row")
+                self._table = table
             if self._vocab_path is not None:  # milliseconds (see indexer.query_tokenizer)
                 tokenizer = SubsetTokenizer(self._vocab_path, max_length=self.info.max_length)
             else:
                 tokenizer = FullTokenizer(tokenizer_path, max_length=self.info.max_length)
             hasher.join()
-            if digest != [self.info.sha256]:
-                raise ValueError(f"{onnx_path.name} does not match its checksum")
+            for path, digest in expected.items():
+                if found.get(path) != digest:
+                    raise ValueError(f"{path.name} does not match its checksum")
             self._session, self._tokenizer = session, tokenizer
         except BaseException as exc:  # onnxruntime and tokenizers raise their own types
             self._load_error = exc
@@ -310,6 +366,9 @@ class QueryEncoder:
             ids[row, : len(enc)] = enc
             mask[row, : len(enc)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        if self._table is not None:
+            rows, scales = self._table
+            feeds["inputs_embeds"] = rows[ids].astype(np.float32) * scales[ids][..., None]
         self.calls += 1
         out = self._session.run(None, {name: feeds[name] for name in self.info.inputs})[0]
         return np.ascontiguousarray(out, dtype=np.float32)

@@ -9,6 +9,8 @@ Layout of an index folder::
         items.jsonl      one IndexItem per line, in row order
         query_model.onnx the model that embeds queries for these vectors (ONNX, no torch needed)
         query_tokenizer.json  its tokenizer (``tokenizers`` format)
+        query_table.npy  its token-embedding table (int8 rows, memory-mapped when searching)
+        query_table_scales.npy  one scale per row of that table
         query_vocab.npz  the tokenizer's pieces, sorted, for loading only those a query uses
         lexical.npz      the BM25 weights of every term in every item (indexer.lexical)
     .lock                held by a builder
@@ -44,6 +46,8 @@ VECTORS = "vectors.faiss"
 ITEMS = "items.jsonl"
 QUERY_ONNX = "query_model.onnx"
 QUERY_TOKENIZER = "query_tokenizer.json"
+QUERY_TABLE = "query_table.npy"
+QUERY_TABLE_SCALES = "query_table_scales.npy"
 LEXICAL = "lexical.npz"
 QUERY_VOCAB = "query_vocab.npz"
 KEEP_GENERATIONS = 2
@@ -98,6 +102,8 @@ class QueryModelInfo(BaseModel):
     inputs: list[str]
     dims: int
     sha256: str
+    # Files beside the graph (the token-embedding table and its scales) and their checksums.
+    extra_sha256: dict[str, str] = {}
 
 
 class FileInfo(BaseModel):
@@ -196,6 +202,10 @@ def load_index(
                      checksum=not vocab)
         if vocab:
             _verify_file(gen / QUERY_VOCAB, manifest.files[QUERY_VOCAB], hint)
+        for name, digest in manifest.query_model.extra_sha256.items():  # checksums: by the encoder
+            _verify_file(gen / name, manifest.files.get(name), hint, checksum=False)
+            if manifest.files[name].sha256 != digest:
+                raise IndexCorruptError(f"{name} in {gen} is not the one its manifest names{hint}")
         _verify_file(gen / LEXICAL, manifest.files.get(LEXICAL), hint)
         if manifest.files[QUERY_ONNX].sha256 != manifest.query_model.sha256:
             raise IndexCorruptError(f"the query model in {gen} is not the one its manifest names"
@@ -253,9 +263,9 @@ def write_index(
             raise ValueError(f"the lexical index covers {lexical.size} texts, not {len(items)}")
         lexical.save(tmp / LEXICAL)
         source, query_info = query_model
-        for file_name in (QUERY_ONNX, QUERY_TOKENIZER):
+        names = [VECTORS, ITEMS, LEXICAL, QUERY_ONNX, QUERY_TOKENIZER, *query_info.extra_sha256]
+        for file_name in names[3:]:
             _link_or_copy(Path(source) / file_name, tmp / file_name)
-        names = [VECTORS, ITEMS, QUERY_ONNX, QUERY_TOKENIZER, LEXICAL]
         if write_vocab(tmp / QUERY_TOKENIZER, tmp / QUERY_VOCAB):
             names.append(QUERY_VOCAB)
         manifest = Manifest(
@@ -268,7 +278,8 @@ def write_index(
             created_at=time.time(),
             query_model=query_info,
         )
-        if manifest.files[QUERY_ONNX].sha256 != query_info.sha256:
+        if manifest.files[QUERY_ONNX].sha256 != query_info.sha256 or any(
+                manifest.files[n].sha256 != d for n, d in query_info.extra_sha256.items()):
             raise IndexCorruptError(f"the query model in {source} does not match its checksum")
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
         for path in tmp.iterdir():

@@ -52,9 +52,9 @@ def searcher(loaded_index):
 def _copy_or_link(src: str, dst: str) -> None:
     """Copy an index file; hard-link the large query model files (immutable: a test that damages
     one must unlink it and write a new file, never write into it)."""
-    from indexer.store import QUERY_ONNX, QUERY_TOKENIZER
+    from indexer.store import QUERY_ONNX, QUERY_TABLE, QUERY_TOKENIZER, QUERY_VOCAB
 
-    if Path(src).name in (QUERY_ONNX, QUERY_TOKENIZER):
+    if Path(src).name in (QUERY_ONNX, QUERY_TOKENIZER, QUERY_TABLE, QUERY_VOCAB):
         try:
             os.link(src, dst)
             return

@@ -20,7 +20,8 @@ from indexer.query_model import (
     _read_cached,
     load_query_encoder,
 )
-from indexer.store import CURRENT, MANIFEST, QUERY_ONNX, QUERY_TOKENIZER, load_index
+from indexer.store import (CURRENT, MANIFEST, QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES,
+                           QUERY_TOKENIZER, load_index)
 
 # A question per supported language (kb/language.py), short and long, with technical tokens.
 QUERIES = {
@@ -100,9 +101,26 @@ def test_the_generation_carries_its_query_model_with_checksums(loaded_index):
     assert info is not None and info.precision in ("fp32", "mixed", "int8")
     assert info.dims == manifest.model.dims
     assert info.model_version == manifest.model.version and info.model_name == manifest.model.name
-    for name in (QUERY_ONNX, QUERY_TOKENIZER):
+    for name in (QUERY_ONNX, QUERY_TOKENIZER, *info.extra_sha256):
         assert manifest.files[name].bytes == (loaded_index.index.path / name).stat().st_size
     assert manifest.files[QUERY_ONNX].sha256 == info.sha256
+    # The token-embedding table lives beside the graph, int8 rows with one scale each.
+    assert "inputs_embeds" in info.inputs and set(info.extra_sha256) == {QUERY_TABLE, QUERY_TABLE_SCALES}
+    for name, digest in info.extra_sha256.items():
+        assert manifest.files[name].sha256 == digest
+    table = np.load(loaded_index.index.path / QUERY_TABLE, mmap_mode="r")
+    assert table.shape[1] == info.dims and table.dtype == (np.float32 if info.precision == "fp32" else np.int8)
+
+
+def test_a_damaged_embedding_table_is_a_clear_error(index_copy):
+    gen = index_copy / (index_copy / CURRENT).read_text().strip()
+    table = gen / QUERY_TABLE
+    data = bytearray(table.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one weight off by a little: still a valid array
+    table.unlink()
+    table.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptError, match=f"{QUERY_TABLE} does not match its checksum"):
+        load_query_encoder(load_index(index_copy))
 
 
 def test_a_damaged_query_model_is_a_clear_error(index_copy):
