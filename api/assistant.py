@@ -74,6 +74,14 @@ class Assistant:
             ]
         )
 
+    def warm_up(self) -> None:
+        """Answer one question and one pasted error in-process, so that everything loaded on
+        first use (the error signatures, the grounding terms and their embedded descriptions,
+        the language profiles, the catalogue) is loaded before a server says it is ready."""
+        self.ask(AskRequest(question="Comment réparer une erreur de mémoire insuffisante ?"))
+        self.ask(AskRequest(question="?", error_log="RESOURCE_EXHAUSTED: Out of memory while "
+                                                    "trying to allocate 1.00GiB on TPU_0"))
+
     def ask(self, req: AskRequest) -> AskResponse:
         """Answer `req` in its language; `grounded` is false when the guides do not cover it."""
         question = (req.question or "").replace("\x00", " ").strip()

@@ -405,7 +405,8 @@ def load_signatures(path: str | Path | None = None) -> SignatureCatalogue:
     """
     source = Path(path) if path is not None else SIGNATURES_PATH
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+        raw = yaml.load(source.read_text(encoding="utf-8"),
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10x faster
     except OSError as err:
         raise SignatureCatalogueError(f"cannot read the signature catalogue {source}: {err}") from err
     except yaml.YAMLError as err:

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from indexer.checksum import sha256_file
-from indexer.errors import IndexCorruptError, ModelError
+from indexer.errors import IndexCorruptError, IndexerError, ModelError
 from indexer.settings import models_dir, query_precision_setting
 from indexer.store import (QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES, QUERY_TOKENIZER, QUERY_VOCAB,
-                           Manifest, ModelInfo, QueryModelInfo, StoredIndex)
+                           Manifest, ModelInfo, QueryModelInfo, StoredIndex, read_manifest)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -421,9 +421,33 @@ def load_query_encoder(index: StoredIndex, threads: int | None = None,
                              background=background)
 
 
+_prefetched: dict[Path, QueryEncoder] = {}
+_prefetch_lock = threading.Lock()
+
+
+def prefetch(index_dir: Path) -> None:
+    """Start loading the current generation's query model in the background, for a process that
+    opens the index soon: the model loads (mostly without the GIL) while the process imports
+    and reads the rest. The next `query_encoder_for` of that generation takes it; a missing or
+    damaged index is left for that call to report."""
+    try:
+        generation, manifest = read_manifest(Path(index_dir))
+        encoder = query_encoder_for(generation, manifest, background=True)
+    except IndexerError:
+        return
+    with _prefetch_lock:
+        _prefetched[generation] = encoder
+
+
 def query_encoder_for(generation: Path, manifest: Manifest, threads: int | None = None,
                       batch: bool | None = None, background: bool = False) -> QueryEncoder:
-    """The query encoder of the generation folder ``generation``, described by ``manifest``."""
+    """The query encoder of the generation folder ``generation``, described by ``manifest``
+    (the one `prefetch` started, when it was started with the same settings)."""
+    with _prefetch_lock:
+        early = _prefetched.pop(generation, None)
+    if early is not None and early._threads == (_default_threads if threads is None else threads) \
+            and early.batching == (_default_batching if batch is None else batch):
+        return early if background else early.wait()
     info = manifest.query_model
     if info is None:
         raise IndexCorruptError(

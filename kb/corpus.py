@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.build import BuildStats, build_index, chunk_items, docs_hash
-from indexer.errors import IndexerError, IndexMissingError
+from indexer.errors import IndexMissingError
 from indexer.guides import Guide, load_guides
 from indexer.settings import default_index_dir
 from indexer.store import (FORMAT_VERSION, IndexItem, Manifest, ModelInfo, StoredIndex, load_index,
@@ -129,20 +129,16 @@ def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     damaged index or one built with another model is not silently replaced: the error says
     to run `oomkb index`, which rebuilds it."""
     from indexer.model import configured_model_info
-    from indexer.query_model import load_query_encoder, query_encoder_for
+    from indexer.query_model import load_query_encoder, prefetch
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
     # The query model takes the longest to load and needs no GIL meanwhile: it starts loading
-    # from the current generation now, while the guides are read and the index checked; it is
-    # dropped in the rare case that a new generation gets built first.
-    try:
-        early = query_encoder_for(*read_manifest(index_dir), background=True)
-    except IndexerError:
-        early = None  # missing or damaged: the steps below build it or report it
+    # from the current generation now, while the guides are read and the index checked (and is
+    # dropped in the rare case that a new generation gets built first).
+    prefetch(index_dir)
     corpus = load_corpus(docs_dir)
     stats = refresh_index(index_dir, docs_dir, progress=progress, embedder=embedder, corpus=corpus)
     expected = model_info(embedder) if embedder is not None else configured_model_info()
     index = load_index(index_dir, expect_model=expected)
-    if early is None or early.path.parent != index.path:
-        early = load_query_encoder(index, background=True)
-    return LoadedIndex(index, corpus.guides, corpus.cards, early, stats)
+    return LoadedIndex(index, corpus.guides, corpus.cards, load_query_encoder(index, background=True),
+                       stats)

@@ -29,8 +29,13 @@ embedding per question (and, once per process, the embeddings of the description
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import math
+import os
 import re
+import tempfile
 import unicodedata
 import weakref
 from functools import lru_cache
@@ -40,6 +45,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel
 
+from kb.catalogue_file import YAML_LOADER
 from kb.errors import CatalogueError
 from kb.language import detect_language
 from indexer.lexical import tokenize
@@ -128,7 +134,7 @@ def _normalise(text: str) -> str:
 @lru_cache(maxsize=4)
 def load_terms(path: str = str(TERMS_FILE)) -> _Terms:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=YAML_LOADER)
         return _Terms(data["groups"], data.get("error_patterns") or [], data["prototypes"])
     except (OSError, yaml.YAMLError, KeyError, TypeError, re.error) as exc:
         raise GroundingError(f"grounding terms unreadable ({path}): {exc}") from exc
@@ -138,7 +144,7 @@ def load_terms(path: str = str(TERMS_FILE)) -> _Terms:
 def load_model(path: str = str(MODEL_FILE)) -> GroundingModel:
     try:
         model = GroundingModel.model_validate(
-            yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+            yaml.load(Path(path).read_text(encoding="utf-8"), Loader=YAML_LOADER))
     except (OSError, yaml.YAMLError, ValueError) as exc:
         raise GroundingError(f"grounding model unreadable ({path}): {exc}") from exc
     if sorted(model.features) != sorted(FEATURES) or not (
@@ -148,16 +154,69 @@ def load_model(path: str = str(MODEL_FILE)) -> GroundingModel:
 
 
 _PROTOTYPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PROTOTYPE_FORMAT = 1
+
+
+def prototype_vectors(searcher) -> tuple[np.ndarray, np.ndarray]:
+    """The covered and the not-covered descriptions, embedded as the searcher embeds queries.
+
+    Embedding them takes about a second; with the index's query model (which names its own
+    checksum) they are kept on disk under the models folder, keyed by that checksum and the
+    texts, so a process that starts later reads them instead (each file written whole, then
+    renamed into place; anything unreadable is embedded again)."""
+    vectors = _PROTOTYPES.get(searcher.embedder)
+    if vectors is not None:
+        return vectors
+    terms = load_terms()
+    path = _prototype_file(searcher.embedder, terms)
+    if path is not None:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                vectors = (z["covered"], z["not_covered"])
+            if (vectors[0].shape != (len(terms.covered), searcher.embedder.dims)
+                    or vectors[1].shape != (len(terms.not_covered), searcher.embedder.dims)):
+                vectors = None
+        except (OSError, ValueError, KeyError, EOFError):
+            vectors = None
+    if vectors is None:
+        vectors = (searcher.embed_queries(terms.covered), searcher.embed_queries(terms.not_covered))
+        if path is not None:
+            _write_atomically(path, vectors)
+    _PROTOTYPES[searcher.embedder] = vectors
+    return vectors
+
+
+def _prototype_file(embedder, terms: _Terms) -> Path | None:
+    info = getattr(embedder, "info", None)  # a QueryEncoder; a sentence-transformers model: None
+    if info is None:
+        return None
+    from indexer.settings import models_dir
+
+    key = hashlib.sha256(json.dumps([_PROTOTYPE_FORMAT, info.sha256, info.extra_sha256,
+                                     info.prompt, terms.covered, terms.not_covered],
+                                    ensure_ascii=False).encode("utf-8")).hexdigest()[:32]
+    return models_dir() / "grounding-prototypes" / f"{key}.npz"
+
+
+def _write_atomically(path: Path, vectors: tuple[np.ndarray, np.ndarray]) -> None:
+    """Best effort: a read-only models folder only means embedding again next time."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, covered=vectors[0], not_covered=vectors[1])
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def prototype_margin(question: str, searcher) -> float:
     """Best cosine of `question` to a covered description minus best to an uncovered one
     (embedded as the `searcher` embeds queries)."""
-    terms = load_terms()
-    vectors = _PROTOTYPES.get(searcher.embedder)
-    if vectors is None:
-        vectors = (searcher.embed_queries(terms.covered), searcher.embed_queries(terms.not_covered))
-        _PROTOTYPES[searcher.embedder] = vectors
+    vectors = prototype_vectors(searcher)
     q = searcher.embed_queries([question])[0]
     return float((vectors[0] @ q).max() - (vectors[1] @ q).max())
 
@@ -191,15 +250,9 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     return x
 
 
-_VOCABULARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def known_words(question: str, searcher) -> float:
     """The share of the question's BM25 tokens that occur in any text of the searcher's index."""
-    vocab = _VOCABULARIES.get(searcher)
-    if vocab is None:
-        vocab = {t for item in searcher.items for t in tokenize(item.embed_text)}
-        _VOCABULARIES[searcher] = vocab
+    vocab = searcher.lexical_terms  # every BM25 token of the index's texts
     tokens = tokenize(question)
     return sum(t in vocab for t in tokens) / len(tokens) if tokens else 0.0
 
@@ -210,10 +263,7 @@ _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u3000-\u303f\uff00-\uffef]"
 
 def unknown_names(question: str, searcher) -> float:
     """How many product-like names in `question` the index and the word lists never use."""
-    vocab = _VOCABULARIES.get(searcher)
-    if vocab is None:
-        known_words(question, searcher)
-        vocab = _VOCABULARIES[searcher]
+    vocab = searcher.lexical_terms
     terms = load_terms()
     foreign_script = bool(_NON_LATIN.search(question))
     if not foreign_script and detect_language(question).language == "de":

@@ -96,6 +96,11 @@ class Searcher:
         self._is_card = np.array([i.kind == "card" for i in self.items])
         self.languages = sorted({i.language for i in self.items if i.kind == "chunk"})
 
+    @property
+    def lexical_terms(self):
+        """Every BM25 token of the index's texts (a mapping; `in` is what it is for)."""
+        return self._lexical.terms
+
     def search(
         self,
         query: str,

@@ -42,9 +42,6 @@ def serve_command(
         "copy of the query model: about 1 GB resident per process)")] = 1,
 ) -> None:
     """Serve the REST API, the web page and Slack with uvicorn."""
-    import uvicorn
-
-    from api.http.app import create_app
     from api.settings import Settings, SettingsError
 
     if not 1 <= workers <= MAX_WORKERS:
@@ -60,6 +57,7 @@ def serve_command(
         fail(str(exc), EXIT_USAGE)
     host, port = settings.host, settings.port  # the options win over OOMKB_HOST / OOMKB_PORT
     _prepare_process(settings, log_level)
+    import uvicorn
     if workers > 1:
         # Each worker process builds its app from the environment: pass what the options set.
         import os
@@ -79,6 +77,9 @@ def serve_command(
             refresh_index(index_dir=settings.index_dir, docs_dir=settings.docs_dir)
         app = "api.cli.serve:worker_app"
     else:
+        _prefetch(settings)
+        from api.http.app import create_app
+
         app = create_app(settings)
     shown = f"[{host}]" if ":" in host else host
     console = Console(stderr=True)
@@ -122,4 +123,14 @@ def worker_app():
 
     settings = Settings.from_env()
     _prepare_process(settings, os.environ.get("OOMKB_LOG_LEVEL", "info"))
+    _prefetch(settings)
     return create_app(settings)
+
+
+def _prefetch(settings) -> None:
+    """A serving process starts loading the query model now, while the web framework is imported
+    (about 0.7 s); the app's loader then takes it over."""
+    from indexer.query_model import prefetch
+    from indexer.settings import default_index_dir
+
+    prefetch(settings.index_dir or default_index_dir())

@@ -53,6 +53,7 @@ class AssistantHolder:
         log.info("loading the embedding model and the index ...")
         try:
             assistant = load_assistant(index_dir=self.settings.index_dir, docs_dir=self.settings.docs_dir)
+            assistant.warm_up()  # ready means the first answer is as quick as the next
         except Exception as exc:  # keep serving /healthz; /readyz and the API say what failed
             # The full message (it may name files and folders) goes to the server log only;
             # /readyz and the 503s say what kind of problem it is.
