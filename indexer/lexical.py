@@ -15,6 +15,7 @@ term list). A query then sums the columns of its terms with numpy, the sum bm25s
 from __future__ import annotations
 
 import unicodedata
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -128,7 +129,7 @@ class LexicalIndex:
             with np.load(path, allow_pickle=False) as z:
                 return cls(z["terms"].tolist(), z["data"], z["indices"], z["indptr"],
                            int(z["size"][0]))
-        except (KeyError, IndexError, TypeError, EOFError) as exc:  # zip and npy readers' errors
+        except (KeyError, IndexError, TypeError, EOFError, zipfile.BadZipFile) as exc:  # zip, npy
             raise ValueError(f"{path.name} is not a lexical index ({exc})") from exc
 
     def scores(self, query: str) -> np.ndarray:

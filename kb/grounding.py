@@ -38,6 +38,7 @@ import re
 import tempfile
 import unicodedata
 import weakref
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def prototype_vectors(searcher) -> tuple[np.ndarray, np.ndarray]:
             if (vectors[0].shape != (len(terms.covered), searcher.embedder.dims)
                     or vectors[1].shape != (len(terms.not_covered), searcher.embedder.dims)):
                 vectors = None
-        except (OSError, ValueError, KeyError, EOFError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             vectors = None
     if vectors is None:
         vectors = (searcher.embed_queries(terms.covered), searcher.embed_queries(terms.not_covered))

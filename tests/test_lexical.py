@@ -66,9 +66,10 @@ def test_arrays_that_do_not_fit_together_are_refused(tmp_path):
     with pytest.raises(ValueError, match="texts it does not have"):
         LexicalIndex(["a"], np.ones(1, np.float32), np.array([5], np.int32),
                      np.array([0, 1], np.int64), 2)
-    (tmp_path / LEXICAL).write_bytes(b"not a zip file")
-    with pytest.raises((ValueError, OSError)):
-        LexicalIndex.load(tmp_path / LEXICAL)
+    for junk in (b"not a zip file", b"PK\x03\x04 a zip file cut short"):
+        (tmp_path / LEXICAL).write_bytes(junk)
+        with pytest.raises((ValueError, OSError)):
+            LexicalIndex.load(tmp_path / LEXICAL)
 
 
 def test_a_damaged_lexical_file_is_a_clear_error(index_copy):
