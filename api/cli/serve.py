@@ -38,8 +38,8 @@ def serve_command(
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "info",
     workers: Annotated[int, typer.Option(
-        "--workers", help="server processes sharing the port and the index (each holds its own "
-        "copy of the query model: about 1 GB resident per process)")] = 1,
+        "--workers", help="server processes sharing the port and the index (each about 0.5 GB "
+        "resident; the query model's token table is mapped, its pages shared between them)")] = 1,
 ) -> None:
     """Serve the REST API, the web page and Slack with uvicorn."""
     from api.settings import Settings, SettingsError
