@@ -23,7 +23,8 @@ from diagnostics.units import format_bytes
 from kb import grounding
 from kb import remedies as catalogue_api
 from kb.errors import QueryError
-from kb.language import FALLBACK, base_language, detect_language, is_supported, language_name
+from kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
+                         language_name)
 from kb.live import LiveIndex
 from kb.search import SearchResponse, SearchResult, Searcher
 
@@ -90,7 +91,8 @@ class Assistant:
             raise QueryError("ask a question, paste an error log, or attach a report")
         # Only the question tells the asker's language: a pasted log is English (or noise) whoever
         # pastes it, so a log without a question is answered in English unless asked otherwise.
-        language, detected, note_key = self._language(req.language, question)
+        detection = None if req.language else detect_language(question)
+        language, detected, note_key = self._language(req.language, detection)
 
         diagnosis = None
         if log.strip():
@@ -109,7 +111,10 @@ class Assistant:
 
         query = self._retrieval_query(question, diagnosis)
         searcher = self.searcher
-        results = searcher.search(query, k=5, query_language=language).results if query else []
+        # Embedded once: the search and the grounding decision both use the query's vector.
+        vector = searcher.embed_queries([query])[0] if query else None
+        results = (searcher.search(query, k=5, query_language=language, query_vector=vector).results
+                   if query else [])
         confidence = _confidence(results)
         chosen = (
             catalogue_api.choose_remedies(self.catalogue, facts, category)
@@ -117,7 +122,10 @@ class Assistant:
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or grounding.decide(query, results, searcher).grounded
+        grounded = bool(chosen) or grounding.decide(
+            query, results, searcher, query_vector=vector,
+            language=detection.language if detection is not None and query == question else None,
+        ).grounded
 
         remedies = []
         for r in chosen:
@@ -158,14 +166,14 @@ class Assistant:
     # -- steps ------------------------------------------------------------------------------
 
     @staticmethod
-    def _language(explicit: str | None, text: str) -> tuple[str, str | None, str | None]:
-        """(answer language, language seen, message key explaining a fallback or None)."""
+    def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:
+        """(answer language, language seen, message key explaining a fallback or None), from the
+        language asked for or else the question's detected one."""
         if explicit:
             code = base_language(explicit)
             if is_supported(code):
                 return code, code, None
             return FALLBACK, code, "unsupported_language"
-        d = detect_language(text)
         if not d.supported:
             return FALLBACK, d.detected, "unsupported_language"
         return d.language, d.detected or d.language, None

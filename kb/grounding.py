@@ -214,18 +214,20 @@ def _write_atomically(path: Path, vectors: tuple[np.ndarray, np.ndarray]) -> Non
                 os.unlink(tmp)
 
 
-def prototype_margin(question: str, searcher) -> float:
+def prototype_margin(question: str, searcher, query_vector: np.ndarray | None = None) -> float:
     """Best cosine of `question` to a covered description minus best to an uncovered one
-    (embedded as the `searcher` embeds queries)."""
+    (embedded as the `searcher` embeds queries; `query_vector`: the question's, if known)."""
     vectors = prototype_vectors(searcher)
-    q = searcher.embed_queries([question])[0]
+    q = searcher.embed_queries([question])[0] if query_vector is None else query_vector
     return float((vectors[0] @ q).max() - (vectors[1] @ q).max())
 
 
-def features(question: str, results, searcher=None) -> dict[str, float]:
+def features(question: str, results, searcher=None, query_vector: np.ndarray | None = None,
+             language: str | None = None) -> dict[str, float]:
     """The feature vector of `question` given its search `results` (kb.search.SearchResult);
     `searcher` gives the index vocabulary and the embedding model (without it, those features
-    are 0)."""
+    are 0). A caller that has embedded the question or detected its language already passes
+    them (`query_vector`, `language`) instead of having them computed again."""
     terms = load_terms()
     dense = sorted((r.dense_score for r in results), reverse=True)
     top = dense[0] if dense else 0.0
@@ -245,9 +247,10 @@ def features(question: str, results, searcher=None) -> dict[str, float]:
     # database, a person's memory... (a linear model cannot form this "and not" by itself).
     context = x["framework"] + x["domain"] + x["ml"] + x["error_wording"]
     x["memory_without_context"] = float(x["memory"] > 0 and context == 0)
-    x["prototype_margin"] = (prototype_margin(question, searcher)
+    x["prototype_margin"] = (prototype_margin(question, searcher, query_vector)
                              if searcher is not None else 0.0)
-    x["unknown_names"] = unknown_names(question, searcher) if searcher is not None else 0.0
+    x["unknown_names"] = (unknown_names(question, searcher, language)
+                          if searcher is not None else 0.0)
     return x
 
 
@@ -262,12 +265,13 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z+#]{2,}(?![\w.])")
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u3000-\u303f\uff00-\uffef]")
 
 
-def unknown_names(question: str, searcher) -> float:
-    """How many product-like names in `question` the index and the word lists never use."""
+def unknown_names(question: str, searcher, language: str | None = None) -> float:
+    """How many product-like names in `question` the index and the word lists never use
+    (`language`: the question's, as `detect_language` finds it, if known)."""
     vocab = searcher.lexical_terms
     terms = load_terms()
     foreign_script = bool(_NON_LATIN.search(question))
-    if not foreign_script and detect_language(question).language == "de":
+    if not foreign_script and (language or detect_language(question).language) == "de":
         return 0.0  # German capitalises every noun: a capital says nothing about a name there
     count = 0
     for m in _NAME.finditer(question):
@@ -284,12 +288,14 @@ def unknown_names(question: str, searcher) -> float:
     return float(min(count, 2)) / 2
 
 
-def decide(question: str, results, searcher=None, model: GroundingModel | None = None) -> Decision:
-    """Whether the guides cover `question`, with the probability and the features behind it."""
+def decide(question: str, results, searcher=None, model: GroundingModel | None = None,
+           query_vector: np.ndarray | None = None, language: str | None = None) -> Decision:
+    """Whether the guides cover `question`, with the probability and the features behind it
+    (`query_vector`, `language`: see `features`)."""
     if not results or not question.strip():
         return Decision(grounded=False, probability=0.0, features={})
     model = model or load_model()
-    x = features(question, results, searcher)
+    x = features(question, results, searcher, query_vector=query_vector, language=language)
     p = model.probability(x)
     return Decision(grounded=p >= model.threshold, probability=round(p, 4),
                     features={k: round(v, 4) for k, v in x.items()})

@@ -108,8 +108,10 @@ class Searcher:
         language: str | None = None,
         mode: str = "hybrid",
         query_language: str | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> SearchResponse:
-        """Top `k` sections for `query`; `language` keeps only guides written in that language."""
+        """Top `k` sections for `query`; `language` keeps only guides written in that language.
+        `query_vector` is `query` as `embed_queries` embeds it, when the caller has it already."""
         t0 = time.perf_counter()
         query = self._check_query(query)
         if not 1 <= k <= MAX_K:
@@ -129,7 +131,7 @@ class Searcher:
         rankings: dict[str, _Ranked] = {}
         dense = lexical = None
         if "dense_card" in weights or "dense_chunk" in weights:
-            dense = self._dense_scores(query)
+            dense = self._dense_scores(query, query_vector)
             rankings["dense_chunk"] = self._per_section(dense, ~self._is_card)
             if "dense_card" in weights:
                 rankings["dense_card"] = self._per_section(dense, self._is_card)
@@ -177,8 +179,8 @@ class Searcher:
             raise QueryError("the query has no letters or digits to search for")
         return query
 
-    def _dense_scores(self, query: str) -> np.ndarray:
-        vec = self._embed(query)
+    def _dense_scores(self, query: str, vector: np.ndarray | None = None) -> np.ndarray:
+        vec = self._embed(query) if vector is None else np.asarray(vector, np.float32).reshape(1, -1)
         scores, rows = self.index.vectors.search(vec, len(self.items))
         out = np.full(len(self.items), -1.0, dtype=np.float32)
         valid = rows[0] >= 0
