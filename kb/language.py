@@ -148,9 +148,10 @@ def detect_language(text: str) -> Detection:
     return _latin(prose)
 
 
-def _latin(prose: str) -> Detection:
+def _latin(prose: str, exhaustive: bool = False) -> Detection:
     """English, Portuguese, Spanish, French or German (or an unsupported Latin-script language):
-    function words, telling letters and langdetect's probabilities, added up per language."""
+    function words, telling letters and langdetect's probabilities, added up per language.
+    `exhaustive` asks langdetect even where it cannot change the result (the tests compare)."""
     ev = _evidence()
     words = [w for w in re.findall(r"[^\W\d_]+", prose.lower()) if w not in ev.loanwords]
     content = " ".join(words)
@@ -168,8 +169,15 @@ def _latin(prose: str) -> Detection:
         for code, weight in ev.words.get(w, {}).items():
             distinct[code] += weight
     evidence = max(distinct.values())
-    guesses = _langdetect(content) if sum(ch.isalpha() for ch in content) >= 3 else []
     ld_weight = _LANGDETECT_WEIGHT_SHORT if len(words) < _SHORT_WORDS else _LANGDETECT_WEIGHT_LONG
+    # langdetect adds at most `ld_weight` to any one language (its probabilities sum to 1 or
+    # less) and can only call the text unsupported below _UNSUPPORTED_MAX_EVIDENCE: when the
+    # words already lead by more than that, it cannot change the result and is not asked.
+    lead, runner_up = sorted(scores.values(), reverse=True)[:2]
+    decided = (not exhaustive and evidence >= _UNSUPPORTED_MAX_EVIDENCE
+               and lead - runner_up > ld_weight * (1 + 1e-9))
+    guesses = (_langdetect(content) if sum(ch.isalpha() for ch in content) >= 3 and not decided
+               else [])
     for code, prob in guesses:
         if code in scores:
             scores[code] += ld_weight * prob

@@ -100,3 +100,50 @@ def test_short_questions_are_detected_at_least_98_percent(name):
 ])
 def test_latin_languages_are_told_from_english_despite_technical_words(text, lang):
     assert detect_language(text).language == lang
+
+
+def _all_data_texts() -> list[str]:
+    import glob
+
+    texts: list[str] = []
+
+    def walk(x):
+        if isinstance(x, str):
+            texts.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for path in sorted(glob.glob(str(ROOT / "tests" / "data" / "*.yaml"))):
+        with open(path, encoding="utf-8") as fh:
+            walk(yaml.safe_load(fh))
+    return texts
+
+
+def test_langdetect_is_skipped_only_where_it_cannot_change_the_result(monkeypatch):
+    """Latin-script detection asks langdetect only when the word evidence leaves it a say; on
+    every text of the test data the result equals the one that always asks."""
+    import unicodedata
+
+    from kb import language
+
+    asked = []
+    real = language._langdetect
+    monkeypatch.setattr(language, "_langdetect", lambda text: asked.append(text) or real(text))
+    compared = 0
+    for text in _all_data_texts():
+        prose = language.strip_code(unicodedata.normalize("NFC", text))
+        if sum(ch.isalpha() for ch in prose) < 3:
+            continue
+        before = len(asked)
+        quick = language._latin(prose)
+        skipped = len(asked) == before
+        assert quick == language._latin(prose, exhaustive=True), text[:80]
+        compared += 1 if skipped else 0
+    assert compared > 100  # the shortcut is taken, and each time it agreed
+    asked.clear()
+    assert detect_language("How do I find out why the buffer of my model is so large?").language == "en"
+    assert asked == []
