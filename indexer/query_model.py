@@ -429,14 +429,17 @@ def prefetch(index_dir: Path) -> None:
     """Start loading the current generation's query model in the background, for a process that
     opens the index soon: the model loads (mostly without the GIL) while the process imports
     and reads the rest. The next `query_encoder_for` of that generation takes it; a missing or
-    damaged index is left for that call to report."""
+    damaged index is left for that call to report. One started already is kept, not doubled."""
     try:
         generation, manifest = read_manifest(Path(index_dir))
+        with _prefetch_lock:
+            if generation in _prefetched:
+                return
         encoder = query_encoder_for(generation, manifest, background=True)
     except IndexerError:
         return
     with _prefetch_lock:
-        _prefetched[generation] = encoder
+        _prefetched.setdefault(generation, encoder)
 
 
 def query_encoder_for(generation: Path, manifest: Manifest, threads: int | None = None,

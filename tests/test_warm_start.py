@@ -26,6 +26,16 @@ def test_the_prefetched_encoder_is_the_one_the_index_then_uses(loaded_index, no_
     assert load_query_encoder(index) is not started  # the next one loads its own
 
 
+def test_a_second_prefetch_keeps_the_first_one_loading(loaded_index, no_prefetch_left):
+    """`oomkb serve` prefetches, then its loader opens the index, which prefetches again."""
+    index = loaded_index.index
+    prefetch(index.path.parent)
+    first = query_model._prefetched[index.path]
+    prefetch(index.path.parent)
+    assert query_model._prefetched[index.path] is first
+    assert load_query_encoder(index, background=True) is first
+
+
 def test_a_prefetch_with_other_settings_is_not_taken(loaded_index, no_prefetch_left):
     index = loaded_index.index
     prefetch(index.path.parent)
