@@ -216,6 +216,7 @@ def test_a_damaged_cache_is_refused(home, good_cache, damage):
     assert lp._read_cache(_install(damaged), lp._source_fingerprint()) is None
 
 
+@pytest.mark.slow  # rebuilds the cache from the JSON profiles (~1 s each)
 @pytest.mark.parametrize("damage", [_truncate, _flip_payload_byte])
 def test_a_damaged_cache_is_rebuilt_and_results_stay_right(home, good_cache, damage):
     path = _install(damage(good_cache))
@@ -227,6 +228,7 @@ def test_a_damaged_cache_is_rebuilt_and_results_stay_right(home, good_cache, dam
         assert _probabilities(rebuilt, text) == _probabilities(fast, text) == _stock(text)
 
 
+@pytest.mark.slow  # rebuilds the cache from the JSON profiles (~1 s each)
 def test_a_cache_from_other_profiles_is_ignored_and_replaced(home, good_cache, monkeypatch):
     path = _install(good_cache)
     monkeypatch.setattr(lp, "_source_fingerprint", lambda: "another langdetect")
@@ -243,6 +245,7 @@ def _assert_works_without_cache():
             assert _probabilities(f, text) == _stock(text)
 
 
+@pytest.mark.slow  # rebuilds the cache from the JSON profiles (~1 s each)
 def test_a_models_path_that_is_not_a_folder_still_detects(home):
     home.mkdir(parents=True)
     (home / "models").write_text("not a folder")

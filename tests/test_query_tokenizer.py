@@ -61,6 +61,16 @@ def test_the_generation_lists_the_sorted_pieces_with_a_checksum(loaded_index, ge
     assert QUERY_VOCAB in files and files[QUERY_VOCAB].bytes == (generation / QUERY_VOCAB).stat().st_size
 
 
+def test_subset_ids_equal_the_full_tokenizers_on_questions_and_edge_cases(loaded_index, tokenizers):
+    from tests.test_query_model import QUERIES
+
+    subset, full = tokenizers
+    prompt = loaded_index.index.manifest.query_model.prompt
+    for text in [prompt + t for t in [*QUERIES.values(), *EDGE_TEXTS]]:
+        assert np.array_equal(subset.encode_ids([text])[0], full.encode_ids([text])[0]), text[:60]
+
+
+@pytest.mark.slow
 def test_subset_ids_equal_the_full_tokenizers_one_text_at_a_time(loaded_index, tokenizers):
     subset, full = tokenizers
     texts = _texts(loaded_index)
@@ -70,6 +80,7 @@ def test_subset_ids_equal_the_full_tokenizers_one_text_at_a_time(loaded_index, t
     assert not wrong, f"{len(wrong)} texts tokenised differently, e.g. {wrong[:3]}"
 
 
+@pytest.mark.slow
 def test_subset_ids_equal_the_full_tokenizers_in_batches(loaded_index, tokenizers):
     subset, full = tokenizers
     texts = _texts(loaded_index)
