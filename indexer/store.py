@@ -23,7 +23,6 @@ the previous one for readers that opened it a moment ago.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
