@@ -53,7 +53,7 @@ bench: install bytecode
 # The editable install leaves oomkb's own modules uncompiled (a wheel install compiles them):
 # compiled once here, every `oomkb` command starts ~0.1 s sooner. Only changed files recompile.
 bytecode:
-	$(BIN)/python -m compileall -q api kb indexer diagnostics oomkb
+	$(BIN)/python -m compileall -q oomkb docs_src diagnostics indexer kb api
 
 # Refresh constraints.txt from the installed environment (after changing pyproject.toml ranges).
 lock: install

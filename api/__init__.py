@@ -8,7 +8,7 @@ call :func:`prepare_process` first.
 def prepare_process() -> None:
     """Process defaults oomkb needs before jax or the Hugging Face libraries load (only defaults:
     a value the user set wins): libtpu quiet and sharable, the model hub offline."""
-    from diagnostics.tpu import prepare_in_process
+    from oomkb.diagnostics.tpu import prepare_in_process
     from oomkb.settings import prepare_offline_environment
 
     prepare_in_process()

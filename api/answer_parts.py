@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kb import remedies as catalogue_api
-from kb.figures import FigureAnswer, Figures, load_figures
-from kb.next_steps import NextStep, NextSteps, load_next_steps, names_from_log
-from kb.snippets import Snippets, load_snippets, snippet_markdown
+from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.figures import FigureAnswer, Figures, load_figures
+from oomkb.kb.next_steps import NextStep, NextSteps, load_next_steps, names_from_log
+from oomkb.kb.snippets import Snippets, load_snippets, snippet_markdown
 
 __all__ = ["AnswerParts"]
 
@@ -67,7 +67,7 @@ class AnswerParts:
         if not code or code in shown:
             return []
         shown.add(code)
-        from kb.snippets import Snippet
+        from oomkb.kb.snippets import Snippet
 
         return ["", *snippet_markdown(Snippet(code=code, check="parse")), ""]
 

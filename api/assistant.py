@@ -12,21 +12,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from api.answer_parts import AnswerParts
-from api.evidence import facts_from
-from api.schemas import (
+from oomkb.api.answer_parts import AnswerParts
+from oomkb.api.evidence import facts_from
+from oomkb.api.schemas import (
     AskRequest, AskResponse, Citation, DiagnoseRequest, EstimateReport, GuideInfo, GuideSection,
     GuidesResponse, PlanReport, ProfileReport, Remedy, SearchRequest,
 )
-from diagnostics.parse import ParsedError, parse_error
-from diagnostics.units import format_bytes
-from kb import grounding
-from kb import remedies as catalogue_api
-from kb.errors import QueryError
-from kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
+from oomkb.diagnostics.parse import ParsedError, parse_error
+from oomkb.diagnostics.units import format_bytes
+from oomkb.kb import grounding
+from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.errors import QueryError
+from oomkb.kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
                          language_name)
-from kb.live import LiveIndex
-from kb.search import SearchResponse, SearchResult, Searcher
+from oomkb.kb.live import LiveIndex
+from oomkb.kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence shown with an answer: the best dense cosine between the question and a
 # section's texts, mapped to 0..1 between these bounds. Whether the guides cover the question is
@@ -329,7 +329,7 @@ def load_assistant(index_dir: Path | None = None, docs_dir: Path | None = None,
                    progress: bool = False) -> Assistant:
     """Load the model and index once (building the index on first use) and the catalogue; the
     assistant then follows new index generations written by `oomkb index`."""
-    from kb.search import open_searcher
+    from oomkb.kb.search import open_searcher
 
     searcher = open_searcher(index_dir=index_dir, docs_dir=docs_dir, progress=progress)
     return Assistant(LiveIndex(searcher, index_dir=index_dir, docs_dir=docs_dir))

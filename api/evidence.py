@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from typing import Union
 
-from diagnostics.capture import CaptureReport
-from diagnostics.estimate import EstimateReport
-from diagnostics.parse import ParsedError
-from diagnostics.plan import PlanReport
-from diagnostics.profile import ProfileReport
+from oomkb.diagnostics.capture import CaptureReport
+from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.parse import ParsedError
+from oomkb.diagnostics.plan import PlanReport
+from oomkb.diagnostics.profile import ProfileReport
 
 Fact = Union[int, float, str, bool, None]
 

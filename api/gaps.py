@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from api.feedback import AnswerRecord
+from oomkb.api.feedback import AnswerRecord
 
 #: Cosine above which two questions are taken as asking the same thing. Measured with the built-in
 #: model on 3 questions in 3–4 languages each plus 6 others: translations of one question scored

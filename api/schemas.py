@@ -11,14 +11,14 @@ from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, model_validator,
 )
 
-from diagnostics.capture import CaptureReport
-from diagnostics.estimate import EstimateReport
-from diagnostics.parse import ParsedError
-from diagnostics.plan import PlanReport
-from diagnostics.profile import ProfileReport
-from kb.figures import FigureAnswer
-from kb.next_steps import NextStep
-from kb.search import SearchResponse, SearchResult
+from oomkb.diagnostics.capture import CaptureReport
+from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.parse import ParsedError
+from oomkb.diagnostics.plan import PlanReport
+from oomkb.diagnostics.profile import ProfileReport
+from oomkb.kb.figures import FigureAnswer
+from oomkb.kb.next_steps import NextStep
+from oomkb.kb.search import SearchResponse, SearchResult
 
 MAX_QUESTION_CHARS = 20_000
 MAX_ERROR_LOG_CHARS = 1_000_000

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from indexer.guides import Guide, Section
-from kb.cards import SectionCard
-from kb.language import FALLBACK, LANGUAGES, base_language, is_supported, language_name
+from oomkb.indexer.guides import Guide, Section
+from oomkb.kb.cards import SectionCard
+from oomkb.kb.language import FALLBACK, LANGUAGES, base_language, is_supported, language_name
 
 STATIC_DIR = Path(__file__).resolve().parent / "http" / "static"
 RTL_LANGUAGES = frozenset({"ar", "he", "fa", "ur"})

@@ -29,14 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagnostics import tpu  # noqa: E402
+from oomkb.diagnostics import tpu  # noqa: E402
 
 tpu.prepare_in_process()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from diagnostics.capture import capture  # noqa: E402
+from oomkb.diagnostics.capture import capture  # noqa: E402
 
 
 @jax.jit

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagnostics import tpu  # noqa: E402
+from oomkb.diagnostics import tpu  # noqa: E402
 
 tpu.prepare_in_process()
 
@@ -44,7 +44,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import SingleDeviceSharding  # noqa: E402
 
-from diagnostics.estimate import estimate, estimate_program  # noqa: E402
+from oomkb.diagnostics.estimate import estimate, estimate_program  # noqa: E402
 
 
 def spec(shape, dtype=jnp.float32):
@@ -139,8 +139,8 @@ SANDBOX_PROGRAM = textwrap.dedent('''
 
 def isolation_figures(rounds: int, target: str) -> dict:
     """Median seconds per job with and without the bubblewrap sandbox, run alternately."""
-    from diagnostics.isolation import isolation_status
-    from diagnostics.sandbox import run_job
+    from oomkb.diagnostics.isolation import isolation_status
+    from oomkb.diagnostics.sandbox import run_job
 
     status = isolation_status()
     figures: dict = {"bwrap": status.version, "rounds": rounds}
@@ -153,7 +153,7 @@ def isolation_figures(rounds: int, target: str) -> dict:
         empty.write_text("def nothing():\n    return {}\n")
         jobs = {
             "empty_job": lambda isolate: run_job(
-                "diagnostics.sandbox:call_program_job", {"program": f"{empty}:nothing"},
+                "oomkb.diagnostics.sandbox:call_program_job", {"program": f"{empty}:nothing"},
                 timeout_s=120, isolate=isolate, read_only=[path.parent]),
             "estimate_small_program": lambda isolate: estimate_program(
                 f"{path}:make", target=target, isolate=isolate),

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import api  # noqa: E402,F401  (libtpu process defaults)
+import oomkb.api  # noqa: E402,F401  (libtpu process defaults)
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
@@ -57,8 +57,8 @@ def heldout_set() -> list[dict]:
 
 def feature_rows(searcher, items: list[dict]) -> list[dict[str, float]]:
     """Features as the assistant computes them (language, then search, then kb.grounding)."""
-    from api.assistant import Assistant
-    from kb.grounding import features
+    from oomkb.api.assistant import Assistant
+    from oomkb.kb.grounding import features
 
     rows = []
     for it in items:
@@ -69,7 +69,7 @@ def feature_rows(searcher, items: list[dict]) -> list[dict[str, float]]:
 
 
 def cross_validate(rows, labels, l2: float, folds: int = 5) -> float:
-    from kb.grounding import fit
+    from oomkb.kb.grounding import fit
 
     order = np.random.default_rng(0).permutation(len(rows))
     errors = 0
@@ -93,7 +93,7 @@ def write_model(model, path: Path, cv: dict) -> None:
 
 
 def evaluate(assistant, items: list[dict]) -> dict:
-    from api.schemas import AskRequest
+    from oomkb.api.schemas import AskRequest
 
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     on = [0, 0]
@@ -131,9 +131,9 @@ def main() -> None:
                     help="evaluate the held-out part only (the training part takes minutes)")
     args = ap.parse_args()
 
-    from api.assistant import Assistant
-    from kb import grounding
-    from kb.search import open_searcher
+    from oomkb.api.assistant import Assistant
+    from oomkb.kb import grounding
+    from oomkb.kb.search import open_searcher
 
     searcher = open_searcher()
     assistant = Assistant(searcher)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from kb.language import detect_language  # noqa: E402
+from oomkb.kb.language import detect_language  # noqa: E402
 
 SETS = {"tuning": "language_short.yaml", "heldout": "language_short_heldout.yaml"}
 

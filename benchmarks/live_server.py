@@ -133,7 +133,7 @@ class LiveServer:
         with open(self.log_path, "wb") as log:
             self.started = time.monotonic()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "api.cli", "serve", "--host", HOST, "--port", str(self.port),
+                [sys.executable, "-m", "oomkb.api.cli", "serve", "--host", HOST, "--port", str(self.port),
                  "--log-level", self.log_level, *self.args],
                 cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,

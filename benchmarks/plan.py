@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "programs"))
 
-from diagnostics import tpu  # noqa: E402
+from oomkb.diagnostics import tpu  # noqa: E402
 
 tpu.prepare_in_process()
 
@@ -39,8 +39,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 
 import plan_programs  # noqa: E402
 import vmem_programs  # noqa: E402
-from diagnostics.estimate import estimate_factory  # noqa: E402
-from diagnostics.plan import plan_factory  # noqa: E402
+from oomkb.diagnostics.estimate import estimate_factory  # noqa: E402
+from oomkb.diagnostics.plan import plan_factory  # noqa: E402
 
 PROGRAMS = [
     # name, factory, generation, vary

@@ -45,7 +45,7 @@ def _bench_module(name: str):
     return module
 
 
-import api  # noqa: E402,F401  (the project's package, before benchmarks/api.py is loaded)
+import oomkb.api  # noqa: E402,F401  (the project's package, before benchmarks/api.py is loaded)
 
 _live = _bench_module("live_server")
 QUESTIONS, LiveServer, _descendants, _status_kib = (
@@ -68,7 +68,7 @@ def cold_search_vs_import(repeat: int) -> dict:
     imports, searches = [], []
     for _ in range(repeat):
         imports.append(_timed([sys.executable, "-c", "import sentence_transformers"]))
-        searches.append(_timed([sys.executable, "-m", "api.cli", "search", QUERY, "--json"]))
+        searches.append(_timed([sys.executable, "-m", "oomkb.api.cli", "search", QUERY, "--json"]))
     imp, search = statistics.median(imports), statistics.median(searches)
     return {
         "import_sentence_transformers_s": round(imp, 2),
@@ -85,10 +85,10 @@ def embedding_times() -> dict:
     """Per-query embedding time, one thread: sentence-transformers vs the index's ONNX model."""
     import torch
 
-    from indexer.model import embed_queries, load_embedder
-    from indexer.query_model import load_query_encoder
-    from indexer.settings import default_index_dir
-    from indexer.store import load_index
+    from oomkb.indexer.model import embed_queries, load_embedder
+    from oomkb.indexer.query_model import load_query_encoder
+    from oomkb.indexer.settings import default_index_dir
+    from oomkb.indexer.store import load_index
 
     torch.set_num_threads(1)
     st = load_embedder()
@@ -153,8 +153,8 @@ def serve_run(workers: int, batch: bool, requests: int, concurrency: int) -> dic
 
 def profile_answers(rounds: int = 3) -> dict:
     """cProfile of answering the question set in-process; seconds per answer, by stage."""
-    from api.assistant import load_assistant
-    from api.schemas import AskRequest
+    from oomkb.api.assistant import load_assistant
+    from oomkb.api.schemas import AskRequest
 
     assistant = load_assistant()
     bodies = [AskRequest(**body) for body in QUESTIONS]

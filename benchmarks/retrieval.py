@@ -26,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import api  # noqa: E402,F401  (libtpu process defaults, before bm25s imports jax)
-from indexer.model import load_embedder  # noqa: E402
-from indexer.query_model import load_query_encoder  # noqa: E402
-from indexer.store import load_index  # noqa: E402
-from kb.corpus import build, load_corpus  # noqa: E402
-from kb.evaluation import evaluate, load_queries  # noqa: E402
-from kb.search import Searcher  # noqa: E402
+import oomkb.api  # noqa: E402,F401  (libtpu process defaults, before bm25s imports jax)
+from oomkb.indexer.model import load_embedder  # noqa: E402
+from oomkb.indexer.query_model import load_query_encoder  # noqa: E402
+from oomkb.indexer.store import load_index  # noqa: E402
+from oomkb.kb.corpus import build, load_corpus  # noqa: E402
+from oomkb.kb.evaluation import evaluate, load_queries  # noqa: E402
+from oomkb.kb.search import Searcher  # noqa: E402
 
 # (row name, corpus with cards?, search mode)
 CONFIGS = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from diagnostics.tpu import libtpu_version, prepare_in_process, resolve_target, topology_devices
+from oomkb.diagnostics.tpu import libtpu_version, prepare_in_process, resolve_target, topology_devices
 
 prepare_in_process()
 

@@ -1,6 +1,6 @@
 """Catch an out-of-memory error where it happens and report the arrays alive at that moment.
 
-    from diagnostics.capture import capture
+    from oomkb.diagnostics.capture import capture
 
     with capture("oom.json"):          # or @capture("oom.json") on the training function
         train()
@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
-from diagnostics.holders import Holder, held_by
-from diagnostics.parse import ParsedError, parse_error
+from oomkb.diagnostics.holders import Holder, held_by
+from oomkb.diagnostics.parse import ParsedError, parse_error
 
 PPROF_SUFFIX = ".prof"
 MAX_GROUPS = 50
@@ -181,8 +181,8 @@ def build_report(
     """The OOM report for `exc`, taken now: call it while the arrays of the failing code are alive."""
     import jax
 
-    from diagnostics.program import array_creation_site
-    from diagnostics.sandbox import user_location
+    from oomkb.diagnostics.program import array_creation_site
+    from oomkb.diagnostics.sandbox import user_location
 
     started = time.perf_counter()
     error = next((e for e in _chain(exc) if parse_error(_text(e)).category != "unknown"), exc)
@@ -289,7 +289,7 @@ def _per_device(array: Any) -> list[tuple[str, int]]:
 
 def format_report(report: CaptureReport, rows: int = 8) -> str:
     """A short plain-text table of the report, for stderr."""
-    from diagnostics.units import format_bytes
+    from oomkb.diagnostics.units import format_bytes
 
     error = report.error
     lines = [f"oomkb: out of memory ({error.category}, backend {report.backend})"

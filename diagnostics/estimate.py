@@ -37,14 +37,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from diagnostics import tpu
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.parse import ParsedError, parse_error
-from diagnostics import program as _program
-from diagnostics.program import FactoryError, resolve_program, user_location
-from diagnostics.program import callable_name as _callable_name
-from diagnostics.sandbox import Limits, job_value, run_job
-from diagnostics.units import ByteCount, format_bytes
+from oomkb.diagnostics import tpu
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.parse import ParsedError, parse_error
+from oomkb.diagnostics import program as _program
+from oomkb.diagnostics.program import FactoryError, resolve_program, user_location
+from oomkb.diagnostics.program import callable_name as _callable_name
+from oomkb.diagnostics.sandbox import Limits, job_value, run_job
+from oomkb.diagnostics.units import ByteCount, format_bytes
 
 __all__ = [
     "BufferInfo",
@@ -307,7 +307,7 @@ def estimate_program(
     program_spec = resolve_program(program)
     what = f"the estimate of {program_spec.path.name}:{program_spec.name}"
     result = run_job(
-        "diagnostics.estimate:estimate_job",
+        "oomkb.diagnostics.estimate:estimate_job",
         {
             "program": str(program_spec),
             "generation": spec.generation,
@@ -1027,7 +1027,7 @@ _OP_NAME = re.compile(r'op_name="([^"]+)"')
 
 
 def _vmem_windows(text: str) -> list[VmemWindow]:
-    from diagnostics.units import parse_size
+    from oomkb.diagnostics.units import parse_size
 
     windows = []
     seen = set()
@@ -1049,7 +1049,7 @@ def _vmem_windows(text: str) -> list[VmemWindow]:
 
 def _kernel_source(traced: Any) -> str | None:
     """The user's line that calls the first Pallas/Mosaic kernel of the traced program."""
-    from diagnostics.program import user_frame
+    from oomkb.diagnostics.program import user_frame
 
     def walk(jaxpr: Any, depth: int = 0):
         if depth > 20:

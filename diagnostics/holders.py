@@ -175,7 +175,7 @@ def _frame_scopes(extra: Iterable[types.FrameType]) -> list[tuple[types.FrameTyp
 
 def _library_dirs() -> tuple[str, ...]:
     """Folders of library code (ours, the standard library, installed packages, JAX)."""
-    from diagnostics.program import not_user_dirs
+    from oomkb.diagnostics.program import not_user_dirs
 
     return not_user_dirs()
 

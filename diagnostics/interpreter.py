@@ -23,7 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.layout import lend_code
 
 __all__ = ["Interpreter", "InterpreterError", "check_interpreter", "child_bootstrap"]
 
@@ -130,7 +131,5 @@ def check_interpreter(path: str | os.PathLike[str], *, need_tpu: bool) -> Interp
 
 def child_bootstrap(interp: Interpreter | None) -> str:
     """The ``-c`` code that starts a job's child (in `interp`, or in oomkb's own Python)."""
-    append = ""
-    if interp is not None and interp.support_path:
-        append = f"import sys; sys.path.extend({interp.support_path!r}); "
-    return append + "from diagnostics.sandbox import _child_main; _child_main()"
+    support = interp.support_path if interp is not None else []
+    return lend_code("from oomkb.diagnostics.sandbox import _child_main; _child_main()", support)

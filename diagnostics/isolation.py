@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.errors import ServiceError
 
 __all__ = [
@@ -43,10 +43,6 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora/RHEL: dnf install "
     "bubblewrap; Arch: pacman -S bubblewrap)"
 )
-
-#: Packages of this project that a job's child imports (code and catalogues only; no data of
-#: the service, no settings).
-CHILD_PACKAGES = ("oomkb", "diagnostics", "indexer", "kb")
 
 #: Size of the sandbox's private /tmp (a tmpfs, so it is memory).
 TMP_BYTES = 256 << 20
@@ -149,7 +145,7 @@ def _system_binds() -> list[str]:
     return binds
 
 
-def _runtime_dirs(package_root: Path) -> list[Path]:
+def _runtime_dirs(code_dirs: Iterable[Path]) -> list[Path]:
     """The Python runtime, its installed packages and this project's code packages."""
     dirs = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix),
             Path(sys.base_exec_prefix), Path(os.path.realpath(sys.executable)).parent,
@@ -160,7 +156,7 @@ def _runtime_dirs(package_root: Path) -> list[Path]:
     dirs.update(Path(p) for p in site.getsitepackages())
     if site.ENABLE_USER_SITE:
         dirs.add(Path(site.getusersitepackages()))
-    dirs.update(package_root / name for name in CHILD_PACKAGES)
+    dirs.update(code_dirs)
     return [d.resolve() for d in dirs if d.is_dir()]
 
 
@@ -178,7 +174,7 @@ def bwrap_command(
     command: list[str],
     *,
     workdir: Path,
-    package_root: Path,
+    code_dirs: Iterable[Path],
     read_only: Iterable[Path] = (),
     writable: Iterable[Path] = (),
 ) -> list[str]:
@@ -188,7 +184,7 @@ def bwrap_command(
     further folders it sees at their own paths. Everything else is absent (see the module doc).
     """
     args = [tool, *_namespace_options()[1:], *_system_binds()]
-    runtime = _outermost(_runtime_dirs(package_root))
+    runtime = _outermost(_runtime_dirs(code_dirs))
     for path in runtime:
         if not str(path).startswith(("/usr/", "/tmp/")) and path != Path("/usr"):
             args += ["--ro-bind", str(path), str(path)]

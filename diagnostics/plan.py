@@ -38,8 +38,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from diagnostics import tpu
-from diagnostics.estimate import (
+from oomkb.diagnostics import tpu
+from oomkb.diagnostics.estimate import (
     EstimateReport,
     TargetInfo,
     _argument_names,
@@ -52,9 +52,9 @@ from diagnostics.estimate import (
     _trace,
     estimate_factory,
 )
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.parse import parse_error
-from diagnostics.program import (
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.parse import parse_error
+from oomkb.diagnostics.program import (
     FactoryError,
     call_factory,
     callable_name,
@@ -65,8 +65,8 @@ from diagnostics.program import (
     unpack_program,
     wants_devices,
 )
-from diagnostics.sandbox import Limits, job_value, run_job
-from diagnostics.units import format_bytes
+from oomkb.diagnostics.sandbox import Limits, job_value, run_job
+from oomkb.diagnostics.units import format_bytes
 
 __all__ = [
     "FixReport",
@@ -638,7 +638,7 @@ def _topology_fix(session: _Session, factory: Callable[..., Any], extra: Mapping
 
 
 def _hbm_of(generation: tpu.Generation) -> float:
-    from diagnostics.units import parse_size
+    from oomkb.diagnostics.units import parse_size
 
     try:
         return float(parse_size(generation.hbm_reported))
@@ -886,7 +886,7 @@ def plan_program(
         vary = parse_vary(vary)
     what = f"the plan of {program_spec.label}"
     result = run_job(
-        "diagnostics.plan:plan_job",
+        "oomkb.diagnostics.plan:plan_job",
         {
             "program": str(program_spec), "generation": spec.generation,
             "topology": spec.topology, "vary": list(vary) if vary else None,

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from diagnostics.units import format_bytes
+from oomkb.diagnostics.units import format_bytes
 
 if TYPE_CHECKING:
-    from diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate import EstimateReport
 
 __all__ = ["KIND_COLOURS", "plot_estimate"]
 
@@ -181,7 +181,7 @@ def _vmem_windows(ax, vmem) -> None:
 # Live memory profile (diagnostics.profile)
 
 if TYPE_CHECKING:
-    from diagnostics.profile import ProfileReport
+    from oomkb.diagnostics.profile import ProfileReport
 
 __all__.append("plot_profile")
 
@@ -283,7 +283,7 @@ def plot_profile(report: ProfileReport, path: str | Path) -> Path:
 # A plan (diagnostics.plan)
 
 if TYPE_CHECKING:
-    from diagnostics.plan import PlanReport
+    from oomkb.diagnostics.plan import PlanReport
 
 __all__.append("plot_plan")
 

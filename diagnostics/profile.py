@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.holders import Holder, held_by
-from diagnostics.program import array_creation_site
-from diagnostics.units import ByteCount
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.holders import Holder, held_by
+from oomkb.diagnostics.program import array_creation_site
+from oomkb.diagnostics.units import ByteCount
 
 if TYPE_CHECKING:
-    from diagnostics.program import ProgramSpec
+    from oomkb.diagnostics.program import ProgramSpec
 
 PPROF_FILE_NAME = "memory.prof"
 MAX_LEAK_SUSPECTS = 10
@@ -318,8 +318,8 @@ def profile_program(
     ``logdir`` (a new temporary directory when None). A missing file or name, an import error,
     a raising function, a crash or a timeout raise a ``DiagnosticsError`` with a clear message.
     """
-    from diagnostics.program import resolve_program
-    from diagnostics.sandbox import job_value, run_job
+    from oomkb.diagnostics.program import resolve_program
+    from oomkb.diagnostics.sandbox import job_value, run_job
 
     program = resolve_program(spec)
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -330,7 +330,7 @@ def profile_program(
     logdir_path = _make_logdir(logdir)
     try:
         result = run_job(
-            "diagnostics.profile:_profile_job",
+            "oomkb.diagnostics.profile:_profile_job",
             {"path": str(program.path), "name": program.name, "repeat": repeat,
              "logdir": str(logdir_path)},
             timeout_s=timeout_s,
@@ -364,7 +364,7 @@ def _make_logdir(logdir: str | os.PathLike | None) -> Path:
 
 def _profile_job(payload: dict[str, Any]) -> dict[str, Any]:
     """Child-process side of :func:`profile_program` (run by ``diagnostics.sandbox.run_job``)."""
-    from diagnostics.program import ProgramSpec, load_program_object
+    from oomkb.diagnostics.program import ProgramSpec, load_program_object
 
     program = ProgramSpec(path=Path(payload["path"]), name=payload["name"])
     target = load_program_object(program)
@@ -386,7 +386,7 @@ def resolve_target(
     """
     import jax
 
-    from diagnostics.program import as_program, call_factory, unpack_program
+    from oomkb.diagnostics.program import as_program, call_factory, unpack_program
 
     if program is not None:
         label = f"{Path(program.path).name}:{program.name}"
@@ -439,6 +439,6 @@ def _reporting_errors(fn: Callable[..., Any], **bound: Any) -> Callable[..., Any
 
 def _describe(exc: BaseException) -> str:
     """``ValueError: message at train.py:12``, the location being the user's innermost line."""
-    from diagnostics.program import describe_exception
+    from oomkb.diagnostics.program import describe_exception
 
     return describe_exception(exc)

@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.layout import code_dirs
 
 __all__ = [
     "MESH_AXIS",
@@ -376,8 +377,7 @@ def unpack_program(produced: Any, label: str, mesh: Any = None) -> Program:
 @functools.lru_cache(maxsize=1)
 def _not_user_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(this package's folders, every folder that is library code: ours, stdlib, site, JAX)."""
-    root = Path(__file__).resolve().parent.parent
-    ours = {str(root / pkg) for pkg in ("oomkb", "diagnostics", "kb", "indexer", "api", "docs_src")}
+    ours = {str(folder) for folder in code_dirs()}
     libraries = set(ours)
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):

@@ -52,8 +52,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.program import (  # the program contract lives there; re-exported for callers
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.program import (  # the program contract lives there; re-exported for callers
     ProgramExited,
     ProgramLoadError,
     ProgramNameError,
@@ -63,9 +63,10 @@ from diagnostics.program import (  # the program contract lives there; re-export
     resolve_program,
     user_location,
 )
-from diagnostics.interpreter import check_interpreter, child_bootstrap
-from diagnostics.isolation import IsolationUnavailable, bwrap_command, isolation_status
-from diagnostics.units import format_bytes
+from oomkb.diagnostics.interpreter import check_interpreter, child_bootstrap
+from oomkb.diagnostics.isolation import IsolationUnavailable, bwrap_command, isolation_status
+from oomkb.diagnostics.units import format_bytes
+from oomkb.layout import code_dirs
 
 __all__ = [
     "IsolationUnavailable",
@@ -258,10 +259,6 @@ _SIGNAL_HINTS = {
 }
 
 
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
-
-
 #: The limits this process runs under when it is a job's child (for the messages it writes).
 _CHILD_LIMITS: Limits | None = None
 
@@ -329,9 +326,6 @@ def run_job(
         payload_path.write_text(json.dumps({**payload, "workdir": str(workdir), "sys_path": extra_path}),
                                 "utf-8")
         child_env = clean_environment(extra=env)
-        root = _package_root()
-        python_path = child_env.get("PYTHONPATH")
-        child_env["PYTHONPATH"] = root + (os.pathsep + python_path if python_path else "")
         child_env["PYTHONUNBUFFERED"] = "1"
         token = secrets.token_hex(16)
         child_env[_JOB_TOKEN] = token
@@ -348,7 +342,7 @@ def run_job(
                 with contextlib.suppress(OSError):
                     shutil.copyfile(file, home / Path(file).name)
             child_env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "OOMKB_HOME": str(home)})
-            command = bwrap_command(tool, command, workdir=workdir, package_root=Path(root),
+            command = bwrap_command(tool, command, workdir=workdir, code_dirs=code_dirs(),
                                     read_only=[Path(p) for p in read_only],
                                     writable=[Path(p) for p in writable])
         _prepare_parent()

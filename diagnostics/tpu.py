@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.exceptions import DiagnosticsError
 
 __all__ = [
     "Generation",
@@ -71,7 +71,7 @@ class TargetSpec(BaseModel):
 @functools.cache
 def generations() -> dict[str, Generation]:
     """The TPU generations this package can compile for, keyed by canonical name."""
-    text = resources.files("diagnostics").joinpath("tpu_generations.yaml").read_text("utf-8")
+    text = resources.files("oomkb.diagnostics").joinpath("tpu_generations.yaml").read_text("utf-8")
     raw = yaml.safe_load(text)
     return {name: Generation(name=name, **fields) for name, fields in raw.items()}
 
@@ -206,7 +206,7 @@ def topology_devices(target: TargetSpec) -> list[Any]:
 
 def hbm_cache_path() -> Path:
     """Where measured HBM capacities are kept (a job in a sandbox gets a read-only copy)."""
-    from indexer.settings import oomkb_home
+    from oomkb.indexer.settings import oomkb_home
 
     return oomkb_home() / "tpu_hbm.json"
 
@@ -242,7 +242,7 @@ def measure_hbm_bytes(device: Any) -> int:
     import jax.numpy as jnp
     from jax.sharding import SingleDeviceSharding
 
-    from diagnostics.parse import parse_error
+    from oomkb.diagnostics.parse import parse_error
 
     def oversized():
         # 64 outputs of 4 GiB (256 GiB: more than any TPU has); one 4 TiB array would trip a

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from diagnostics.exceptions import SizeFormatError
+from oomkb.diagnostics.exceptions import SizeFormatError
 
 __all__ = ["MAX_BYTE_COUNT", "ByteCount", "SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
 

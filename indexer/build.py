@@ -10,10 +10,10 @@ import numpy as np
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
-from indexer.chunking import chunk_guide
-from indexer.errors import IndexBusyError, IndexerError, IndexMissingError
-from indexer.guides import Guide
-from indexer.store import IndexItem, ModelInfo, load_index, write_index
+from oomkb.indexer.chunking import chunk_guide
+from oomkb.indexer.errors import IndexBusyError, IndexerError, IndexMissingError
+from oomkb.indexer.guides import Guide
+from oomkb.indexer.store import IndexItem, ModelInfo, load_index, write_index
 
 LOCK_WAIT_S = 600.0
 
@@ -79,8 +79,8 @@ def build_index(
     then called only when some text must be embedded or the query model must be exported, so
     a build with nothing new to embed never imports torch. The generation also gets the query
     model (`indexer.query_model`) exported from the same model, in `precision`."""
-    from indexer.model import embed_passages
-    from indexer.query_model import ensure_query_model
+    from oomkb.indexer.model import embed_passages
+    from oomkb.indexer.query_model import ensure_query_model
 
     loaded = []
 

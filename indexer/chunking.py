@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel
 
-from indexer.guides import Guide, Section
+from oomkb.indexer.guides import Guide, Section
 
 DEFAULT_MAX_CHARS = 600
 

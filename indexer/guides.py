@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from indexer.errors import GuideError
+from oomkb.indexer.errors import GuideError
 
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
@@ -54,7 +54,7 @@ class Guide(BaseModel):
 
 def default_docs_dir() -> Path:
     """The guides shipped inside the package (`docs_src/*.md`)."""
-    return Path(str(resources.files("docs_src")))
+    return Path(str(resources.files("oomkb.docs_src")))
 
 
 def load_guides(docs_dir: Path | None = None) -> list[Guide]:

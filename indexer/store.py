@@ -33,10 +33,10 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from indexer.checksum import sha256_file
-from indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
-from indexer.lexical import LexicalIndex
-from indexer.query_tokenizer import write_vocab
+from oomkb.indexer.checksum import sha256_file
+from oomkb.indexer.errors import IndexCorruptError, IndexMismatchError, IndexMissingError
+from oomkb.indexer.lexical import LexicalIndex
+from oomkb.indexer.query_tokenizer import write_vocab
 
 FORMAT_VERSION = 3  # 2: the query model (ONNX + tokenizer) is part of the generation; 3: lexical.npz
 CURRENT = "CURRENT"

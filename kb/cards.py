@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from indexer.guides import Guide
-from indexer.store import IndexItem
-from kb.errors import CatalogueError
+from oomkb.indexer.guides import Guide
+from oomkb.indexer.store import IndexItem
+from oomkb.kb.errors import CatalogueError
 
 #: libyaml's parser when PyYAML has it (ten times faster: the cards are read on every CLI search)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -51,7 +51,7 @@ class CardFile(BaseModel):
 
 
 def default_cards_dir() -> Path:
-    return Path(str(resources.files("kb") / "cards"))
+    return Path(str(resources.files("oomkb.kb") / "cards"))
 
 
 @lru_cache(maxsize=8)

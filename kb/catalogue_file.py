@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from kb.errors import CatalogueError
+from oomkb.kb.errors import CatalogueError
 
 # libyaml's safe loader when PyYAML has it (about 10x faster on the catalogue), else the pure one.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

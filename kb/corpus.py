@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer.build import BuildStats, build_index, chunk_items, docs_hash
-from indexer.errors import IndexMissingError
-from indexer.guides import Guide, load_guides
-from indexer.settings import default_index_dir
-from indexer.store import (FORMAT_VERSION, IndexItem, Manifest, ModelInfo, StoredIndex, load_index,
+from oomkb.indexer.build import BuildStats, build_index, chunk_items, docs_hash
+from oomkb.indexer.errors import IndexMissingError
+from oomkb.indexer.guides import Guide, load_guides
+from oomkb.indexer.settings import default_index_dir
+from oomkb.indexer.store import (FORMAT_VERSION, IndexItem, Manifest, ModelInfo, StoredIndex, load_index,
                            read_manifest)
-from kb.cards import SectionCard, card_items, cards_hash, load_cards
+from oomkb.kb.cards import SectionCard, card_items, cards_hash, load_cards
 
 
 @dataclass
@@ -44,7 +44,7 @@ def load_corpus(docs_dir: Path | None = None, cards_dir: Path | None = None,
 
 def model_info(embedder) -> ModelInfo:
     """What an index built with this loaded sentence-transformers model records about it."""
-    from indexer.model import model_info as describe
+    from oomkb.indexer.model import model_info as describe
 
     return describe(embedder)
 
@@ -52,7 +52,7 @@ def model_info(embedder) -> ModelInfo:
 def _model_and_loader(embedder=None):
     """The model an index build records, and the embedder (loaded, or a loader called only when
     something must be embedded or exported): finding the model needs no torch once converted."""
-    from indexer.model import configured_model_info, is_complete, load_embedder
+    from oomkb.indexer.model import configured_model_info, is_complete, load_embedder
 
     if embedder is not None:
         return model_info(embedder), embedder
@@ -81,8 +81,8 @@ def build(index_dir: Path | None = None, docs_dir: Path | None = None, progress:
 def _query_model_current(manifest: Manifest) -> bool:
     """Whether the generation's query model is the export this oomkb makes (same export format,
     the configured precision); the model itself is checked against the manifest's model."""
-    from indexer.query_model import EXPORT_FORMAT_VERSION
-    from indexer.settings import query_precision_setting
+    from oomkb.indexer.query_model import EXPORT_FORMAT_VERSION
+    from oomkb.indexer.settings import query_precision_setting
 
     info = manifest.query_model
     return (info is not None and info.export_version == EXPORT_FORMAT_VERSION
@@ -95,7 +95,7 @@ def refresh_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     """Build the index if it is missing, of an older format, or its guides or cards changed
     (reusing every vector it can); None if it is current. Reads only the manifest and loads
     no model when it is current (the files themselves are verified when loaded)."""
-    from indexer.model import configured_model_info
+    from oomkb.indexer.model import configured_model_info
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
     expected = model_info(embedder) if embedder is not None else configured_model_info()
@@ -128,8 +128,8 @@ def ensure_index(index_dir: Path | None = None, docs_dir: Path | None = None,
     (`LoadedIndex.embedder` is that `QueryEncoder`, loading in the background meanwhile). A
     damaged index or one built with another model is not silently replaced: the error says
     to run `oomkb index`, which rebuilds it."""
-    from indexer.model import configured_model_info
-    from indexer.query_model import load_query_encoder, prefetch
+    from oomkb.indexer.model import configured_model_info
+    from oomkb.indexer.query_model import load_query_encoder, prefetch
 
     index_dir = Path(index_dir) if index_dir else default_index_dir()
     # The query model takes the longest to load and needs no GIL meanwhile: it starts loading

@@ -38,10 +38,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kb.cards import SectionCard, load_cards
-from kb.errors import CatalogueError
-from kb.language import SUPPORTED
-from kb.remedies import Catalogue, load_catalogue
+from oomkb.kb.cards import SectionCard, load_cards
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.language import SUPPORTED
+from oomkb.kb.remedies import Catalogue, load_catalogue
 
 __all__ = [
     "Glossary",
@@ -114,7 +114,7 @@ class Glossary(BaseModel):
 
 
 def default_glossary_path() -> Path:
-    return Path(str(resources.files("kb") / "catalogue" / "glossary.yaml"))
+    return Path(str(resources.files("oomkb.kb") / "catalogue" / "glossary.yaml"))
 
 
 def load_glossary(path: Path | str | None = None) -> Glossary:

@@ -15,12 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnostics.tpu import Generation, generations
-from diagnostics.units import format_bytes, parse_size
-from kb.catalogue_file import read_model
-from kb.errors import CatalogueError
-from kb.remedies import Catalogue, load_catalogue, placeholders
-from kb.translations import check_texts
+from oomkb.diagnostics.tpu import Generation, generations
+from oomkb.diagnostics.units import format_bytes, parse_size
+from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.remedies import Catalogue, load_catalogue, placeholders
+from oomkb.kb.translations import check_texts
 
 __all__ = ["FigureAnswer", "Figures", "load_figures"]
 

@@ -46,10 +46,10 @@ import numpy as np
 import yaml
 from pydantic import BaseModel
 
-from kb.catalogue_file import YAML_LOADER
-from kb.errors import CatalogueError
-from kb.language import detect_language
-from indexer.lexical import tokenize
+from oomkb.kb.catalogue_file import YAML_LOADER
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.language import detect_language
+from oomkb.indexer.lexical import tokenize
 
 CATALOGUE = Path(__file__).resolve().parent / "catalogue"
 TERMS_FILE = CATALOGUE / "grounding_terms.yaml"
@@ -191,7 +191,7 @@ def _prototype_file(embedder, terms: _Terms) -> Path | None:
     info = getattr(embedder, "info", None)  # a QueryEncoder; a sentence-transformers model: None
     if info is None:
         return None
-    from indexer.settings import models_dir
+    from oomkb.indexer.settings import models_dir
 
     key = hashlib.sha256(json.dumps([_PROTOTYPE_FORMAT, info.sha256, info.extra_sha256,
                                      info.prompt, terms.covered, terms.not_covered],

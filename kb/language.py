@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kb.catalogue_file import read_yaml
+from oomkb.kb.catalogue_file import read_yaml
 
 # Answer languages, with their names in English and in themselves.
 LANGUAGES: dict[str, tuple[str, str]] = {
@@ -197,7 +197,7 @@ def _latin(prose: str, exhaustive: bool = False) -> Detection:
 def _langdetect(text: str) -> list[tuple[str, float]]:
     from langdetect.lang_detect_exception import LangDetectException
 
-    from kb.language_profiles import detect_langs  # stock results, profiles from a fast cache
+    from oomkb.kb.language_profiles import detect_langs  # stock results, profiles from a fast cache
 
     try:
         found = detect_langs(text[:2000])

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from indexer.errors import IndexerError
-from indexer.settings import default_index_dir
-from indexer.store import CURRENT, load_index
-from kb.corpus import load_corpus
-from kb.search import Searcher
+from oomkb.indexer.errors import IndexerError
+from oomkb.indexer.settings import default_index_dir
+from oomkb.indexer.store import CURRENT, load_index
+from oomkb.kb.corpus import load_corpus
+from oomkb.kb.search import Searcher
 
 
 class IndexStatus(BaseModel):
@@ -99,7 +99,7 @@ class LiveIndex:
         """The query encoder for a new generation: the one in use when the generation carries
         the same query model (same checksum), else the new generation's own (another model or
         precision was indexed: its vectors need its encoder)."""
-        from indexer.query_model import load_query_encoder
+        from oomkb.indexer.query_model import load_query_encoder
 
         before, after = old.index.manifest.query_model, index.manifest.query_model
         if before is not None and after is not None and before.sha256 == after.sha256:

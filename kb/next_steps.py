@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb.catalogue_file import read_model
-from kb.errors import CatalogueError
-from kb.remedies import Catalogue, Condition, evaluate, load_catalogue, placeholders
-from kb.translations import check_texts
+from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.remedies import Catalogue, Condition, evaluate, load_catalogue, placeholders
+from oomkb.kb.translations import check_texts
 
 __all__ = ["NextStep", "NextSteps", "load_next_steps", "names_from_log"]
 

@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from indexer.errors import GuideError
-from indexer.guides import Guide, load_guides
-from kb.catalogue_file import read_yaml
-from kb.errors import CatalogueError, KnowledgeBaseError
-from kb.language import FALLBACK, SUPPORTED
+from oomkb.indexer.errors import GuideError
+from oomkb.indexer.guides import Guide, load_guides
+from oomkb.kb.catalogue_file import read_yaml
+from oomkb.kb.errors import CatalogueError, KnowledgeBaseError
+from oomkb.kb.language import FALLBACK, SUPPORTED
 
 __all__ = [
     "REQUIRED_MESSAGES",
@@ -358,7 +358,7 @@ class ChosenRemedy(BaseModel):
 
 
 def default_catalogue_dir() -> Path:
-    return Path(str(resources.files("kb") / "catalogue"))
+    return Path(str(resources.files("oomkb.kb") / "catalogue"))
 
 
 def load_catalogue(dir: Path | str | None = None, guides_dir: Path | str | None = None) -> Catalogue:

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from indexer.guides import Guide
-from indexer.store import IndexItem, StoredIndex
-from kb.cards import CardText, SectionCard
-from kb.errors import KnowledgeBaseError, QueryError
-from kb.language import base_language, detect_language
-from indexer.lexical import LexicalIndex
+from oomkb.indexer.guides import Guide
+from oomkb.indexer.store import IndexItem, StoredIndex
+from oomkb.kb.cards import CardText, SectionCard
+from oomkb.kb.errors import KnowledgeBaseError, QueryError
+from oomkb.kb.language import base_language, detect_language
+from oomkb.indexer.lexical import LexicalIndex
 
 MAX_QUERY_CHARS = 4000
 MAX_K = 50
@@ -196,7 +196,7 @@ class Searcher:
         encode = getattr(self.embedder, "embed_queries", None)
         if encode is not None:
             return encode(list(texts))
-        from indexer.model import embed_queries
+        from oomkb.indexer.model import embed_queries
 
         return embed_queries(self.embedder, list(texts))
 
@@ -256,7 +256,7 @@ def open_searcher(
     index_dir: Path | None = None, docs_dir: Path | None = None, progress: bool = False
 ) -> Searcher:
     """Load the index (building or refreshing it when missing or stale) and return a Searcher."""
-    from kb.corpus import ensure_index
+    from oomkb.kb.corpus import ensure_index
 
     loaded = ensure_index(index_dir=index_dir, docs_dir=docs_dir, progress=progress)
     searcher = Searcher(loaded.index, loaded.guides, loaded.cards, loaded.embedder)

@@ -15,8 +15,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from kb.errors import CatalogueError
-from kb.remedies import Catalogue, default_catalogue_dir, load_catalogue
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.remedies import Catalogue, default_catalogue_dir, load_catalogue
 
 __all__ = ["Snippet", "Snippets", "load_snippets", "snippet_markdown"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kb.language import SUPPORTED
-from kb.remedies import Texts, _Validator
+from oomkb.kb.language import SUPPORTED
+from oomkb.kb.remedies import Texts, _Validator
 
 __all__ = ["check_texts"]
 

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from oomkb import layout
 from oomkb.errors import OomkbError, ServiceError, UserInputError
 
+layout.install_source_floors()  # in a checkout, oomkb.kb & co. are the top-level design folders
+
 if TYPE_CHECKING:  # pragma: no cover
-    from api.schemas import AskResponse
-    from diagnostics.estimate import EstimateReport
-    from diagnostics.parse import ParsedError
-    from diagnostics.profile import ProfileReport
-    from kb.search import SearchResponse
+    from oomkb.api.schemas import AskResponse
+    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.parse import ParsedError
+    from oomkb.diagnostics.profile import ProfileReport
+    from oomkb.kb.search import SearchResponse
 
 
 def _prepare() -> None:
-    from api import prepare_process
+    from oomkb.api import prepare_process
 
     prepare_process()
 
@@ -45,7 +48,7 @@ def search(query: str, k: int = 5, language: str | None = None) -> SearchRespons
 
 def diagnose(error_log: str) -> ParsedError:
     """Parse an out-of-memory error text into its category and exact sizes in bytes."""
-    from diagnostics.parse import parse_error
+    from oomkb.diagnostics.parse import parse_error
 
     return parse_error(error_log)
 
@@ -53,7 +56,7 @@ def diagnose(error_log: str) -> ParsedError:
 def estimate(program: str, tpu: str = "v5e", **options: Any) -> EstimateReport:
     """Estimate the HBM that ``FILE.py:FACTORY`` needs on a TPU generation, by a deviceless compile."""
     _prepare()
-    from diagnostics.estimate import estimate_program
+    from oomkb.diagnostics.estimate import estimate_program
 
     return estimate_program(program, target=tpu, **options)
 
@@ -61,7 +64,7 @@ def estimate(program: str, tpu: str = "v5e", **options: Any) -> EstimateReport:
 def profile(program: str, repeat: int = 3, **options: Any) -> ProfileReport:
     """Run ``FILE.py:FUNC`` ``repeat`` times on the local backend; live memory per call and leak suspects."""
     _prepare()
-    from diagnostics.profile import profile_program
+    from oomkb.diagnostics.profile import profile_program
 
     return profile_program(program, repeat=repeat, **options)
 
@@ -69,7 +72,7 @@ def profile(program: str, repeat: int = 3, **options: Any) -> ProfileReport:
 def ask(question: str = "", error_log: str | None = None, report: dict | None = None,
         language: str | None = None) -> AskResponse:
     """The assistant: an answer in the asker's language with the evidence, remedies and citations."""
-    from api.schemas import AskRequest
+    from oomkb.api.schemas import AskRequest
 
     return _assistant().ask(AskRequest(question=question, error_log=error_log, report=report,
                                        language=language))
@@ -82,7 +85,7 @@ def _assistant():
     global _ASSISTANT
     if _ASSISTANT is None:
         _prepare()
-        from api.assistant import load_assistant
+        from oomkb.api.assistant import load_assistant
 
         _ASSISTANT = load_assistant()
     return _ASSISTANT
@@ -91,12 +94,12 @@ def _assistant():
 #: Names implemented elsewhere, imported on first use (`import oomkb` stays cheap for a training
 #: script that never fails).
 _WHERE = {
-    "capture": "diagnostics.capture",
-    "CaptureReport": "diagnostics.capture",
-    "held_by": "diagnostics.holders",
-    "Holder": "diagnostics.holders",
-    "parse_error": "diagnostics.parse",
-    "plan": "diagnostics.plan",
+    "capture": "oomkb.diagnostics.capture",
+    "CaptureReport": "oomkb.diagnostics.capture",
+    "held_by": "oomkb.diagnostics.holders",
+    "Holder": "oomkb.diagnostics.holders",
+    "parse_error": "oomkb.diagnostics.parse",
+    "plan": "oomkb.diagnostics.plan",
 }
 
 

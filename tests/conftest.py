@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 os.environ["OOMKB_HOME"] = os.environ.get("OOMKB_TEST_HOME") or str(ROOT / ".oomkb" / "test-home")
 
-from api import prepare_process
+from oomkb.api import prepare_process
 
 prepare_process()  # libtpu's process defaults and an offline model hub, before jax is imported
 
@@ -28,7 +28,7 @@ LOCAL = "http://127.0.0.1"
 
 @pytest.fixture(scope="session")
 def embedder():
-    from indexer.model import load_embedder
+    from oomkb.indexer.model import load_embedder
 
     return load_embedder()
 
@@ -36,14 +36,14 @@ def embedder():
 @pytest.fixture(scope="session")
 def loaded_index(embedder):
     """The built-in guides and cards, indexed at the default place (built on first use)."""
-    from kb.corpus import ensure_index
+    from oomkb.kb.corpus import ensure_index
 
     return ensure_index(embedder=embedder)
 
 
 @pytest.fixture(scope="session")
 def searcher(loaded_index):
-    from kb.search import Searcher
+    from oomkb.kb.search import Searcher
 
     li = loaded_index
     return Searcher(li.index, li.guides, li.cards, li.embedder)
@@ -52,7 +52,7 @@ def searcher(loaded_index):
 def _copy_or_link(src: str, dst: str) -> None:
     """Copy an index file; hard-link the large query model files (immutable: a test that damages
     one must unlink it and write a new file, never write into it)."""
-    from indexer.store import QUERY_ONNX, QUERY_TABLE, QUERY_TOKENIZER, QUERY_VOCAB
+    from oomkb.indexer.store import QUERY_ONNX, QUERY_TABLE, QUERY_TOKENIZER, QUERY_VOCAB
 
     if Path(src).name in (QUERY_ONNX, QUERY_TOKENIZER, QUERY_TABLE, QUERY_VOCAB):
         try:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from diagnostics.tpu import generations
-from diagnostics.units import parse_size
-from kb.errors import CatalogueError
-from kb.figures import load_figures
-from kb.next_steps import load_next_steps, names_from_log
-from kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.diagnostics.tpu import generations
+from oomkb.diagnostics.units import parse_size
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.figures import load_figures
+from oomkb.kb.next_steps import load_next_steps, names_from_log
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
 
 CATALOGUE = load_catalogue()
 FIGURES = load_figures(CATALOGUE)
@@ -217,13 +217,13 @@ def test_names_that_could_carry_markup_are_not_put_into_commands():
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 
 
 def ask(assistant, question, **kw):
-    from api.schemas import AskRequest
+    from oomkb.api.schemas import AskRequest
 
     return assistant.ask(AskRequest(question=question, **kw))
 
@@ -280,7 +280,7 @@ def test_off_topic_question_gets_no_figure_and_no_command(assistant):
 def test_figure_and_next_step_texts_keep_the_house_style():
     """The glossary, register and code-in-backticks rules of kb/editorial.py, applied to the
     texts of figures.yaml and next_steps.yaml as to the rest of the catalogue."""
-    from kb.editorial import Text, load_glossary, text_problems
+    from oomkb.kb.editorial import Text, load_glossary, text_problems
 
     glossary = load_glossary()
     texts = [(f"figures message {k}", m.text) for k, m in FIGURES.data.messages.items()]

@@ -10,8 +10,8 @@ import textwrap
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import ESTIMATE_DISABLED, create_app
-from api.settings import Settings, SettingsError
+from oomkb.api.http.app import ESTIMATE_DISABLED, create_app
+from oomkb.api.settings import Settings, SettingsError
 from tests.conftest import LOCAL
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
@@ -32,7 +32,7 @@ MIB = 1 << 20
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 
@@ -186,7 +186,7 @@ def test_two_mib_chunked_body_without_content_length_is_refused_with_413(client)
 
 
 def test_a_lying_small_content_length_does_not_let_a_big_body_through():
-    from api.http.app import BodyLimitMiddleware
+    from oomkb.api.http.app import BodyLimitMiddleware
     import asyncio
 
     seen: list[int] = []
@@ -330,7 +330,7 @@ def test_settings_come_from_the_environment_and_bad_values_name_the_variable(mon
 
 
 def test_a_bad_service_setting_does_not_stop_offline_storage_settings(monkeypatch, tmp_path):
-    from indexer.settings import default_index_dir
+    from oomkb.indexer.settings import default_index_dir
 
     monkeypatch.setenv("OOMKB_PORT", "eighty")
     monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
@@ -353,7 +353,7 @@ def test_importing_the_project_writes_nothing_to_the_environment():
 def test_serve_command_is_registered_and_rejects_a_bad_port():
     from typer.testing import CliRunner
 
-    from api.cli import app as cli
+    from oomkb.api.cli import app as cli
 
     runner = CliRunner()
     assert "serve" in runner.invoke(cli, ["--help"]).output

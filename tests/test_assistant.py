@@ -5,12 +5,12 @@ import re
 import pytest
 import yaml
 
-from api.assistant import Assistant
-from api.schemas import AskRequest
-from diagnostics.units import format_bytes
-from kb import remedies
-from kb.errors import QueryError
-from kb.language import detect_language
+from oomkb.api.assistant import Assistant
+from oomkb.api.schemas import AskRequest
+from oomkb.diagnostics.units import format_bytes
+from oomkb.kb import remedies
+from oomkb.kb.errors import QueryError
+from oomkb.kb.language import detect_language
 from tests.conftest import ROOT
 
 OFFTOPIC = yaml.safe_load((ROOT / "tests/data/offtopic.yaml").read_text(encoding="utf-8"))["questions"]
@@ -116,7 +116,7 @@ def test_an_unsupported_language_is_answered_in_english_saying_so(assistant):
 
 
 def test_an_estimate_report_drives_remedies_with_its_measured_figures(assistant):
-    from diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate import EstimateReport
 
     report = EstimateReport.model_validate_json((ROOT / "tests/data/estimate_report.json").read_text())
     r = assistant.ask(AskRequest(question="Will this fit?", report=report))

@@ -22,10 +22,10 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 from typer.testing import CliRunner
 
-from api.http.app import create_app
-from api.http.holder import AssistantHolder
-from api.settings import Settings
-from api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
+from oomkb.api.http.app import create_app
+from oomkb.api.http.holder import AssistantHolder
+from oomkb.api.settings import Settings
+from oomkb.api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
 from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, block_text, mention, post_event
 from tests.test_web_browser import browser, page, server_url  # noqa: F401 - fixtures
@@ -53,7 +53,7 @@ def vmem_log(custom_call_target: str) -> str:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 
@@ -305,7 +305,7 @@ def test_markup_in_a_report_reaches_the_answer_only_inside_a_code_span(client):
 
 
 def test_slack_blocks_escape_markup_from_a_log_and_carry_no_live_mention_or_link(assistant):
-    from api.schemas import AskRequest
+    from oomkb.api.schemas import AskRequest
 
     answer = assistant.ask(AskRequest(question="why?", error_log=vmem_log(INJECTION)))
     text = block_text(answer_blocks(answer))
@@ -386,7 +386,7 @@ def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  #
 
 @pytest.fixture(scope="module")
 def cli():
-    from api.cli import app
+    from oomkb.api.cli import app
 
     runner = CliRunner()
 
@@ -452,7 +452,7 @@ def test_cli_search_with_an_empty_or_unreadable_query_is_a_clear_error(cli):
 
 
 def test_the_installed_command_reads_binary_stdin_without_a_traceback():
-    result = subprocess.run([sys.executable, "-m", "api.cli", "diagnose", "-"], input=BINARY,
+    result = subprocess.run([sys.executable, "-m", "oomkb.api.cli", "diagnose", "-"], input=BINARY,
                             capture_output=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert b"Traceback" not in result.stdout + result.stderr

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from api.evidence import facts_from
-from diagnostics.capture import CaptureReport, capture, is_oom
+from oomkb.api.evidence import facts_from
+from oomkb.diagnostics.capture import CaptureReport, capture, is_oom
 
 ROOT = Path(__file__).resolve().parents[1]
 FOUR_TIB = 1 << 42
@@ -59,7 +59,7 @@ def _run(tmp_path: Path, script: str, *args: str, timeout: float = 120) -> subpr
     options, script_args = (args[: args.index("--")], args[args.index("--") + 1:]) if "--" in args else (args, ())
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", "run", *options, str(path), *script_args],
+        [sys.executable, "-m", "oomkb.api.cli", "run", *options, str(path), *script_args],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path,
     )
 
@@ -146,7 +146,7 @@ def test_oom_recognised_in_memory_error_allocator_wordings_and_chained_errors():
 def test_ask_accepts_a_run_report_and_its_facts_name_the_holder(tmp_path):
     import jax.numpy as jnp
 
-    from api.schemas import AskRequest
+    from oomkb.api.schemas import AskRequest
 
     kept = [jnp.ones((99, 5)) for _ in range(2)]
     with pytest.raises(Exception):
@@ -220,7 +220,7 @@ def test_run_refuses_a_missing_or_unparsable_script_in_one_line(tmp_path, script
         assert "never run" not in result.stdout
     elif script is None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        result = subprocess.run([sys.executable, "-m", "api.cli", "run", str(tmp_path / "nope.py")],
+        result = subprocess.run([sys.executable, "-m", "oomkb.api.cli", "run", str(tmp_path / "nope.py")],
                                 capture_output=True, text=True, timeout=60, env=env)
     else:
         result = _run(tmp_path, script)
@@ -258,7 +258,7 @@ def test_run_stops_on_ctrl_c(tmp_path):
     path = tmp_path / "forever.py"
     path.write_text("import time\nprint('ready', flush=True)\nwhile True:\n    time.sleep(0.1)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "api.cli", "run", str(path)], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "oomkb.api.cli", "run", str(path)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stdout.readline().strip() == "ready"
@@ -275,7 +275,7 @@ def test_run_stops_on_ctrl_c(tmp_path):
 
 
 def test_profile_leak_suspect_is_held_by_the_module_level_list(tmp_path):
-    from diagnostics.profile import profile_callable
+    from oomkb.diagnostics.profile import profile_callable
 
     source = textwrap.dedent(
         """\
@@ -309,8 +309,8 @@ def test_profile_leak_suspect_is_held_by_the_module_level_list(tmp_path):
     facts = facts_from(None, report)
     assert facts["leak_suspect_held_by"].startswith("HISTORY[")
     # The assistant's step names the holder (a profile without an error is read as a runtime leak).
-    from diagnostics.units import format_bytes
-    from kb import remedies as catalogue_api
+    from oomkb.diagnostics.units import format_bytes
+    from oomkb.kb import remedies as catalogue_api
 
     catalogue = catalogue_api.load_catalogue()
     chosen = catalogue_api.choose_remedies(catalogue, facts, "runtime_allocation")

@@ -1,7 +1,7 @@
 """Chunking keeps section titles with their text, splits every script sensibly and records offsets."""
 
-from indexer.chunking import chunk_guide
-from indexer.guides import load_guides, parse_guide
+from oomkb.indexer.chunking import chunk_guide
+from oomkb.indexer.guides import load_guides, parse_guide
 
 
 def test_every_chunk_points_back_at_its_exact_text_in_the_guide():
@@ -59,7 +59,7 @@ def test_code_blocks_with_blank_lines_stay_in_one_chunk(tmp_path):
 def test_a_heading_without_anchor_is_reported_with_the_file_name(tmp_path):
     import pytest
 
-    from indexer.errors import GuideError
+    from oomkb.indexer.errors import GuideError
 
     doc = tmp_path / "bad.md"
     doc.write_text("---\ndoc_id: bad\ntitle: Bad\nlanguage: en\n---\n# Bad\n\n## No anchor\n\ntext\n")

@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from oomkb.api.cli import app
 
 runner = CliRunner()
 
@@ -65,7 +65,7 @@ def test_bad_search_input_gets_a_clear_message_and_nonzero_exit(args, message):
 def test_binary_bytes_on_the_real_command_line_are_refused_cleanly(loaded_index):
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "api.cli", "search", b"\xff\xfe\x80\x81".decode("utf-8", "surrogateescape")],
+        [sys.executable, "-m", "oomkb.api.cli", "search", b"\xff\xfe\x80\x81".decode("utf-8", "surrogateescape")],
         capture_output=True, env=env, timeout=300,
     )
     assert proc.returncode == 2

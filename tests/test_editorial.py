@@ -9,10 +9,10 @@ import shutil
 import pytest
 import yaml
 
-from kb.cards import load_cards
-from kb.editorial import Text, code_tokens, load_glossary, style_problems, text_problems, with_backticks
-from kb.language import SUPPORTED
-from kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.kb.cards import load_cards
+from oomkb.kb.editorial import Text, code_tokens, load_glossary, style_problems, text_problems, with_backticks
+from oomkb.kb.language import SUPPORTED
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_every_card_remedy_message_and_category_follows_the_house_style(glossary
 
 
 def test_the_check_covers_every_language_of_every_card_and_catalogue_item(glossary):
-    from kb.editorial import card_texts, catalogue_texts
+    from oomkb.kb.editorial import card_texts, catalogue_texts
 
     texts = [*card_texts(load_cards()), *catalogue_texts(load_catalogue())]
     assert {t.language for t in texts} == set(SUPPORTED)

@@ -44,17 +44,17 @@ def test_every_project_error_is_either_the_users_fault_or_the_services():
 
 
 @pytest.mark.parametrize(("module", "name", "exit_code", "status"), [
-    ("kb.errors", "QueryError", 2, 400),
-    ("indexer.errors", "IndexCorruptError", 1, 503),
-    ("indexer.errors", "GuideError", 2, 400),
-    ("diagnostics.exceptions", "LogReadError", 2, 400),
+    ("oomkb.kb.errors", "QueryError", 2, 400),
+    ("oomkb.indexer.errors", "IndexCorruptError", 1, 503),
+    ("oomkb.indexer.errors", "GuideError", 2, 400),
+    ("oomkb.diagnostics.exceptions", "LogReadError", 2, 400),
     # shipped data that does not load is the service's fault, not the user's (was 400)
-    ("diagnostics.exceptions", "SignatureCatalogueError", 1, 503),
-    ("kb.errors", "CatalogueError", 1, 503),
-    ("diagnostics.sandbox", "JobTimeout", 2, 422),
-    ("diagnostics.sandbox", "ProgramOutOfMemory", 2, 422),
-    ("api.http.holder", "NotReady", 1, 503),
-    ("api.http.app", "EstimateBusy", 1, 429),
+    ("oomkb.diagnostics.exceptions", "SignatureCatalogueError", 1, 503),
+    ("oomkb.kb.errors", "CatalogueError", 1, 503),
+    ("oomkb.diagnostics.sandbox", "JobTimeout", 2, 422),
+    ("oomkb.diagnostics.sandbox", "ProgramOutOfMemory", 2, 422),
+    ("oomkb.api.http.holder", "NotReady", 1, 503),
+    ("oomkb.api.http.app", "EstimateBusy", 1, 429),
 ])
 def test_exit_code_and_http_status_come_from_the_most_specific_class(module, name, exit_code, status):
     cls = getattr(importlib.import_module(module), name)
@@ -64,10 +64,10 @@ def test_exit_code_and_http_status_come_from_the_most_specific_class(module, nam
 def test_a_broken_shipped_signature_catalogue_answers_503_not_400(monkeypatch):
     from fastapi.testclient import TestClient
 
-    from api.http.app import create_app
-    from api.settings import Settings
-    from diagnostics import parse
-    from diagnostics.exceptions import SignatureCatalogueError
+    from oomkb.api.http.app import create_app
+    from oomkb.api.settings import Settings
+    from oomkb.diagnostics import parse
+    from oomkb.diagnostics.exceptions import SignatureCatalogueError
 
     def broken(*args, **kwargs):
         raise SignatureCatalogueError("signatures.yaml: entry 3 has no pattern")

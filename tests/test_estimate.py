@@ -16,8 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from diagnostics import tpu
-from diagnostics.units import parse_size
+from oomkb.diagnostics import tpu
+from oomkb.diagnostics.units import parse_size
 
 PROGRAMS = Path(__file__).parent / "programs"
 PROGRAM_FILE = PROGRAMS / "estimate_programs.py"
@@ -25,7 +25,7 @@ sys.path.insert(0, str(PROGRAMS))
 
 import estimate_programs as programs  # noqa: E402
 
-from diagnostics.estimate import (  # noqa: E402
+from oomkb.diagnostics.estimate import (  # noqa: E402
     FactoryError,
     TraceError,
     estimate,
@@ -296,7 +296,7 @@ def test_bad_factories_raise_clear_errors(factory, error, message):
 def test_plot_estimate_draws_a_png_for_a_program_that_does_not_fit(oom_report, padded_report, tmp_path):
     from matplotlib.image import imread
 
-    from diagnostics.plot import plot_estimate
+    from oomkb.diagnostics.plot import plot_estimate
 
     for name, report in [("oom", oom_report), ("padded", padded_report)]:
         path = plot_estimate(report, tmp_path / f"{name}.png")
@@ -310,7 +310,7 @@ def test_plot_estimate_draws_a_png_for_a_program_that_does_not_fit(oom_report, p
 
 @pytest.fixture(scope="module")
 def cli():
-    from api.cli.estimate import register
+    from oomkb.api.cli.estimate import register
 
     app = typer.Typer()
     register(app)

@@ -20,8 +20,8 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 
-from api.http.app import create_app
-from api.settings import Settings
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
 
 # (method, path) → examples per generation mode. /v1/ask embeds every question (the costly call),
 # so it gets fewer; operations without inputs have a single possible request.
@@ -52,7 +52,7 @@ CASES = [(method, path, mode) for (method, path), modes in BUDGET.items() for mo
 
 @pytest.fixture(scope="module")
 def app(searcher, tmp_path_factory):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     # schemathesis calls an ASGI app with `Host: testserver`; the trusted-host check has its own
     # tests (test_http_security.py), here the API behind it is fuzzed.

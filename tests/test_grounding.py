@@ -3,11 +3,11 @@ held-out questions (written after the model was fitted) must meet the goals of i
 
 import pytest
 
-from api.assistant import Assistant
-from api.schemas import AskRequest
+from oomkb.api.assistant import Assistant
+from oomkb.api.schemas import AskRequest
 from benchmarks.grounding import heldout_set, training_set
-from kb import grounding
-from kb.language import SUPPORTED
+from oomkb.kb import grounding
+from oomkb.kb.language import SUPPORTED
 
 ON_TOPIC_ACCEPTED_MIN = 0.98
 OFF_TOPIC_REJECTED_MIN = 0.97

@@ -10,7 +10,7 @@ import textwrap
 import jax.numpy as jnp
 import pytest
 
-from diagnostics.holders import held_by
+from oomkb.diagnostics.holders import held_by
 
 MODULE = textwrap.dedent(
     """\

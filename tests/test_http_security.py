@@ -30,10 +30,10 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 from slack_sdk import WebClient
 
-from api.http.app import DRAIN_BYTES, PAGE_CSP, create_app
-from api.http.slack import MAX_SLACK_TEXT_CHARS, question_from_slack
-from api.settings import Settings, SettingsError
-from diagnostics.units import MAX_BYTE_COUNT
+from oomkb.api.http.app import DRAIN_BYTES, PAGE_CSP, create_app
+from oomkb.api.http.slack import MAX_SLACK_TEXT_CHARS, question_from_slack
+from oomkb.api.settings import Settings, SettingsError
+from oomkb.diagnostics.units import MAX_BYTE_COUNT
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, signed
 
@@ -44,7 +44,7 @@ TOO_BIG = '{"detail":"the request body is larger than the limit of 1.00 MiB"}'
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 
@@ -416,11 +416,11 @@ def test_a_failed_load_is_explained_in_readyz_and_503s_without_paths(tmp_path, c
 
 
 def test_a_damaged_new_generation_shows_in_readyz_as_degraded_without_paths(index_copy, embedder, caplog):
-    from api.assistant import Assistant
-    from indexer.store import CURRENT, VECTORS, load_index
-    from kb.corpus import load_corpus
-    from kb.live import LiveIndex
-    from kb.search import Searcher
+    from oomkb.api.assistant import Assistant
+    from oomkb.indexer.store import CURRENT, VECTORS, load_index
+    from oomkb.kb.corpus import load_corpus
+    from oomkb.kb.live import LiveIndex
+    from oomkb.kb.search import Searcher
 
     corpus = load_corpus()
     searcher = Searcher(load_index(index_copy), corpus.guides, corpus.cards, embedder)
@@ -465,7 +465,7 @@ def serve_env(**extra: str) -> dict[str, str]:
 
 
 def test_serve_refuses_a_bad_oomkb_port_naming_the_variable():
-    done = subprocess.run([sys.executable, "-m", "api.cli", "serve"], env=serve_env(OOMKB_PORT="70000"),
+    done = subprocess.run([sys.executable, "-m", "oomkb.api.cli", "serve"], env=serve_env(OOMKB_PORT="70000"),
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2, done.stderr
     assert "OOMKB_PORT" in done.stderr and "Traceback" not in done.stderr
@@ -474,7 +474,7 @@ def test_serve_refuses_a_bad_oomkb_port_naming_the_variable():
 @pytest.mark.slow
 def test_serve_listens_where_oomkb_host_and_oomkb_port_say():
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--log-level", "warning"],
+    process = subprocess.Popen([sys.executable, "-m", "oomkb.api.cli", "serve", "--log-level", "warning"],
                                env=serve_env(OOMKB_HOST="127.0.0.1", OOMKB_PORT=str(port)), cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer.errors import IndexCorruptError, IndexMismatchError
-from indexer.store import CURRENT, ITEMS, MANIFEST, VECTORS, load_index
-from kb.corpus import build, ensure_index, load_corpus
+from oomkb.indexer.errors import IndexCorruptError, IndexMismatchError
+from oomkb.indexer.store import CURRENT, ITEMS, MANIFEST, VECTORS, load_index
+from oomkb.kb.corpus import build, ensure_index, load_corpus
 
 
 def _generation(index_dir: Path) -> Path:
@@ -22,7 +22,7 @@ def test_rebuilding_with_unchanged_docs_embeds_nothing(index_copy, embedder):
 
 
 def test_a_changed_section_is_the_only_text_embedded_again(index_copy, embedder, tmp_path):
-    from indexer.guides import default_docs_dir
+    from oomkb.indexer.guides import default_docs_dir
 
     docs = tmp_path / "docs"
     shutil.copytree(default_docs_dir(), docs, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
@@ -63,7 +63,7 @@ def test_an_index_from_another_model_is_refused(index_copy, embedder):
 
 @pytest.mark.slow
 def test_oomkb_index_rebuilds_a_damaged_index(index_copy, embedder, tmp_path):
-    from indexer.guides import default_docs_dir
+    from oomkb.indexer.guides import default_docs_dir
 
     docs = tmp_path / "docs"  # one guide keeps the full re-embedding short
     docs.mkdir()

@@ -6,11 +6,11 @@ import shutil
 import subprocess
 import sys
 
-from indexer.guides import default_docs_dir
-from indexer.store import CURRENT, VECTORS, load_index
-from kb.corpus import build, load_corpus
-from kb.live import LiveIndex
-from kb.search import Searcher
+from oomkb.indexer.guides import default_docs_dir
+from oomkb.indexer.store import CURRENT, VECTORS, load_index
+from oomkb.kb.corpus import build, load_corpus
+from oomkb.kb.live import LiveIndex
+from oomkb.kb.search import Searcher
 from tests.conftest import ROOT
 
 
@@ -59,7 +59,7 @@ def test_two_oomkb_index_runs_at_once_take_turns_and_leave_a_valid_index(loaded_
     docs.mkdir()
     shutil.copy(default_docs_dir() / "scoped-vmem-oom.md", docs)
     index_dir = tmp_path / "index"
-    cmd = [sys.executable, "-m", "api.cli", "index", "--docs", str(docs), "--index", str(index_dir), "--json"]
+    cmd = [sys.executable, "-m", "oomkb.api.cli", "index", "--docs", str(docs), "--index", str(index_dir), "--json"]
     env = dict(os.environ)
     procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(2)]

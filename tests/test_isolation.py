@@ -25,17 +25,17 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.settings import Settings
-from diagnostics.isolation import IsolationUnavailable, isolation_status
-from diagnostics.sandbox import JobCrashed, JobFailed, Limits, run_job
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
+from oomkb.diagnostics.isolation import IsolationUnavailable, isolation_status
+from oomkb.diagnostics.sandbox import JobCrashed, JobFailed, Limits, run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "programs" / "escape_cases.py"
-JOB = "diagnostics.sandbox:call_program_job"
+JOB = "oomkb.diagnostics.sandbox:call_program_job"
 GIB = 1 << 30
 SECRET = "fake-netrc-password-0c9e4b"
 
@@ -135,7 +135,7 @@ def fake_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 
@@ -147,7 +147,7 @@ def estimating_app(assistant, **settings) -> TestClient:
 
 
 def run_probe(client, listener, fake_home, outside: Path) -> tuple[dict, str]:
-    from indexer.settings import oomkb_home
+    from oomkb.indexer.settings import oomkb_home
 
     tmp_name = f"oomkb-escape-{uuid.uuid4().hex}"
     source = PROBE.format(port=listener.getsockname()[1], secret=str(fake_home / ".netrc"),
@@ -271,7 +271,7 @@ def test_the_sandbox_setting_comes_from_the_environment(monkeypatch):
     assert Settings.from_env().estimate_sandbox == "bwrap"
     monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "None")
     assert Settings.from_env().estimate_sandbox == "none"
-    from api.settings import SettingsError
+    from oomkb.api.settings import SettingsError
 
     monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "docker")
     with pytest.raises(SettingsError, match="OOMKB_ESTIMATE_SANDBOX"):
@@ -285,7 +285,7 @@ def test_run_job_with_isolate_and_no_bubblewrap_raises_before_starting_anything(
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "oomkb.api.cli", *args], cwd=ROOT, capture_output=True, text=True,
         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
@@ -365,7 +365,7 @@ def test_a_deeply_nested_result_file_is_a_clear_error():
 
 def test_a_forged_error_record_sets_only_the_fields_its_class_declares():
     record = {"ok": False, "error": {
-        "class": "diagnostics.sandbox:JobCrashed", "diagnostics": True, "message": "forged",
+        "class": "oomkb.diagnostics.sandbox:JobCrashed", "diagnostics": True, "message": "forged",
         "attributes": {"exit_status": 3, "signal_name": "SIGFAKE", "evil": "x", "args": "y",
                        "__class__": "z", "with_traceback": "w"}}}
     with pytest.raises(JobCrashed, match="^forged$") as info:
@@ -377,8 +377,8 @@ def test_a_forged_error_record_sets_only_the_fields_its_class_declares():
 
 @pytest.mark.parametrize("record", [
     {"ok": False, "error": {"class": "subprocess:Popen", "diagnostics": True, "message": "m"}},
-    {"ok": False, "error": {"class": "diagnostics.sandbox:Path", "diagnostics": True, "message": "m"}},
-    {"ok": False, "error": {"class": "diagnostics.sandbox:JobFailed", "diagnostics": True,
+    {"ok": False, "error": {"class": "oomkb.diagnostics.sandbox:Path", "diagnostics": True, "message": "m"}},
+    {"ok": False, "error": {"class": "oomkb.diagnostics.sandbox:JobFailed", "diagnostics": True,
                             "message": "m", "attributes": {"detail": ["not", "a", "string"]}}},
     {"ok": "yes", "value": []},
     ["not", "an", "object"],
@@ -404,7 +404,7 @@ def test_a_long_error_message_is_bounded():
 def test_a_live_server_refuses_every_escape_and_still_estimates(listener, fake_home, tmp_path):
     """Over real HTTP, against `oomkb serve` with estimates on and the default sandbox."""
     require_bwrap()
-    from indexer.settings import oomkb_home
+    from oomkb.indexer.settings import oomkb_home
 
     outside = tmp_path / "outside"
     outside.mkdir()

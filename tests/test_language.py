@@ -2,7 +2,7 @@
 
 import pytest
 
-from kb.language import SUPPORTED, detect_language, language_name, strip_code
+from oomkb.kb.language import SUPPORTED, detect_language, language_name, strip_code
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_langdetect_is_skipped_only_where_it_cannot_change_the_result(monkeypatc
     the texts of the test data the result equals the one that always asks."""
     import unicodedata
 
-    from kb import language
+    from oomkb.kb import language
 
     asked = []
     real = language._langdetect

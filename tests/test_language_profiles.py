@@ -13,8 +13,8 @@ import pytest
 import yaml
 from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
 
-from kb import language_profiles as lp
-from kb.language import strip_code
+from oomkb.kb import language_profiles as lp
+from oomkb.kb.language import strip_code
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexer.errors import IndexCorruptError
-from indexer.lexical import EMPTY_TEXT, LexicalIndex, _import_bm25s, tokenize
-from indexer.store import CURRENT, LEXICAL, load_index
+from oomkb.indexer.errors import IndexCorruptError
+from oomkb.indexer.lexical import EMPTY_TEXT, LexicalIndex, _import_bm25s, tokenize
+from oomkb.indexer.store import CURRENT, LEXICAL, load_index
 
 QUESTIONS = [
     "scoped vmem limit for my Pallas kernel",

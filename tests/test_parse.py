@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from api.cli import diagnose as cli_diagnose
-from diagnostics.exceptions import LogReadError, SignatureCatalogueError
-from diagnostics.parse import CATEGORIES, ParsedError, load_signatures, parse_error, read_log
+from oomkb.api.cli import diagnose as cli_diagnose
+from oomkb.diagnostics.exceptions import LogReadError, SignatureCatalogueError
+from oomkb.diagnostics.parse import CATEGORIES, ParsedError, load_signatures, parse_error, read_log
 
 K, M, G, T = 2**10, 2**20, 2**30, 2**40
 

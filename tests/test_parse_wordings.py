@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagnostics.parse import parse_error
+from oomkb.diagnostics.parse import parse_error
 
 K, M, G, T = 2**10, 2**20, 2**30, 2**40
 
@@ -231,9 +231,9 @@ def test_smem_overflow_without_numbers():
     ],
 )
 def test_uncovered_category_is_said_honestly_with_its_numbers_and_the_nearest_section(log, language, numbers, nearest):
-    from api.evidence import facts_from
-    from diagnostics.units import format_bytes
-    from kb import remedies as catalogue_api
+    from oomkb.api.evidence import facts_from
+    from oomkb.diagnostics.units import format_bytes
+    from oomkb.kb import remedies as catalogue_api
 
     catalogue = catalogue_api.load_catalogue()
     facts = facts_from(parse_error(log))

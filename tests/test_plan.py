@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics import tpu
-from diagnostics.plan import PlanError, parse_vary, plan_factory
+from oomkb.diagnostics import tpu
+from oomkb.diagnostics.plan import PlanError, parse_vary, plan_factory
 
 PROGRAMS = Path(__file__).parent / "programs"
 PLAN_FILE = PROGRAMS / "plan_programs.py"
@@ -175,7 +175,7 @@ def cli():
     import typer
     from typer.testing import CliRunner
 
-    from api.cli.plan import register
+    from oomkb.api.cli.plan import register
 
     app = typer.Typer()
     register(app)
@@ -215,9 +215,9 @@ def test_cli_json_and_plot(cli, tmp_path):
 def test_a_plan_over_the_sandbox_memory_limit_is_a_clear_error():
     # 2 GiB of address space is too little to load libtpu and compile: the sandbox stops the
     # child and says which limit it hit; nothing is half-written.
-    from diagnostics.exceptions import DiagnosticsError
-    from diagnostics.plan import plan_program
-    from diagnostics.sandbox import Limits
+    from oomkb.diagnostics.exceptions import DiagnosticsError
+    from oomkb.diagnostics.plan import plan_program
+    from oomkb.diagnostics.sandbox import Limits
 
     with pytest.raises(DiagnosticsError) as info:
         plan_program(f"{PLAN_FILE}:wide", target="v5e", timeout_s=120,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.assistant import Assistant
-from api.http.app import create_app
-from api.schemas import AskRequest
-from api.settings import Settings
+from oomkb.api.assistant import Assistant
+from oomkb.api.http.app import create_app
+from oomkb.api.schemas import AskRequest
+from oomkb.api.settings import Settings
 
 PROGRAMS = Path(__file__).parent / "programs"
 sys.path.insert(0, str(PROGRAMS))
@@ -31,14 +31,14 @@ def assistant(searcher):
 
 @pytest.fixture(scope="module")
 def hbm_plan():
-    from diagnostics.plan import plan_factory
+    from oomkb.diagnostics.plan import plan_factory
 
     return plan_factory(plan_programs.wide_sharded, target="v5e")
 
 
 @pytest.fixture(scope="module")
 def vmem_plan():
-    from diagnostics.plan import plan_factory
+    from oomkb.diagnostics.plan import plan_factory
 
     return plan_factory(vmem_programs.make, target="v5e")
 
@@ -68,7 +68,7 @@ def test_a_vmem_plan_names_the_raised_limit_and_the_vmem_diagnosis(assistant, vm
 def test_a_plan_json_is_accepted_by_ask_on_the_command_line(hbm_plan, loaded_index, tmp_path):
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from oomkb.api.cli import app
 
     path = tmp_path / "plan.json"
     path.write_text(hbm_plan.model_dump_json(), encoding="utf-8")
@@ -82,7 +82,7 @@ def test_http_plan_is_off_by_default_and_runs_in_the_sandbox_when_enabled(assist
     with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as client:
         r = client.post("/v1/plan", json={"source": WIDE_EVEN, "factory": "wide_even"})
         assert r.status_code == 403 and "OOMKB_ENABLE_ESTIMATE" in r.json()["detail"]
-    from diagnostics.isolation import isolation_status
+    from oomkb.diagnostics.isolation import isolation_status
 
     # in the bubblewrap sandbox, as /v1/estimate, where this machine has one
     sandbox = "bwrap" if isolation_status().available else "none"

@@ -10,10 +10,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from api.cli.profile import register
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.profile import ProfileError, growth_per_call, profile_callable, resolve_target
-from diagnostics.program import load_program_object, resolve_program
+from oomkb.api.cli.profile import register
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.profile import ProfileError, growth_per_call, profile_callable, resolve_target
+from oomkb.diagnostics.program import load_program_object, resolve_program
 
 PROGRAMS = Path(__file__).parent / "programs"
 LEAKY = PROGRAMS / "profile_leaky.py"
@@ -230,8 +230,8 @@ def test_plot_option_writes_a_png_of_the_profile(tmp_path):
 def test_plot_profile_draws_one_call_and_many_calls(tmp_path, calls):
     from PIL import Image
 
-    from diagnostics.plot import plot_profile
-    from diagnostics.profile import LeakSuspect, ProfileReport
+    from oomkb.diagnostics.plot import plot_profile
+    from oomkb.diagnostics.profile import LeakSuspect, ProfileReport
 
     live = [1 << 20 + i % 3 for i in range(calls)]
     report = ProfileReport(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics import program
-from diagnostics.program import FactoryError
+from oomkb.diagnostics import program
+from oomkb.diagnostics.program import FactoryError
 
 PROGRAMS = Path(__file__).parent / "programs"
 FILE = PROGRAMS / "contract_programs.py"
@@ -29,8 +29,8 @@ def test_tuples_lists_and_any_mapping_are_one_contract(name):
 
 @pytest.mark.parametrize("name", ["as_list", "with_mapping_kwargs"])
 def test_estimate_and_profile_accept_the_same_factories(name):
-    from diagnostics.estimate import estimate_factory
-    from diagnostics.profile import resolve_target
+    from oomkb.diagnostics.estimate import estimate_factory
+    from oomkb.diagnostics.profile import resolve_target
 
     report = estimate_factory(load(name), target="v5e", donation_check=False)
     assert report.fits and report.function == "double"

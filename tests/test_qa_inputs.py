@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.parse import parse_error
+from oomkb.diagnostics.parse import parse_error
 
 DATA = Path(__file__).parent / "data" / "qa"
 G, M = 1 << 30, 1 << 20
@@ -46,7 +46,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 def test_call_source_keeps_the_bound_arguments_of_a_partial():
     import functools
 
-    from diagnostics.plan import _call_source
+    from oomkb.diagnostics.plan import _call_source
 
     def matmul(x, y, bm, bn):
         return x
@@ -67,8 +67,8 @@ def test_plan_snippets_run_as_written_for_a_partial_step():
     import jax
     import jax.numpy as jnp
 
-    from diagnostics.plan import plan_factory
-    from diagnostics.program import load_factory
+    from oomkb.diagnostics.plan import plan_factory
+    from oomkb.diagnostics.program import load_factory
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
     report = plan_factory(load_factory(program), target="v5e", program=program)
@@ -88,8 +88,8 @@ def test_plan_snippets_run_as_written_for_a_partial_step():
 
 @pytest.mark.slow
 def test_plan_other_generation_command_names_the_users_program():
-    from diagnostics.plan import plan_factory
-    from diagnostics.program import load_factory
+    from oomkb.diagnostics.plan import plan_factory
+    from oomkb.diagnostics.program import load_factory
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make_big"
     report = plan_factory(load_factory(program), target="v5e", program=program)
@@ -103,7 +103,7 @@ def test_plan_other_generation_command_names_the_users_program():
 
 
 def test_target_generation_follows_the_topology_prefix_when_no_tpu_is_given():
-    from api.cli.options import target_generation
+    from oomkb.api.cli.options import target_generation
 
     assert target_generation(None, None) == "v5e"
     assert target_generation(None, "2x4") == "v5e"
@@ -115,7 +115,7 @@ def test_target_generation_follows_the_topology_prefix_when_no_tpu_is_given():
 def test_topology_of_another_generation_than_tpu_is_refused_before_compiling(command):
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from oomkb.api.cli import app
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
     result = CliRunner().invoke(app, [command, program, "--tpu", "v5e", "--topology", "v6e:2x4"])
@@ -131,7 +131,7 @@ def test_estimate_with_only_a_prefixed_topology_compiles_for_that_generation():
 
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from oomkb.api.cli import app
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
     result = CliRunner().invoke(app, ["estimate", program, "--topology", "v6e:2x4", "--json"])
@@ -158,7 +158,7 @@ def test_held_by_follows_an_object_whose_attribute_dict_python_has_materialised(
     # then on the garbage collector shows the instance's __dict__ as the referrer, and the walk
     # must step through it (it stopped there: the trainer holding the params was never found).
     global QA_TRAINER
-    from diagnostics.holders import held_by
+    from oomkb.diagnostics.holders import held_by
 
     QA_TRAINER = _Trainer()
     try:
@@ -175,7 +175,7 @@ def test_held_by_follows_an_object_whose_attribute_dict_python_has_materialised(
 def test_capture_names_the_holder_of_a_live_array_without_failing(tmp_path, capsys):
     import json
 
-    from diagnostics.capture import capture
+    from oomkb.diagnostics.capture import capture
 
     global QA_TRAINER
     QA_TRAINER = _Trainer()
@@ -203,7 +203,7 @@ def test_capture_lists_a_local_variable_of_a_finished_frame_once(tmp_path):
     # by the garbage collector: one holder, not the same `activations` twice.
     import json
 
-    from diagnostics.capture import capture
+    from oomkb.diagnostics.capture import capture
 
     with pytest.raises(MemoryError):
         with capture(tmp_path / "oom.json"):
@@ -220,8 +220,8 @@ def test_python_given_a_virtualenv_folder_names_its_executable(tmp_path):
     # Users pass the env they activate (`--python .venv`), not its interpreter.
     import sys
 
-    from diagnostics.exceptions import DiagnosticsError
-    from diagnostics.interpreter import _probe
+    from oomkb.diagnostics.exceptions import DiagnosticsError
+    from oomkb.diagnostics.interpreter import _probe
 
     env = tmp_path / "venv"
     (env / "bin").mkdir(parents=True)
@@ -243,8 +243,8 @@ def test_python_given_a_virtualenv_folder_names_its_executable(tmp_path):
 def test_sharded_step_arguments_are_split_over_the_mesh():
     # w1 (1024, 4096) f32 sharded on columns, w2 (4096, 1024) on rows, x (512, 1024) on rows, over
     # 4 devices: 4 MiB + 4 MiB + 0.5 MiB per device; the outputs are the two updated weights.
-    from diagnostics.estimate import estimate_factory
-    from diagnostics.program import load_factory
+    from oomkb.diagnostics.estimate import estimate_factory
+    from oomkb.diagnostics.program import load_factory
 
     report = estimate_factory(load_factory(f"{PROGRAMS / 'qa_sharded.py'}:make_small"), target="v5e")
     assert report.target.devices_used == 4
@@ -257,7 +257,7 @@ def test_sharded_step_arguments_are_split_over_the_mesh():
 
 
 def test_capture_that_cannot_write_its_report_does_not_claim_it(tmp_path, capsys):
-    from diagnostics.capture import capture
+    from oomkb.diagnostics.capture import capture
 
     blocker = tmp_path / "results"
     blocker.write_text("a file where a folder was expected")
@@ -279,7 +279,7 @@ def test_capture_that_cannot_write_its_report_does_not_claim_it(tmp_path, capsys
 def test_run_refuses_an_unwritable_report_before_the_script_runs(tmp_path, where, message):
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from oomkb.api.cli import app
 
     (tmp_path / "file").write_text("x")
     marker = tmp_path / "ran"

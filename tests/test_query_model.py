@@ -12,15 +12,15 @@ import threading
 import numpy as np
 import pytest
 
-from indexer.errors import IndexCorruptError
-from indexer.model import embed_queries
-from indexer.query_model import (
+from oomkb.indexer.errors import IndexCorruptError
+from oomkb.indexer.model import embed_queries
+from oomkb.indexer.query_model import (
     QueryEncoder,
     _cache_dir,
     _read_cached,
     load_query_encoder,
 )
-from indexer.store import (CURRENT, MANIFEST, QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES,
+from oomkb.indexer.store import (CURRENT, MANIFEST, QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES,
                            QUERY_TOKENIZER, load_index)
 
 # A question per supported language (kb/language.py), short and long, with technical tokens.
@@ -45,7 +45,7 @@ def encoder(loaded_index):
 
 
 def test_queries_cover_every_supported_language():
-    from kb.language import SUPPORTED
+    from oomkb.kb.language import SUPPORTED
 
     assert set(QUERIES) == set(SUPPORTED)
 

@@ -27,7 +27,7 @@ _RUN_CLI = (
     "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + json.dumps(\n"
     "    sorted(n for n, m in sys.modules.items() if m is not None)) + '\\n'))\n"
     "sys.argv = ['oomkb', *sys.argv[1:]]\n"
-    "runpy.run_module('api.cli', run_name='__main__', alter_sys=True)\n"
+    "runpy.run_module('oomkb.api.cli', run_name='__main__', alter_sys=True)\n"
 )
 
 
@@ -60,16 +60,17 @@ def test_cli_search_imports_neither_torch_nor_transformers_nor_jax(loaded_index)
     results = json.loads(proc.stdout)["results"]
     assert results and results[0]["doc_id"] == "scoped-vmem-oom"
     modules = _imported_modules(proc.stderr)
-    assert "onnxruntime" in modules and "kb.search" in modules  # the check sees the imports
+    assert "onnxruntime" in modules and "oomkb.kb.search" in modules  # the check sees the imports
     assert _heavy(modules) == []
     # The lexical weights come precomputed in the generation: no bm25s, no scipy.
     assert not {"bm25s", "scipy"} & {m.split(".")[0] for m in modules}
 
 
 def test_importing_the_package_and_its_interfaces_pulls_no_jax_or_torch():
-    code = ("import api, api.assistant, api.cli.main, api.http.app, kb.search, kb.live, "
-            "kb.corpus, indexer.lexical, indexer.query_model, indexer.model, json, sys\n"
-            "indexer.lexical._import_bm25s()\n"
+    code = ("import oomkb.api, oomkb.api.assistant, oomkb.api.cli.main, oomkb.api.http.app, "
+            "oomkb.kb.search, oomkb.kb.live, oomkb.kb.corpus, oomkb.indexer.lexical, "
+            "oomkb.indexer.query_model, oomkb.indexer.model, json, sys\n"
+            "oomkb.indexer.lexical._import_bm25s()\n"
             "print('MODULES ' + json.dumps([n for n, m in sys.modules.items() if m is not None]),"
             " file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
@@ -118,14 +119,14 @@ def _libraries(pid: int) -> str:
 
 @pytest.mark.slow
 def test_two_servers_share_one_index_and_both_follow_a_new_generation(index_copy, embedder):
-    from kb.corpus import build
+    from oomkb.kb.corpus import build
 
     servers = []
     try:
         for _ in range(2):
             port = _free_port()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--index",
+                [sys.executable, "-m", "oomkb.api.cli", "serve", "--port", str(port), "--index",
                  str(index_copy), "--log-level", "warning"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
             )

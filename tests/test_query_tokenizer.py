@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexer.errors import IndexCorruptError
-from indexer.query_model import load_query_encoder
-from indexer.query_tokenizer import FullTokenizer, SubsetTokenizer, write_vocab
-from indexer.store import CURRENT, QUERY_TOKENIZER, QUERY_VOCAB, load_index
+from oomkb.indexer.errors import IndexCorruptError
+from oomkb.indexer.query_model import load_query_encoder
+from oomkb.indexer.query_tokenizer import FullTokenizer, SubsetTokenizer, write_vocab
+from oomkb.indexer.store import CURRENT, QUERY_TOKENIZER, QUERY_VOCAB, load_index
 
 EDGE_TEXTS = [
     "",
@@ -124,7 +124,7 @@ def test_a_damaged_piece_file_is_a_clear_error(index_copy):
 
 def test_an_unreadable_piece_file_with_a_matching_checksum_is_a_clear_error(loaded_index, tmp_path):
     """Checksums vouch for what was written; a file written wrong still fails with a message."""
-    from indexer.query_model import QueryEncoder
+    from oomkb.indexer.query_model import QueryEncoder
 
     gen = loaded_index.index.path
     bad = tmp_path / QUERY_VOCAB

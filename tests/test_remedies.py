@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from diagnostics.units import format_bytes
-from indexer.guides import load_guides
-from kb.errors import CatalogueError
-from kb.language import SUPPORTED
-from kb.remedies import (
+from oomkb.diagnostics.units import format_bytes
+from oomkb.indexer.guides import load_guides
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.language import SUPPORTED
+from oomkb.kb.remedies import (
     REQUIRED_MESSAGES,
     FactError,
     choose_remedies,
@@ -658,7 +658,7 @@ def test_unchanged_copy_of_the_catalogue_loads(tmp_path):
 
 
 def _estimate_report(**overrides):
-    from diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate import EstimateReport
 
     data = {
         "function": "train_step", "compile_seconds": 1.5,
@@ -681,7 +681,7 @@ def _estimate_report(**overrides):
 
 
 def _profile_report():
-    from diagnostics.profile import ProfileReport
+    from oomkb.diagnostics.profile import ProfileReport
 
     return ProfileReport.model_validate({
         "backend": "cpu", "calls": 4, "baseline_bytes": 0,
@@ -695,9 +695,9 @@ def _profile_report():
 
 
 def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(catalogue):
-    from api.evidence import facts_from
-    from diagnostics.parse import parse_error
-    from kb.remedies import check_facts
+    from oomkb.api.evidence import facts_from
+    from oomkb.diagnostics.parse import parse_error
+    from oomkb.kb.remedies import check_facts
 
     logs = [
         "Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G.",
@@ -726,7 +726,7 @@ def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(c
 
 
 def test_an_estimate_that_does_not_fit_gets_remedies_from_its_own_numbers(catalogue):
-    from api.evidence import facts_from
+    from oomkb.api.evidence import facts_from
 
     facts = facts_from(None, _estimate_report())
     ids = chosen_ids(catalogue, facts, facts["category"])
@@ -754,7 +754,7 @@ def test_profile_summary_counts_agree_with_the_number_in_each_language(catalogue
 
 
 def test_a_plural_without_the_forms_its_language_needs_is_rejected(tmp_path):
-    from kb.remedies import plural_categories
+    from oomkb.kb.remedies import plural_categories
 
     assert plural_categories("ru") == {"one", "few", "many"}
     assert plural_categories("zh") == {"other"}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kb.evaluation import evaluate, load_queries
+from oomkb.kb.evaluation import evaluate, load_queries
 from tests.conftest import ROOT
 
 QUERIES = load_queries(ROOT / "tests" / "data" / "queries.yaml")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.exceptions import DiagnosticsError
-from diagnostics.sandbox import (
+from oomkb.diagnostics.exceptions import DiagnosticsError
+from oomkb.diagnostics.sandbox import (
     JobCrashed,
     JobFailed,
     JobTimeout,
@@ -23,7 +23,7 @@ from diagnostics.sandbox import (
 )
 
 CASES = Path(__file__).parent / "programs" / "sandbox_cases.py"
-JOB = "diagnostics.sandbox:call_program_job"
+JOB = "oomkb.diagnostics.sandbox:call_program_job"
 
 
 def call(name: str, timeout_s: float = 30, limits: Limits | None = None, **kwargs):

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.settings import Settings
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
 from tests.conftest import LOCAL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -44,7 +44,7 @@ def program(body: str) -> str:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 

@@ -10,11 +10,11 @@ import time
 import pytest
 import uvicorn
 
-from api.http.app import create_app
-from api.settings import Settings
-from api.site import export_site
-from indexer.guides import load_guides
-from kb.cards import load_cards
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
+from oomkb.api.site import export_site
+from oomkb.indexer.guides import load_guides
+from oomkb.kb.cards import load_cards
 from tests.test_web_browser import DevTools, Page, chromium_path
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def browser(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def live(searcher, tmp_path_factory):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     db = tmp_path_factory.mktemp("db") / "oomkb.sqlite"
     app = create_app(Settings(db=db), Assistant(searcher))

@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
-from api.http.app import create_app
-from api.settings import Settings
-from api.http.slack import (
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
+from oomkb.api.http.slack import (
     SECTION_CHARS, SeenEvents, answer_blocks, markdown_to_mrkdwn, question_from_slack, split_sections,
 )
 from tests.conftest import LOCAL
@@ -92,7 +92,7 @@ def slack_api():
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     return Assistant(searcher)
 

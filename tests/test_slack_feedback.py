@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 
-from api.http.app import create_app
-from api.settings import Settings
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
 from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, assistant, mention, post_event, signed, slack_api  # noqa: F401 - fixtures
 
@@ -91,7 +91,7 @@ def test_an_unsigned_click_is_refused(client):
 
 
 def test_a_not_ready_notice_is_in_the_askers_language():
-    from api.http.holder import AssistantHolder
+    from oomkb.api.http.holder import AssistantHolder
 
     holder = AssistantHolder(Settings())
     assert "загружает" in holder.not_ready_text("ru")

@@ -17,10 +17,10 @@ import pytest
 from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 
-from api.http.app import create_app
-from api.http.slack_evidence import MAX_FILE_BYTES
-from api.settings import Settings
-from diagnostics.units import format_bytes
+from oomkb.api.http.app import create_app
+from oomkb.api.http.slack_evidence import MAX_FILE_BYTES
+from oomkb.api.settings import Settings
+from oomkb.diagnostics.units import format_bytes
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, block_text, mention, post_event
 
@@ -120,7 +120,7 @@ def slack_api():
 
 @pytest.fixture(scope="module")
 def client(searcher, slack_api):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     settings = Settings(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_bot_user_id="U0BOT")
     app = create_app(settings, Assistant(searcher), slack_client=WebClient(base_url=slack_api.url))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kb.errors import CatalogueError
-from kb.remedies import default_catalogue_dir, load_catalogue
-from kb.snippets import load_snippets, snippet_markdown
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.kb.snippets import load_snippets, snippet_markdown
 
 SNIPPETS = load_snippets()
 CATALOGUE = load_catalogue()
@@ -88,7 +88,7 @@ def test_plain_jax_snippet_runs_on_cpu(rid, snippet, tmp_path, capsys):
 
 
 def _tpu_devices():
-    from diagnostics.tpu import resolve_target, topology_devices
+    from oomkb.diagnostics.tpu import resolve_target, topology_devices
 
     return topology_devices(resolve_target("v5e", "2x2"))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from diagnostics.exceptions import DiagnosticsError, SizeFormatError
-from diagnostics.units import format_bytes, parse_size
+from oomkb.diagnostics.exceptions import DiagnosticsError, SizeFormatError
+from oomkb.diagnostics.units import format_bytes, parse_size
 
 K, M, G, T = 2**10, 2**20, 2**30, 2**40
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.interpreter import InterpreterError, check_interpreter
+from oomkb.diagnostics.interpreter import InterpreterError, check_interpreter
 
 JAX_ONLY = ("jax", "jaxlib", "libtpu", "numpy", "numpy.libs", "ml_dtypes", "opt_einsum", "scipy", "scipy.libs")
 
@@ -48,7 +48,7 @@ def _venv(root: Path, *, with_jax: bool) -> Path:
 
 
 def _oomkb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "api.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "oomkb.api.cli", *args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics import tpu
+from oomkb.diagnostics import tpu
 
 PROGRAMS = Path(__file__).parent / "programs"
 VMEM_FILE = PROGRAMS / "vmem_programs.py"
@@ -51,14 +51,14 @@ def own_compile_error(generation: str, factory, **options) -> str:
 
 @pytest.fixture(scope="module")
 def scoped_report():
-    from diagnostics.estimate import estimate_factory
+    from oomkb.diagnostics.estimate import estimate_factory
 
     return estimate_factory(vmem_programs.make, target="v5e", donation_check=False)
 
 
 @pytest.fixture(scope="module")
 def capacity_report():
-    from diagnostics.estimate import estimate_factory
+    from oomkb.diagnostics.estimate import estimate_factory
 
     return estimate_factory(vmem_programs.over_capacity, target="v4", donation_check=False)
 
@@ -118,7 +118,7 @@ def test_physical_vmem_in_the_data_is_what_the_compiler_reports():
 
 
 def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capacity_report):
-    from api.evidence import facts_from
+    from oomkb.api.evidence import facts_from
 
     facts = facts_from(None, scoped_report)
     assert facts["category"] == "scoped_vmem_oom" and facts["memory_space"] == "vmem"
@@ -129,8 +129,8 @@ def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capa
     assert facts["vmem_exceeded"] == "capacity"
     assert all(v >= 0 for k, v in facts.items() if k.endswith("_bytes"))
 
-    from diagnostics.units import format_bytes
-    from kb import remedies
+    from oomkb.diagnostics.units import format_bytes
+    from oomkb.kb import remedies
 
     catalogue = remedies.load_catalogue()
     line = remedies.diagnosis_line(catalogue, facts, "en", format_bytes)
@@ -140,7 +140,7 @@ def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capa
 
 
 def test_the_plot_names_vmem(scoped_report, capacity_report, tmp_path):
-    from diagnostics.plot import plot_estimate
+    from oomkb.diagnostics.plot import plot_estimate
 
     for report in (scoped_report, capacity_report):
         path = plot_estimate(report, tmp_path / f"{report.vmem.kind}.png")
@@ -148,7 +148,7 @@ def test_the_plot_names_vmem(scoped_report, capacity_report, tmp_path):
 
 
 def test_a_vmem_scratch_allocation_over_capacity_parses_as_vmem():
-    from diagnostics.parse import parse_error
+    from oomkb.diagnostics.parse import parse_error
 
     parsed = parse_error(
         "RESOURCE_EXHAUSTED: Allocation (size=167772160) would exceed memory (size=134217728) :: "
@@ -164,7 +164,7 @@ def test_cli_text_and_json_say_vmem_and_never_a_negative_over_by():
     import typer
     from typer.testing import CliRunner
 
-    from api.cli.estimate import register
+    from oomkb.api.cli.estimate import register
 
     app = typer.Typer()
     register(app)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexer import query_model
-from indexer.query_model import load_query_encoder, prefetch
-from kb import grounding
+from oomkb.indexer import query_model
+from oomkb.indexer.query_model import load_query_encoder, prefetch
+from oomkb.kb import grounding
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_prefetching_where_there_is_no_index_does_nothing(tmp_path, no_prefetch_
 
 @pytest.fixture
 def onnx_searcher(loaded_index):
-    from kb.search import Searcher
+    from oomkb.kb.search import Searcher
 
     li = loaded_index
     return Searcher(li.index, li.guides, li.cards, load_query_encoder(li.index, threads=1))
@@ -99,17 +99,17 @@ def test_the_descriptions_file_changes_with_the_descriptions(onnx_searcher):
 def test_an_unwritable_models_folder_still_gives_the_vectors(onnx_searcher, tmp_path, monkeypatch):
     blocker = tmp_path / "models"
     blocker.write_text("a file where the folder would be")
-    monkeypatch.setattr("indexer.settings.models_dir", lambda: blocker)
+    monkeypatch.setattr("oomkb.indexer.settings.models_dir", lambda: blocker)
     grounding._PROTOTYPES.clear()
     covered, not_covered = grounding.prototype_vectors(onnx_searcher)
     assert covered.shape[0] == len(grounding.load_terms().covered) and not_covered.shape[1] == 384
 
 
 def test_warm_up_loads_what_the_first_answer_would(loaded_index):
-    from api.assistant import Assistant
-    from diagnostics.parse import load_signatures
-    from kb.live import LiveIndex
-    from kb.search import Searcher
+    from oomkb.api.assistant import Assistant
+    from oomkb.diagnostics.parse import load_signatures
+    from oomkb.kb.live import LiveIndex
+    from oomkb.kb.search import Searcher
 
     li = loaded_index
     searcher = Searcher(li.index, li.guides, li.cards, load_query_encoder(li.index, threads=1))

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from api.http.app import create_app
-from api.settings import Settings
+from oomkb.api.http.app import create_app
+from oomkb.api.settings import Settings
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -171,7 +171,7 @@ class Page:
 
 @pytest.fixture(scope="module")
 def server_url(searcher):
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
     app = create_app(Settings(), Assistant(searcher))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

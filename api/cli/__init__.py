@@ -1,5 +1,5 @@
 """The `oomkb` command line: one module per command, a thin layer over the Python API."""
 
-from api.cli.main import app, main
+from oomkb.api.cli.main import app, main
 
 __all__ = ["app", "main"]

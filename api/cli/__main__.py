@@ -1,3 +1,3 @@
-from api.cli.main import main
+from oomkb.api.cli.main import main
 
 main()

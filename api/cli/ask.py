@@ -10,8 +10,8 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 
-from api.cli.options import JsonOption
-from api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.options import JsonOption
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -30,8 +30,8 @@ def _read_text(path: Path, what: str) -> str:
 def _fit_log(text: str) -> str:
     """A log within the request limit: the part around the OOM message the parser finds (logs
     of training runs are long; the error is what matters), else the end of the log."""
-    from api.schemas import MAX_ERROR_LOG_CHARS
-    from diagnostics.parse import parse_error
+    from oomkb.api.schemas import MAX_ERROR_LOG_CHARS
+    from oomkb.diagnostics.parse import parse_error
 
     if len(text) <= MAX_ERROR_LOG_CHARS:
         return text
@@ -51,7 +51,7 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from api.schemas import CaptureReport, EstimateReport, PlanReport, ProfileReport
+    from oomkb.api.schemas import CaptureReport, EstimateReport, PlanReport, ProfileReport
 
     text = _read_text(path, "report")
     try:
@@ -72,8 +72,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Ask the assistant; paste your error with --log for a diagnosis with your numbers."""
-        from api.assistant import load_assistant
-        from api.schemas import AskRequest
+        from oomkb.api.assistant import load_assistant
+        from oomkb.api.schemas import AskRequest
 
         question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         error_log = _fit_log(_read_text(log, "log")) if log else None

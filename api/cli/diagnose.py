@@ -11,12 +11,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from api.cli.options import JsonOption
-from api.cli.boundary import EXIT_USAGE, fail
-from diagnostics.units import format_bytes
+from oomkb.api.cli.options import JsonOption
+from oomkb.api.cli.boundary import EXIT_USAGE, fail
+from oomkb.diagnostics.units import format_bytes
 
 if TYPE_CHECKING:  # the parser compiles its patterns on import: only when diagnose runs
-    from diagnostics.parse import ParsedError
+    from oomkb.diagnostics.parse import ParsedError
 
 DIAGNOSE_HELP = (
     "Parse an out-of-memory error log into evidence: the error category (compile-time HBM, "
@@ -57,8 +57,8 @@ def diagnose_command(
     as_json: JsonOption = False,
 ) -> None:
     """Parse an out-of-memory error log into evidence."""
-    from diagnostics.exceptions import DiagnosticsError
-    from diagnostics.parse import parse_error
+    from oomkb.diagnostics.exceptions import DiagnosticsError
+    from oomkb.diagnostics.parse import parse_error
 
     try:
         text = _read_input(log)
@@ -73,7 +73,7 @@ def diagnose_command(
 
 def _read_input(log: str) -> str:
     """The log text from the file named ``log``, or from standard input for '-'."""
-    from diagnostics.parse import decode_log, read_log
+    from oomkb.diagnostics.parse import decode_log, read_log
 
     if log != "-":
         return read_log(log)

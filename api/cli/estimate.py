@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
-from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
+from oomkb.api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
+from oomkb.api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
     "Estimate the TPU HBM that FILE.py:FACTORY needs, per device, with the real XLA:TPU compiler "
@@ -55,7 +55,7 @@ def estimate_command(
     top: Annotated[int, typer.Option("--top", help="buffers to list")] = 10,
 ) -> None:
     """Compile FILE.py:FACTORY for a TPU in a child process and report its HBM needs."""
-    from diagnostics.estimate import estimate_program
+    from oomkb.diagnostics.estimate import estimate_program
 
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
@@ -72,7 +72,7 @@ def estimate_command(
             python=python, paths=import_paths(path),
         )
     if plot is not None:
-        from diagnostics.plot import plot_estimate
+        from oomkb.diagnostics.plot import plot_estimate
 
         draw_or_fail(plot_estimate, report, plot)
     if as_json:
@@ -83,8 +83,8 @@ def estimate_command(
 
 def verdict_lines(report) -> list[str]:
     """The fits / does-not-fit lines (rich markup), naming the memory space that ran out."""
-    from diagnostics.estimate import vmem_summary
-    from diagnostics.units import format_bytes as fb
+    from oomkb.diagnostics.estimate import vmem_summary
+    from oomkb.diagnostics.units import format_bytes as fb
 
     target = report.target
     hbm = f"{fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per device"
@@ -118,7 +118,7 @@ def _where(source: str | None) -> str:
 
 
 def _print_report(report, plot: Path | None) -> None:
-    from diagnostics.units import format_bytes as fb
+    from oomkb.diagnostics.units import format_bytes as fb
 
     out = Console(soft_wrap=True)
     target = report.target

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from rich.markup import escape
 
-from api.cli.options import JsonOption
-from api.cli.boundary import EXIT_FAILURE, EXIT_USAGE, fail, missing_extra_message, user_errors
+from oomkb.api.cli.options import JsonOption
+from oomkb.api.cli.boundary import EXIT_FAILURE, EXIT_USAGE, fail, missing_extra_message, user_errors
 
 app = typer.Typer(
     name="oomkb",
@@ -43,7 +43,7 @@ def index_command(
     as_json: JsonOption = False,
 ) -> None:
     """Build or refresh the search index (incremental and atomic)."""
-    from kb.corpus import build
+    from oomkb.kb.corpus import build
 
     with user_errors():
         stats = build(index_dir=index, docs_dir=docs, progress=not as_json and sys.stderr.isatty())
@@ -68,7 +68,7 @@ def search_command(
     as_json: JsonOption = False,
 ) -> None:
     """Search the guides (offline)."""
-    from kb.search import Searcher, open_searcher
+    from oomkb.kb.search import Searcher, open_searcher
 
     query = _clean_text(query, "query")
     with user_errors():
@@ -98,9 +98,9 @@ def _register_optional_commands() -> None:
 
     for name in ("diagnose", "estimate", "plan", "profile", "run", "ask", "serve", "site"):
         try:
-            module = importlib.import_module(f"api.cli.{name}")
+            module = importlib.import_module(f"oomkb.api.cli.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"api.cli.{name}":
+            if exc.name == f"oomkb.api.cli.{name}":
                 continue
             raise
         module.register(app)
@@ -111,7 +111,7 @@ _register_optional_commands()
 
 def main() -> None:
     """Console-script entry point: unexpected failures print one line (set OOMKB_DEBUG=1 for a trace)."""
-    from api import prepare_process
+    from oomkb.api import prepare_process
 
     prepare_process()
     try:

@@ -22,8 +22,8 @@ def target_generation(tpu: str | None, topology: str | None) -> str:
 
     The target is checked here, so that a wrong one is refused before anything starts.
     """
-    from api.cli.boundary import user_errors
-    from diagnostics.tpu import resolve_target
+    from oomkb.api.cli.boundary import user_errors
+    from oomkb.diagnostics.tpu import resolve_target
 
     generation = tpu
     if generation is None:
@@ -55,7 +55,7 @@ PathOption = Annotated[
 
 def import_paths(paths: list[Path] | None) -> list[str]:
     """The --path folders, checked to exist."""
-    from api.cli.boundary import fail
+    from oomkb.api.cli.boundary import fail
 
     out = []
     for p in paths or []:

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
-from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
+from oomkb.api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
+from oomkb.api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PLAN_HELP = (
     "Find what makes FILE.py:FACTORY fit on a TPU, by compiling each remedy with the real XLA:TPU "
@@ -56,7 +56,7 @@ def plan_command(
     isolate: IsolateOption = False,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
-    from diagnostics.plan import parse_vary, plan_program
+    from oomkb.diagnostics.plan import parse_vary, plan_program
 
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
@@ -88,7 +88,7 @@ def plan_command(
             raise outcome["error"]
     report = outcome["report"]
     if plot is not None:
-        from diagnostics.plot import plot_plan
+        from oomkb.diagnostics.plot import plot_plan
 
         draw_or_fail(plot_plan, report, plot)
     if as_json:
@@ -123,8 +123,8 @@ def _follow(thread: threading.Thread, path: Path, console: Console | None) -> No
 
 def print_plan(report, plot: Path | None = None) -> None:
     """The plan as text: the baseline verdict, each fix, the --vary answer."""
-    from api.cli.estimate import verdict_lines
-    from diagnostics.units import format_bytes as fb
+    from oomkb.api.cli.estimate import verdict_lines
+    from oomkb.diagnostics.units import format_bytes as fb
 
     out = Console(soft_wrap=True)
     target = report.target

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.options import IsolateOption, JsonOption, PathOption, PythonOption, import_paths
-from api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
+from oomkb.api.cli.options import IsolateOption, JsonOption, PathOption, PythonOption, import_paths
+from oomkb.api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PROFILE_HELP = (
     "Profile the live memory of FILE.py:FUNC on the local backend (CPU, GPU or TPU).\n\n"
@@ -49,7 +49,7 @@ def profile_command(
     path: PathOption = None,
 ) -> None:
     """Run FILE.py:FUNC N times in a child process and report its live memory."""
-    from diagnostics.profile import profile_program
+    from oomkb.diagnostics.profile import profile_program
 
     if timeout <= 0:
         fail(f"--timeout must be positive, got {timeout:g}", EXIT_USAGE)
@@ -61,7 +61,7 @@ def profile_command(
         report = profile_program(target, repeat=repeat, logdir=logdir, timeout_s=timeout,
                                  isolate=isolate, python=python, paths=import_paths(path))
     if plot is not None:
-        from diagnostics.plot import plot_profile
+        from oomkb.diagnostics.plot import plot_profile
 
         draw_or_fail(plot_profile, report, plot)
     if as_json:
@@ -71,7 +71,7 @@ def profile_command(
 
 
 def _print_report(report, plot: Path | None) -> None:
-    from diagnostics.units import format_bytes
+    from oomkb.diagnostics.units import format_bytes
 
     out = Console(soft_wrap=True)
     kind = {"factory": "factory's fn", "step": "step function"}.get(report.target_kind, "function")

@@ -17,8 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.boundary import fail
-from api.cli.options import PythonOption
+from oomkb.api.cli.boundary import fail
+from oomkb.api.cli.options import PythonOption
+from oomkb.layout import floor_dir
 
 EXIT_OOM = 1  # what Python itself returns for an uncaught exception
 EXIT_INTERRUPTED = 130
@@ -35,8 +36,8 @@ RUN_HELP = (
 _OWN_FILES = (
     "<frozen runpy>",
     os.path.dirname(runpy.__file__) + os.sep + "runpy.py",
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # api/
-    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "diagnostics"),
+    str(floor_dir("api")),
+    str(floor_dir("diagnostics")),
 )
 
 
@@ -46,8 +47,9 @@ def _run_in(python: str, path: Path, args: list[str], *, report: Path | None, as
     there, with that environment's packages; the exit status is passed through."""
     import subprocess
 
-    from api.cli.boundary import user_errors
-    from diagnostics.interpreter import check_interpreter, oomkb_site_packages
+    from oomkb.api.cli.boundary import user_errors
+    from oomkb.diagnostics.interpreter import check_interpreter, oomkb_site_packages
+    from oomkb.layout import lend_code
 
     with user_errors():
         interp = check_interpreter(python, need_tpu=False)
@@ -58,9 +60,7 @@ def _run_in(python: str, path: Path, args: list[str], *, report: Path | None, as
     options += ["--json"] * as_json
     options += ["--report", str(report.resolve())] if report is not None else []
     options += ["--index", str(index.resolve())] if index is not None else []
-    root = str(Path(__file__).resolve().parents[2])
-    code = (f"import sys; sys.path.insert(0, {root!r}); sys.path.extend({support!r}); "
-            "from api.cli.main import main; sys.argv[0] = 'oomkb'; main()")
+    code = lend_code("from oomkb.api.cli.main import main; sys.argv[0] = 'oomkb'; main()", support)
     env = dict(os.environ)
     try:
         done = subprocess.run([interp.executable, "-c", code, "run", *options, str(path), *args], env=env)
@@ -92,7 +92,7 @@ def run_command(
     python: PythonOption = None,
 ) -> None:
     """Run SCRIPT.py [ARGS...] and report an out-of-memory error with the arrays alive at it."""
-    from diagnostics.capture import capture, user_traceback
+    from oomkb.diagnostics.capture import capture, user_traceback
 
     _check_language(lang)
     _check_report_path(report)
@@ -143,7 +143,7 @@ def _check_language(lang: str) -> None:
     """Refuse a malformed --lang before the script runs, not after it has failed."""
     from pydantic import TypeAdapter, ValidationError
 
-    from api.schemas import LanguageCode
+    from oomkb.api.schemas import LanguageCode
 
     try:
         TypeAdapter(LanguageCode).validate_python(lang)
@@ -184,8 +184,8 @@ def _show(report, as_json: bool, lang: str, answer: bool, index: Path | None) ->
     if not answer:
         return
     try:
-        from api.assistant import load_assistant
-        from api.schemas import AskRequest
+        from oomkb.api.assistant import load_assistant
+        from oomkb.api.schemas import AskRequest
 
         response = load_assistant(index_dir=index).ask(AskRequest(question="", report=report, language=lang))
     except Exception as exc:  # the report is out; a missing index must not hide it
@@ -197,7 +197,7 @@ def _show(report, as_json: bool, lang: str, answer: bool, index: Path | None) ->
 
 
 def _print_table(report, console: Console) -> None:
-    from diagnostics.units import format_bytes
+    from oomkb.diagnostics.units import format_bytes
 
     error = report.error
     console.print(f"[bold red]out of memory[/] ({error.category}, backend {report.backend})"

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from api.cli.boundary import EXIT_USAGE, fail
+from oomkb.api.cli.boundary import EXIT_USAGE, fail
 
 SERVE_HELP = (
     "Run the HTTP service: the REST API (/v1/ask, /v1/search, /v1/diagnose, /v1/docs), the web "
@@ -42,7 +42,7 @@ def serve_command(
         "resident; the query model's token table is mapped, its pages shared between them)")] = 1,
 ) -> None:
     """Serve the REST API, the web page and Slack with uvicorn."""
-    from api.settings import Settings, SettingsError
+    from oomkb.api.settings import Settings, SettingsError
 
     if not 1 <= workers <= MAX_WORKERS:
         fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}", EXIT_USAGE)
@@ -70,15 +70,15 @@ def serve_command(
                 os.environ[env_var(Settings, field)] = str(value)
         os.environ["OOMKB_LOG_LEVEL"] = log_level.lower()
         # Build or refresh the index once, here, instead of in every worker at once.
-        from api.cli.boundary import user_errors
-        from kb.corpus import refresh_index
+        from oomkb.api.cli.boundary import user_errors
+        from oomkb.kb.corpus import refresh_index
 
         with user_errors():
             refresh_index(index_dir=settings.index_dir, docs_dir=settings.docs_dir)
-        app = "api.cli.serve:worker_app"
+        app = "oomkb.api.cli.serve:worker_app"
     else:
         _prefetch(settings)
-        from api.http.app import create_app
+        from oomkb.api.http.app import create_app
 
         app = create_app(settings)
     shown = f"[{host}]" if ":" in host else host
@@ -98,7 +98,7 @@ def _prepare_process(settings, log_level: str) -> None:
     """Per-process set-up of a server process (the single one, or each worker)."""
     import os
 
-    from indexer.query_model import set_default_batching, set_default_threads
+    from oomkb.indexer.query_model import set_default_batching, set_default_threads
 
     # Parallelism comes from serving requests in parallel threads; several intra-op threads per
     # request on top of that make every request wait for descheduled threads (measured with
@@ -118,8 +118,8 @@ def worker_app():
     """The app of one `--workers` process (uvicorn calls this in each worker)."""
     import os
 
-    from api.http.app import create_app
-    from api.settings import Settings
+    from oomkb.api.http.app import create_app
+    from oomkb.api.settings import Settings
 
     settings = Settings.from_env()
     _prepare_process(settings, os.environ.get("OOMKB_LOG_LEVEL", "info"))
@@ -130,7 +130,7 @@ def worker_app():
 def _prefetch(settings) -> None:
     """A serving process starts loading the query model now, while the web framework is imported
     (about 0.7 s); the app's loader then takes it over."""
-    from indexer.query_model import prefetch
-    from indexer.settings import default_index_dir
+    from oomkb.indexer.query_model import prefetch
+    from oomkb.indexer.settings import default_index_dir
 
     prefetch(settings.index_dir or default_index_dir())

@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from api.cli.options import JsonOption
-from api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.options import JsonOption
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -25,10 +25,10 @@ def export_site_command(
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
 ) -> None:
     """Write the guides as static HTML pages, with the cards and a search, for reading offline."""
-    from api.site import export_site
-    from indexer.guides import load_guides
-    from kb.cards import load_cards
-    from kb.language import base_language, is_supported
+    from oomkb.api.site import export_site
+    from oomkb.indexer.guides import load_guides
+    from oomkb.kb.cards import load_cards
+    from oomkb.kb.language import base_language, is_supported
 
     code = base_language(lang)
     if not is_supported(code):
@@ -51,10 +51,10 @@ def gaps_command(
     db: Annotated[Optional[Path], typer.Option("--db", help="the feedback database (default OOMKB_DB)")] = None,
 ) -> None:
     """Questions answered `grounded: false` or marked unhelpful, grouped by meaning, biggest first."""
-    from api.feedback import FeedbackStore
-    from api.gaps import GapsReport, group_questions, searcher_functions
-    from api.settings import Settings
-    from kb.search import open_searcher
+    from oomkb.api.feedback import FeedbackStore
+    from oomkb.api.gaps import GapsReport, group_questions, searcher_functions
+    from oomkb.api.settings import Settings
+    from oomkb.kb.search import open_searcher
 
     if since is not None and not 0 < since <= 36500:
         fail(f"--since takes a number of days above 0, got {since:g}", EXIT_USAGE)

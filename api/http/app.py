@@ -27,21 +27,21 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import Response
 
-from api.http.feedback import absolute_links, record_answer, store_for
-from api.http.feedback import router as feedback_router
-from api.http.holder import AssistantHolder, NotReady
-from api.http.jobs import job_limits, submitted_program
-from api.http.pages import router as pages_router
-from api.settings import Settings
-from diagnostics.units import format_bytes
+from oomkb.api.http.feedback import absolute_links, record_answer, store_for
+from oomkb.api.http.feedback import router as feedback_router
+from oomkb.api.http.holder import AssistantHolder, NotReady
+from oomkb.api.http.jobs import job_limits, submitted_program
+from oomkb.api.http.pages import router as pages_router
+from oomkb.api.settings import Settings
+from oomkb.diagnostics.units import format_bytes
 from oomkb.errors import OomkbError, ServiceError
-from api.schemas import (
+from oomkb.api.schemas import (
     AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
     ParsedError, ProgramRequest, SearchRequest, SearchResponse,
 )
 
 if TYPE_CHECKING:
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
     from slack_sdk import WebClient
 
 log = logging.getLogger("oomkb.api")
@@ -343,7 +343,7 @@ def sandbox_refusal(settings: Settings) -> str | None:
 
     Every endpoint that runs submitted code answers 503 with this text; the log says what to
     install. ``OOMKB_ESTIMATE_SANDBOX=none`` opts out of isolation (then this is always None)."""
-    from diagnostics.isolation import INSTALL_HINT, isolation_status
+    from oomkb.diagnostics.isolation import INSTALL_HINT, isolation_status
 
     if not settings.estimate_isolated:
         return None
@@ -361,7 +361,7 @@ def sandbox_readiness(settings: Settings) -> dict[str, Any]:
     body: dict[str, Any] = {"enabled": settings.enable_estimate, "sandbox": settings.estimate_sandbox}
     if settings.enable_estimate:
         if settings.estimate_isolated:
-            from diagnostics.isolation import isolation_status
+            from oomkb.diagnostics.isolation import isolation_status
 
             body["isolated"] = isolation_status().available
             if not body["isolated"]:
@@ -375,7 +375,7 @@ def sandbox_readiness(settings: Settings) -> dict[str, Any]:
 
 def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
     """Write the program to a private temporary folder and estimate it in the sandbox."""
-    from diagnostics.estimate import estimate_program
+    from oomkb.diagnostics.estimate import estimate_program
 
     busy = EstimateBusy("an estimate is already running on this server; retry in a moment")
     with submitted_program(req.source, gate, busy) as path:
@@ -423,7 +423,7 @@ def create_app(
     """Build the service. Without `assistant`, it is loaded in the background at start-up.
 
     `slack_client` replaces the Slack Web API client (tests point it at a local server)."""
-    from api import prepare_process
+    from oomkb.api import prepare_process
 
     prepare_process()
     settings = settings or Settings.from_env()
@@ -473,7 +473,7 @@ def create_app(
     @app.post("/v1/diagnose", response_model=ParsedError, responses=_ERRORS, tags=["assistant"])
     def diagnose(body: DiagnoseRequest) -> ParsedError:
         """Parse an out-of-memory error log into its category and sizes in bytes."""
-        from diagnostics.parse import parse_error
+        from oomkb.diagnostics.parse import parse_error
 
         return parse_error(body.error_log)
 
@@ -500,7 +500,7 @@ def create_app(
         return run_estimate(body, settings, request.app.state.estimate_gate)
 
     # POST /v1/plan (api/http/plan.py): the estimate's switch, sandbox, limits and gate.
-    from api.http.plan import mount_plan
+    from oomkb.api.http.plan import mount_plan
 
     mount_plan(app, settings, gate=app.state.estimate_gate, busy=EstimateBusy,
                responses={**_ERRORS, **ESTIMATE_ERRORS}, refusal=sandbox_refusal)
@@ -535,7 +535,7 @@ def create_app(
     app.mount("/static", PageFiles(directory=STATIC_DIR), name="static")
 
     if settings.slack_enabled:
-        from api.http.slack import mount_slack
+        from oomkb.api.http.slack import mount_slack
 
         mount_slack(app, settings, holder, client=slack_client)
     return app

@@ -7,9 +7,9 @@ import logging
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from api.feedback import MAX_COMMENT_CHARS, FeedbackStore, FeedbackUnavailable
-from api.schemas import AskRequest, AskResponse, ErrorResponse, JsonRequest
-from api.settings import Settings
+from oomkb.api.feedback import MAX_COMMENT_CHARS, FeedbackStore, FeedbackUnavailable
+from oomkb.api.schemas import AskRequest, AskResponse, ErrorResponse, JsonRequest
+from oomkb.api.settings import Settings
 
 log = logging.getLogger("oomkb.feedback")
 

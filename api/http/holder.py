@@ -7,11 +7,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from api.settings import Settings
+from oomkb.api.settings import Settings
 from oomkb.errors import OomkbError, ServiceError
 
 if TYPE_CHECKING:
-    from api.assistant import Assistant
+    from oomkb.api.assistant import Assistant
 
 log = logging.getLogger("oomkb.api")
 
@@ -47,7 +47,7 @@ class AssistantHolder:
             self._thread.start()
 
     def _load(self) -> None:
-        from api.assistant import load_assistant
+        from oomkb.api.assistant import load_assistant
 
         started = time.monotonic()
         log.info("loading the embedding model and the index ...")
@@ -85,7 +85,7 @@ class AssistantHolder:
 
     def not_ready_text(self, language: str = "en") -> str:
         """Why there is no assistant yet, from the catalogue's messages in `language`."""
-        from kb.remedies import load_catalogue, message
+        from oomkb.kb.remedies import load_catalogue, message
 
         catalogue = load_catalogue()
         if self.error:

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from api.settings import Settings
-from diagnostics.sandbox import Limits
+from oomkb.api.settings import Settings
+from oomkb.diagnostics.sandbox import Limits
 
 
 @contextlib.contextmanager

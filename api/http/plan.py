@@ -10,10 +10,10 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from api.http.jobs import job_limits, submitted_program
-from api.schemas import JsonRequest, ProgramRequest
-from api.settings import Settings
-from diagnostics.plan import PlanReport
+from oomkb.api.http.jobs import job_limits, submitted_program
+from oomkb.api.schemas import JsonRequest, ProgramRequest
+from oomkb.api.settings import Settings
+from oomkb.diagnostics.plan import PlanReport
 
 PLAN_DISABLED = (
     "POST /v1/plan runs the submitted program and is disabled on this server; the operator can "
@@ -38,7 +38,7 @@ class PlanRequest(ProgramRequest):
 def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
              busy: type[Exception]) -> PlanReport:
     """Write the program to a private temporary folder and plan it in the sandbox."""
-    from diagnostics.plan import plan_program
+    from oomkb.diagnostics.plan import plan_program
 
     refusal = busy("an estimate or a plan is already running on this server; retry in a moment")
     with submitted_program(req.source, gate, refusal) as path:

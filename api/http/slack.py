@@ -30,13 +30,13 @@ from slack_bolt.adapter.starlette.handler import to_starlette_response
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk import WebClient
 
-from api.http.slack_evidence import SlackEvidence
-from api.feedback import FeedbackStore
-from api.schemas import AskRequest, AskResponse
+from oomkb.api.http.slack_evidence import SlackEvidence
+from oomkb.api.feedback import FeedbackStore
+from oomkb.api.schemas import AskRequest, AskResponse
 
 if TYPE_CHECKING:
-    from api.http.holder import AssistantHolder
-    from api.settings import Settings
+    from oomkb.api.http.holder import AssistantHolder
+    from oomkb.api.settings import Settings
 
 log = logging.getLogger("oomkb.slack")
 
@@ -348,8 +348,8 @@ class SlackBot:
               client: WebClient | None = None) -> tuple[list[dict[str, Any]], str]:
         """(blocks, fallback text) answering a Slack message's text; with its `event`, also
         from the files attached to it and the evidence earlier in its thread."""
-        from api.http.feedback import absolute_links, record_answer
-        from api.http.holder import NotReady
+        from oomkb.api.http.feedback import absolute_links, record_answer
+        from oomkb.api.http.holder import NotReady
         from oomkb.errors import OomkbError
 
         language = _language_of(text)
@@ -373,7 +373,7 @@ class SlackBot:
     def _record_verdict(self, body: dict, action: dict, client: WebClient) -> None:
         """A 👍/👎 click: stored once per click (a replayed interaction is recognised by its
         user, answer and action time), then a thank-you only the clicker sees."""
-        from api.feedback import FeedbackUnavailable, UnknownAnswer
+        from oomkb.api.feedback import FeedbackUnavailable, UnknownAnswer
 
         answer_id = str(action.get("value") or "")[:64]
         helpful = FEEDBACK_ACTIONS.get(str(action.get("action_id")))
@@ -432,7 +432,7 @@ def _ack_command(ack, command) -> None:
 
 def _language_of(text: str) -> str:
     """The language a Slack message is written in (English when unsure or unsupported)."""
-    from kb.language import FALLBACK, detect_language
+    from oomkb.kb.language import FALLBACK, detect_language
 
     try:
         found = detect_language(question_from_slack(text).question or "")
@@ -442,7 +442,7 @@ def _language_of(text: str) -> str:
 
 
 def _message(key: str, language: str, **values: Any) -> str:
-    from kb.remedies import load_catalogue, message
+    from oomkb.kb.remedies import load_catalogue, message
 
     return message(load_catalogue(), key, language, **values)
 

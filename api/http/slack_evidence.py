@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from api.schemas import MAX_ERROR_LOG_CHARS, AskRequest
+from oomkb.api.schemas import MAX_ERROR_LOG_CHARS, AskRequest
 
 log = logging.getLogger("oomkb.slack")
 
@@ -52,7 +52,7 @@ class SlackEvidence:
     def complete(self, request: AskRequest, client: WebClient, event: dict[str, Any]) -> AskRequest:
         """`request` with `error_log` and `report` filled from `event`'s files, else from the
         earlier messages of its thread (oldest first); unchanged when there is nothing."""
-        from api.http.slack import question_from_slack
+        from oomkb.api.http.slack import question_from_slack
 
         own_log, own_report = self._files(client, event.get("files"))
         logs = [request.error_log, own_log]
@@ -151,7 +151,7 @@ class SlackEvidence:
 
 def _error_text(text: str) -> str | None:
     """An earlier message pasted without a code block: its text, when it reads as an OOM error."""
-    from diagnostics.parse import parse_error
+    from oomkb.diagnostics.parse import parse_error
 
     return text if text and parse_error(text).category != "unknown" else None
 

@@ -6,7 +6,7 @@ Usage: python light_install.py ARGS...  (the oomkb command line's arguments)
 import importlib.abc
 import sys
 
-from api.cli.boundary import EXTRA_OF_MODULE
+from oomkb.api.cli.boundary import EXTRA_OF_MODULE
 
 
 class _NotInstalled(importlib.abc.MetaPathFinder):
@@ -18,6 +18,6 @@ class _NotInstalled(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _NotInstalled())
 sys.argv = ["oomkb", *sys.argv[1:]]
-from api.cli.main import main  # noqa: E402
+from oomkb.api.cli.main import main  # noqa: E402
 
 main()
