@@ -14,12 +14,12 @@ from pathlib import Path
 
 from oomkb.api.answer_parts import AnswerParts
 from oomkb.api.evidence import facts_from
-from oomkb.api.schemas import (
-    AskRequest, AskResponse, Citation, DiagnoseRequest, EstimateReport, GuideInfo, GuideSection,
-    GuidesResponse, PlanReport, ProfileReport, Remedy, SearchRequest,
-)
+from oomkb.api.schemas import AskRequest, AskResponse, Citation, DiagnoseRequest, GuideInfo, GuideSection, GuidesResponse, Remedy, SearchRequest
+from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.plan import PlanReport
+from oomkb.diagnostics.profile import ProfileReport
 from oomkb.diagnostics.parse import ParsedError, parse_error
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import format_bytes
 from oomkb.kb import grounding
 from oomkb.kb import remedies as catalogue_api
 from oomkb.kb.errors import QueryError

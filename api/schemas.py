@@ -204,7 +204,6 @@ class ErrorResponse(BaseModel):
 
 
 __all__ = [
-    "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest", "SearchResponse",
-    "SearchResult", "DiagnoseRequest", "ParsedError", "GuideInfo", "GuideSection",
-    "GuidesResponse", "ErrorResponse", "EstimateReport", "ProfileReport", "CaptureReport",
+    "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest",
+    "DiagnoseRequest", "GuideInfo", "GuideSection", "GuidesResponse", "ErrorResponse",
 ]

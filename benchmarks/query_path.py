@@ -87,7 +87,7 @@ def embedding_times() -> dict:
 
     from oomkb.indexer.model import embed_queries, load_embedder
     from oomkb.indexer.query_model import load_query_encoder
-    from oomkb.indexer.settings import default_index_dir
+    from oomkb.settings import default_index_dir
     from oomkb.indexer.store import load_index
 
     torch.set_num_threads(1)

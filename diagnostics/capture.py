@@ -182,7 +182,7 @@ def build_report(
     import jax
 
     from oomkb.diagnostics.program import array_creation_site
-    from oomkb.diagnostics.sandbox import user_location
+    from oomkb.diagnostics.program import user_location
 
     started = time.perf_counter()
     error = next((e for e in _chain(exc) if parse_error(_text(e)).category != "unknown"), exc)
@@ -289,7 +289,7 @@ def _per_device(array: Any) -> list[tuple[str, int]]:
 
 def format_report(report: CaptureReport, rows: int = 8) -> str:
     """A short plain-text table of the report, for stderr."""
-    from oomkb.diagnostics.units import format_bytes
+    from oomkb.units import format_bytes
 
     error = report.error
     lines = [f"oomkb: out of memory ({error.category}, backend {report.backend})"

@@ -44,7 +44,7 @@ from oomkb.diagnostics import program as _program
 from oomkb.diagnostics.program import FactoryError, resolve_program, user_location
 from oomkb.diagnostics.program import callable_name as _callable_name
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
-from oomkb.diagnostics.units import ByteCount, format_bytes
+from oomkb.units import MIB, ByteCount, format_bytes
 
 __all__ = [
     "BufferInfo",
@@ -52,7 +52,6 @@ __all__ = [
     "DonationCandidate",
     "DonationReport",
     "EstimateReport",
-    "FactoryError",
     "HostCallback",
     "PaddingItem",
     "PaddingReport",
@@ -605,11 +604,10 @@ def _memory_viewer(dump_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-_MIB = 1 << 20
 
 
 def _mib_to_bytes(value: Any) -> int:
-    return int(round(float(value or 0) * _MIB))
+    return int(round(float(value or 0) * MIB))
 
 
 _KINDS = {"Parameter": "argument", "Output": "output", "Temporary": "temp"}
@@ -1027,7 +1025,7 @@ _OP_NAME = re.compile(r'op_name="([^"]+)"')
 
 
 def _vmem_windows(text: str) -> list[VmemWindow]:
-    from oomkb.diagnostics.units import parse_size
+    from oomkb.units import parse_size
 
     windows = []
     seen = set()

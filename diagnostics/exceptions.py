@@ -14,13 +14,9 @@ class DiagnosticsError(UserInputError):
     """Base class for user-facing diagnostics failures; ``str(err)`` is the message to show."""
 
 
-class SizeFormatError(DiagnosticsError, ValueError):
-    """A byte-size text such as ``"49.34G"`` could not be understood."""
-
-
 class LogReadError(DiagnosticsError):
     """An error log could not be read (missing file, a directory, no permission)."""
 
 
-class SignatureCatalogueError(ServiceError, DiagnosticsError):
+class SignatureCatalogueError(ServiceError):
     """The error-signature catalogue (``signatures.yaml``) is malformed: shipped data, not the user's input."""

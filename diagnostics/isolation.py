@@ -27,7 +27,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.errors import ServiceError
 
 __all__ = [
@@ -48,7 +47,7 @@ INSTALL_HINT = (
 TMP_BYTES = 256 << 20
 
 
-class IsolationUnavailable(ServiceError, DiagnosticsError):
+class IsolationUnavailable(ServiceError):
     """Isolation was asked for, and bubblewrap is missing or cannot create namespaces here.
 
     The environment is at fault, not the input: the CLI exits 1, the HTTP service answers 503."""

@@ -36,8 +36,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from oomkb.diagnostics.exceptions import LogReadError, SignatureCatalogueError, SizeFormatError
-from oomkb.diagnostics.units import SIZE_PATTERN, parse_size
+from oomkb.diagnostics.exceptions import LogReadError, SignatureCatalogueError
+from oomkb.units import SIZE_PATTERN, SizeFormatError, parse_size
 
 __all__ = [
     "CATEGORIES",

@@ -66,7 +66,7 @@ from oomkb.diagnostics.program import (
     wants_devices,
 )
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import MIB, format_bytes
 
 __all__ = [
     "FixReport",
@@ -508,7 +508,7 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         return base
     def at(limit: int) -> _Measured:
         return session.measure(fn, args, kwargs, spec, mesh,
-                               options={"xla_tpu_scoped_vmem_limit_kib": limit // _MIB * 1024},
+                               options={"xla_tpu_scoped_vmem_limit_kib": limit // MIB * 1024},
                                what=f"the kernel under a {format_bytes(limit)} scoped VMEM limit")
 
     def short_of_scoped(m: _Measured) -> bool:
@@ -519,7 +519,7 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     # compiled: the smallest limit that compiles, to the MiB, never above the physical VMEM.
     limit = min(_ceil_mib(vmem.used_bytes), capacity)
     # Below the kernel's stated need nothing compiles (the compiler said so): no bisecting there.
-    failed = max(vmem.limit_bytes or 0, limit - _MIB)
+    failed = max(vmem.limit_bytes or 0, limit - MIB)
     last: _Measured | None = None
     ok: tuple[int, _Measured] | None = None
     for _ in range(MAX_VMEM_STEPS):
@@ -531,8 +531,8 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         failed = limit
         if limit >= capacity:
             break
-        limit = min(max(_ceil_mib(last.vmem_needed or 0), limit + _MIB), capacity)
-    while ok is not None and ok[0] - failed > _MIB and ok[1].compiled:
+        limit = min(max(_ceil_mib(last.vmem_needed or 0), limit + MIB), capacity)
+    while ok is not None and ok[0] - failed > MIB and ok[1].compiled:
         middle = _ceil_mib((failed + ok[0]) // 2)
         if middle >= ok[0]:
             break
@@ -570,11 +570,10 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     return base
 
 
-_MIB = 1 << 20
 
 
 def _ceil_mib(nbytes: int) -> int:
-    return -(-int(nbytes) // _MIB) * _MIB
+    return -(-int(nbytes) // MIB) * MIB
 
 
 # -- more devices, other generations, bf16 ----------------------------------------------------
@@ -638,7 +637,7 @@ def _topology_fix(session: _Session, factory: Callable[..., Any], extra: Mapping
 
 
 def _hbm_of(generation: tpu.Generation) -> float:
-    from oomkb.diagnostics.units import parse_size
+    from oomkb.units import parse_size
 
     try:
         return float(parse_size(generation.hbm_reported))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import format_bytes
 
 if TYPE_CHECKING:
     from oomkb.diagnostics.estimate import EstimateReport

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.holders import Holder, held_by
 from oomkb.diagnostics.program import array_creation_site
-from oomkb.diagnostics.units import ByteCount
+from oomkb.units import ByteCount
 
 if TYPE_CHECKING:
     from oomkb.diagnostics.program import ProgramSpec

@@ -53,42 +53,24 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oomkb.diagnostics.exceptions import DiagnosticsError
-from oomkb.diagnostics.program import (  # the program contract lives there; re-exported for callers
-    ProgramExited,
-    ProgramLoadError,
-    ProgramNameError,
-    ProgramSpec,
-    ProgramSpecError,
-    load_program_object,
-    resolve_program,
-    user_location,
-)
+from oomkb.diagnostics.program import ProgramExited, ProgramNameError, load_program_object, user_location
 from oomkb.diagnostics.interpreter import check_interpreter, child_bootstrap
-from oomkb.diagnostics.isolation import IsolationUnavailable, bwrap_command, isolation_status
-from oomkb.diagnostics.units import format_bytes
+from oomkb.diagnostics.isolation import bwrap_command, isolation_status
+from oomkb.units import format_bytes
 from oomkb.layout import code_dirs
 
 __all__ = [
-    "IsolationUnavailable",
     "JobCrashed",
     "JobFailed",
     "JobResult",
     "JobTimeout",
     "Limits",
     "call_program_job",
-    "ProgramExited",
-    "ProgramLoadError",
-    "ProgramNameError",
     "ProgramOutOfMemory",
-    "ProgramSpec",
-    "ProgramSpecError",
     "SandboxError",
     "clean_environment",
     "job_value",
-    "load_program_object",
-    "resolve_program",
     "run_job",
-    "user_location",
 ]
 
 

@@ -206,7 +206,7 @@ def topology_devices(target: TargetSpec) -> list[Any]:
 
 def hbm_cache_path() -> Path:
     """Where measured HBM capacities are kept (a job in a sandbox gets a read-only copy)."""
-    from oomkb.indexer.settings import oomkb_home
+    from oomkb.settings import oomkb_home
 
     return oomkb_home() / "tpu_hbm.json"
 

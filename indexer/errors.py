@@ -7,7 +7,7 @@ class IndexerError(ServiceError):
     """Base for problems with guides or the index that a user can act on."""
 
 
-class GuideError(UserInputError, IndexerError):
+class GuideError(UserInputError):
     """A guide file is missing, unreadable or malformed."""
 
 

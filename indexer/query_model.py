@@ -27,7 +27,7 @@ import numpy as np
 
 from oomkb.indexer.checksum import sha256_file
 from oomkb.indexer.errors import IndexCorruptError, IndexerError, ModelError
-from oomkb.indexer.settings import models_dir, query_precision_setting
+from oomkb.settings import models_dir, query_precision_setting
 from oomkb.indexer.store import (QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES, QUERY_TOKENIZER, QUERY_VOCAB,
                            Manifest, ModelInfo, QueryModelInfo, StoredIndex, read_manifest)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from oomkb.indexer.build import BuildStats, build_index, chunk_items, docs_hash
 from oomkb.indexer.errors import IndexMissingError
 from oomkb.indexer.guides import Guide, load_guides
-from oomkb.indexer.settings import default_index_dir
+from oomkb.settings import default_index_dir
 from oomkb.indexer.store import (FORMAT_VERSION, IndexItem, Manifest, ModelInfo, StoredIndex, load_index,
                            read_manifest)
 from oomkb.kb.cards import SectionCard, card_items, cards_hash, load_cards
@@ -82,7 +82,7 @@ def _query_model_current(manifest: Manifest) -> bool:
     """Whether the generation's query model is the export this oomkb makes (same export format,
     the configured precision); the model itself is checked against the manifest's model."""
     from oomkb.indexer.query_model import EXPORT_FORMAT_VERSION
-    from oomkb.indexer.settings import query_precision_setting
+    from oomkb.settings import query_precision_setting
 
     info = manifest.query_model
     return (info is not None and info.export_version == EXPORT_FORMAT_VERSION

@@ -11,5 +11,5 @@ class CatalogueError(KnowledgeBaseError):
     """A catalogue or card data file is invalid."""
 
 
-class QueryError(UserInputError, KnowledgeBaseError):
+class QueryError(UserInputError):
     """A search query or option is unusable (empty, too long, unknown language filter)."""

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from oomkb.diagnostics.tpu import Generation, generations
-from oomkb.diagnostics.units import format_bytes, parse_size
+from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.remedies import Catalogue, load_catalogue, placeholders

@@ -191,7 +191,7 @@ def _prototype_file(embedder, terms: _Terms) -> Path | None:
     info = getattr(embedder, "info", None)  # a QueryEncoder; a sentence-transformers model: None
     if info is None:
         return None
-    from oomkb.indexer.settings import models_dir
+    from oomkb.settings import models_dir
 
     key = hashlib.sha256(json.dumps([_PROTOTYPE_FORMAT, info.sha256, info.extra_sha256,
                                      info.prompt, terms.covered, terms.not_covered],

@@ -63,7 +63,7 @@ def factory():
 
 def cache_path() -> Path:
     """The cache file for the installed langdetect, under the models folder."""
-    from oomkb.indexer.settings import models_dir
+    from oomkb.settings import models_dir
 
     version = "".join(c if c.isalnum() or c in ".-" else "_" for c in _langdetect_version())
     return models_dir() / f"langdetect-profiles-{version}-f{FORMAT}.bin"

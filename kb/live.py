@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from oomkb.indexer.errors import IndexerError
-from oomkb.indexer.settings import default_index_dir
+from oomkb.settings import default_index_dir
 from oomkb.indexer.store import CURRENT, load_index
 from oomkb.kb.corpus import load_corpus
 from oomkb.kb.search import Searcher

@@ -41,7 +41,6 @@ from oomkb.kb.language import FALLBACK, SUPPORTED
 __all__ = [
     "REQUIRED_MESSAGES",
     "Catalogue",
-    "CatalogueError",
     "CategoryInfo",
     "ChosenRemedy",
     "Condition",

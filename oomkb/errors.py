@@ -1,14 +1,33 @@
 """The project's one exception tree: what a caller needs to know about an error lives on its class.
 
-Every exception oomkb defines descends from :class:`OomkbError`, through one of two branches:
+Every exception oomkb defines descends from :class:`OomkbError` along exactly one path, through
+one of two branches (a class never inherits from both; some also subclass a builtin such as
+``ValueError`` so that pydantic validators and generic callers read them as such):
 
-- :class:`UserInputError`: the input is at fault (a query, a log, a program, an option); the
-  CLI exits with 2 and HTTP answers 4xx.
-- :class:`ServiceError`: the environment is at fault (a damaged index, a missing model, shipped
-  data that does not load, a service still loading); the CLI exits with 1 and HTTP answers 503.
+    OomkbError
+    ├── UserInputError              the input is at fault: CLI exit 2, HTTP 4xx, never logged
+    │   ├── SettingsError                     oomkb.settings: an OOMKB_* value
+    │   ├── DiagnosticsError                  oomkb.diagnostics: the user's log, program or option
+    │   │   ├── SizeFormatError, LogReadError, TargetError, PlanError, ProfileError, InterpreterError
+    │   │   ├── TraceError, CompileError      (estimate)
+    │   │   ├── ProgramError → ProgramSpecError, ProgramLoadError, ProgramNameError,
+    │   │   │                  ProgramExited, FactoryError
+    │   │   └── SandboxError → JobTimeout, JobCrashed, JobFailed, ProgramOutOfMemory …  (HTTP 422)
+    │   ├── GuideError                        oomkb.indexer: a guide file the user gave
+    │   ├── QueryError                        oomkb.kb: an unusable query or option
+    │   ├── UnknownAnswer, UnknownGuide       oomkb.api: an id that does not exist (404)
+    └── ServiceError                the environment is at fault: CLI exit 1, HTTP 503, logged
+        ├── SignatureCatalogueError           shipped data (signatures.yaml) does not load
+        ├── IsolationUnavailable              no sandbox for submitted programs
+        ├── IndexerError → IndexCorruptError, IndexMismatchError, IndexMissingError, IndexBusyError
+        ├── ModelError                        the embedding model cannot be loaded
+        ├── KnowledgeBaseError → CatalogueError (→ GroundingError), FactError, MissingValue
+        ├── FeedbackUnavailable
+        └── NotReady, EstimateBusy            expected states (loading, busy: HTTP 429): not logged
 
 A class may narrow its HTTP status (a program stopped by the sandbox is 422, a busy estimator
-429). The edges (``api.cli.boundary``, the HTTP app, the Slack adapter) read these attributes;
+429), give a retry hint, or mark itself ``expected`` (a state to report, not a fault to log). The
+edges (``oomkb.api.cli.boundary``, the HTTP app, the Slack adapter) read only these attributes;
 Python's method resolution order makes the most specific class win, as with any attribute.
 """
 
@@ -24,6 +43,8 @@ class OomkbError(Exception):
     http_status: int = 500
     #: Seconds a client should wait before retrying (a ``Retry-After`` header), when retrying helps.
     retry_after_s: int | None = None
+    #: An expected state of the service (still loading, busy), answered as it is and not logged.
+    expected: bool = False
 
     @property
     def user_fault(self) -> bool:

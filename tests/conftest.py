@@ -70,20 +70,3 @@ def index_copy(loaded_index, tmp_path) -> Path:
     shutil.copytree(loaded_index.index.path.parent, dst, ignore=shutil.ignore_patterns(".lock"),
                     copy_function=_copy_or_link)
     return dst
-
-
-#: Test modules that run real compiles, subprocess-heavy sandboxes, a browser, schema fuzzing,
-#: load or index rebuilds: all of `make test` runs them, `make test-quick` (-m "not slow") skips them.
-#: Single slow tests elsewhere carry `@pytest.mark.slow` themselves.
-SLOW_MODULES = frozenset({
-    "test_estimate", "test_profile", "test_sandbox", "test_sandbox_http", "test_fuzz", "test_load_quick",
-    "test_web_browser", "test_site_browser", "test_index_faults", "test_packaging", "test_light_install",
-    "test_retrieval_quality", "test_plan", "test_capture", "test_isolation", "test_user_env",
-    "test_http_security", "test_slack_feedback", "test_grounding", "test_query_path", "test_query_model", "test_vmem", "test_plan_service",
-})
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from oomkb.diagnostics.tpu import generations
-from oomkb.diagnostics.units import parse_size
+from oomkb.units import parse_size
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.figures import load_figures
 from oomkb.kb.next_steps import load_next_steps, names_from_log

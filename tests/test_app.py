@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomkb.api.http.app import ESTIMATE_DISABLED, create_app
-from oomkb.api.settings import Settings, SettingsError
+from oomkb.settings import Settings, SettingsError
 from tests.conftest import LOCAL
 
 ASK_KEYS = {"language", "diagnosis", "answer", "citations", "grounded"}
@@ -330,7 +330,7 @@ def test_settings_come_from_the_environment_and_bad_values_name_the_variable(mon
 
 
 def test_a_bad_service_setting_does_not_stop_offline_storage_settings(monkeypatch, tmp_path):
-    from oomkb.indexer.settings import default_index_dir
+    from oomkb.settings import default_index_dir
 
     monkeypatch.setenv("OOMKB_PORT", "eighty")
     monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
@@ -353,7 +353,7 @@ def test_importing_the_project_writes_nothing_to_the_environment():
 def test_serve_command_is_registered_and_rejects_a_bad_port():
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app as cli
+    from oomkb.api.cli.main import app as cli
 
     runner = CliRunner()
     assert "serve" in runner.invoke(cli, ["--help"]).output

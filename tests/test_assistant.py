@@ -7,7 +7,7 @@ import yaml
 
 from oomkb.api.assistant import Assistant
 from oomkb.api.schemas import AskRequest
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import format_bytes
 from oomkb.kb import remedies
 from oomkb.kb.errors import QueryError
 from oomkb.kb.language import detect_language

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from oomkb.api.http.app import create_app
 from oomkb.api.http.holder import AssistantHolder
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.api.http.slack import SlackBot, answer_blocks, markdown_to_mrkdwn
 from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, block_text, mention, post_event
@@ -386,7 +386,7 @@ def test_the_web_page_shows_markup_from_a_log_as_text_and_runs_nothing(page):  #
 
 @pytest.fixture(scope="module")
 def cli():
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     runner = CliRunner()
 

@@ -22,6 +22,8 @@ import pytest
 from oomkb.api.evidence import facts_from
 from oomkb.diagnostics.capture import CaptureReport, capture, is_oom
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 ROOT = Path(__file__).resolve().parents[1]
 FOUR_TIB = 1 << 42
 
@@ -309,7 +311,7 @@ def test_profile_leak_suspect_is_held_by_the_module_level_list(tmp_path):
     facts = facts_from(None, report)
     assert facts["leak_suspect_held_by"].startswith("HISTORY[")
     # The assistant's step names the holder (a profile without an error is read as a runtime leak).
-    from oomkb.diagnostics.units import format_bytes
+    from oomkb.units import format_bytes
     from oomkb.kb import remedies as catalogue_api
 
     catalogue = catalogue_api.load_catalogue()

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from oomkb.api.cli import app
+from oomkb.api.cli.main import app
 
 runner = CliRunner()
 ERROR = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory "

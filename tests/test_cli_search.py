@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from oomkb.api.cli import app
+from oomkb.api.cli.main import app
 
 runner = CliRunner()
 

@@ -65,7 +65,7 @@ def test_a_broken_shipped_signature_catalogue_answers_503_not_400(monkeypatch):
     from fastapi.testclient import TestClient
 
     from oomkb.api.http.app import create_app
-    from oomkb.api.settings import Settings
+    from oomkb.settings import Settings
     from oomkb.diagnostics import parse
     from oomkb.diagnostics.exceptions import SignatureCatalogueError
 

@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from oomkb.diagnostics import tpu
-from oomkb.diagnostics.units import parse_size
+from oomkb.units import parse_size
 
 PROGRAMS = Path(__file__).parent / "programs"
 PROGRAM_FILE = PROGRAMS / "estimate_programs.py"
@@ -31,6 +31,8 @@ from oomkb.diagnostics.estimate import (  # noqa: E402
     estimate,
     estimate_factory,
 )
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 
 def line_of(text: str) -> int:

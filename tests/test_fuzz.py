@@ -21,7 +21,9 @@ import schemathesis
 from schemathesis import GenerationMode
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 # (method, path) → examples per generation mode. /v1/ask embeds every question (the costly call),
 # so it gets fewer; operations without inputs have a single possible request.

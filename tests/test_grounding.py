@@ -9,6 +9,8 @@ from benchmarks.grounding import heldout_set, training_set
 from oomkb.kb import grounding
 from oomkb.kb.language import SUPPORTED
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 ON_TOPIC_ACCEPTED_MIN = 0.98
 OFF_TOPIC_REJECTED_MIN = 0.97
 

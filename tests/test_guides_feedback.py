@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from oomkb.api.feedback import MIGRATIONS, SCHEMA_VERSION, FeedbackStore
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.api.site import reader_language, render_markdown
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.cards import load_cards
@@ -286,7 +286,7 @@ def test_gaps_group_the_same_question_across_languages_biggest_group_first(searc
 def test_oomkb_gaps_json_reads_the_database(searcher, tmp_path):
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     db = tmp_path / "cli.sqlite"
     _record_unanswered(FeedbackStore(db))
@@ -319,7 +319,7 @@ def test_the_gaps_page_is_off_without_a_token_and_behind_it_otherwise(client, se
 def test_export_site_writes_pages_that_link_to_each_other(tmp_path):
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     result = CliRunner().invoke(app, ["export-site", str(tmp_path / "site"), "--lang", "hi"])
     assert result.exit_code == 0, result.output

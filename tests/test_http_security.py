@@ -31,11 +31,13 @@ from packaging.version import Version
 from slack_sdk import WebClient
 
 from oomkb.api.http.app import DRAIN_BYTES, PAGE_CSP, create_app
-from oomkb.api.http.slack import MAX_SLACK_TEXT_CHARS, question_from_slack
-from oomkb.api.settings import Settings, SettingsError
-from oomkb.diagnostics.units import MAX_BYTE_COUNT
+from oomkb.api.http.slack_text import MAX_SLACK_TEXT_CHARS, question_from_slack
+from oomkb.settings import Settings, SettingsError
+from oomkb.units import MAX_BYTE_COUNT
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, SlackStandIn, signed
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 MIB = 1 << 20
 OVER_LIMIT_BODY = b'{"error_log": "' + b"x" * (5 * MIB) + b'"}'

@@ -1,5 +1,6 @@
 """Index faults in a serving process: new generations, damaged ones, changed guides, two builders."""
 
+import pytest
 import json
 import os
 import shutil
@@ -12,6 +13,8 @@ from oomkb.kb.corpus import build, load_corpus
 from oomkb.kb.live import LiveIndex
 from oomkb.kb.search import Searcher
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 
 def _live(index_dir, embedder, docs_dir=None):

@@ -26,12 +26,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.diagnostics.isolation import IsolationUnavailable, isolation_status
 from oomkb.diagnostics.sandbox import JobCrashed, JobFailed, Limits, run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "programs" / "escape_cases.py"
@@ -147,7 +149,7 @@ def estimating_app(assistant, **settings) -> TestClient:
 
 
 def run_probe(client, listener, fake_home, outside: Path) -> tuple[dict, str]:
-    from oomkb.indexer.settings import oomkb_home
+    from oomkb.settings import oomkb_home
 
     tmp_name = f"oomkb-escape-{uuid.uuid4().hex}"
     source = PROBE.format(port=listener.getsockname()[1], secret=str(fake_home / ".netrc"),
@@ -271,7 +273,7 @@ def test_the_sandbox_setting_comes_from_the_environment(monkeypatch):
     assert Settings.from_env().estimate_sandbox == "bwrap"
     monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "None")
     assert Settings.from_env().estimate_sandbox == "none"
-    from oomkb.api.settings import SettingsError
+    from oomkb.settings import SettingsError
 
     monkeypatch.setenv("OOMKB_ESTIMATE_SANDBOX", "docker")
     with pytest.raises(SettingsError, match="OOMKB_ESTIMATE_SANDBOX"):
@@ -404,7 +406,7 @@ def test_a_long_error_message_is_bounded():
 def test_a_live_server_refuses_every_escape_and_still_estimates(listener, fake_home, tmp_path):
     """Over real HTTP, against `oomkb serve` with estimates on and the default sandbox."""
     require_bwrap()
-    from oomkb.indexer.settings import oomkb_home
+    from oomkb.settings import oomkb_home
 
     outside = tmp_path / "outside"
     outside.mkdir()

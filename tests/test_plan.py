@@ -19,6 +19,8 @@ sys.path.insert(0, str(PROGRAMS))
 import plan_programs  # noqa: E402
 import vmem_programs  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 MiB, GiB = 1 << 20, 1 << 30
 
 

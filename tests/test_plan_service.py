@@ -12,13 +12,15 @@ from fastapi.testclient import TestClient
 from oomkb.api.assistant import Assistant
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskRequest
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 
 PROGRAMS = Path(__file__).parent / "programs"
 sys.path.insert(0, str(PROGRAMS))
 
 import plan_programs  # noqa: E402
 import vmem_programs  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 WIDE_EVEN = (PROGRAMS / "plan_programs.py").read_text()
 LOCAL = "http://127.0.0.1"  # a trusted host of the service
@@ -68,7 +70,7 @@ def test_a_vmem_plan_names_the_raised_limit_and_the_vmem_diagnosis(assistant, vm
 def test_a_plan_json_is_accepted_by_ask_on_the_command_line(hbm_plan, loaded_index, tmp_path):
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     path = tmp_path / "plan.json"
     path.write_text(hbm_plan.model_dump_json(), encoding="utf-8")

@@ -15,6 +15,8 @@ from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.profile import ProfileError, growth_per_call, profile_callable, resolve_target
 from oomkb.diagnostics.program import load_program_object, resolve_program
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 PROGRAMS = Path(__file__).parent / "programs"
 LEAKY = PROGRAMS / "profile_leaky.py"
 CLEAN = PROGRAMS / "profile_clean.py"

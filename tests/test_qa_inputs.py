@@ -115,7 +115,7 @@ def test_target_generation_follows_the_topology_prefix_when_no_tpu_is_given():
 def test_topology_of_another_generation_than_tpu_is_refused_before_compiling(command):
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
     result = CliRunner().invoke(app, [command, program, "--tpu", "v5e", "--topology", "v6e:2x4"])
@@ -131,7 +131,7 @@ def test_estimate_with_only_a_prefixed_topology_compiles_for_that_generation():
 
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     program = f"{PROGRAMS / 'qa_partial_step.py'}:make"
     result = CliRunner().invoke(app, ["estimate", program, "--topology", "v6e:2x4", "--json"])
@@ -279,7 +279,7 @@ def test_capture_that_cannot_write_its_report_does_not_claim_it(tmp_path, capsys
 def test_run_refuses_an_unwritable_report_before_the_script_runs(tmp_path, where, message):
     from typer.testing import CliRunner
 
-    from oomkb.api.cli import app
+    from oomkb.api.cli.main import app
 
     (tmp_path / "file").write_text("x")
     marker = tmp_path / "ran"

@@ -23,6 +23,8 @@ from oomkb.indexer.query_model import (
 from oomkb.indexer.store import (CURRENT, MANIFEST, QUERY_ONNX, QUERY_TABLE, QUERY_TABLE_SCALES,
                            QUERY_TOKENIZER, load_index)
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 # A question per supported language (kb/language.py), short and long, with technical tokens.
 QUERIES = {
     "en": "How do I fix RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm on a v5e?",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import format_bytes
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.language import SUPPORTED

@@ -7,20 +7,17 @@ from pathlib import Path
 import pytest
 
 from oomkb.diagnostics.exceptions import DiagnosticsError
-from oomkb.diagnostics.sandbox import (
-    JobCrashed,
-    JobFailed,
-    JobTimeout,
-    Limits,
+from oomkb.diagnostics.program import (
     ProgramExited,
     ProgramLoadError,
     ProgramNameError,
     ProgramSpecError,
-    clean_environment,
     load_program_object,
     resolve_program,
-    run_job,
 )
+from oomkb.diagnostics.sandbox import JobCrashed, JobFailed, JobTimeout, Limits, clean_environment, run_job
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 CASES = Path(__file__).parent / "programs" / "sandbox_cases.py"
 JOB = "oomkb.diagnostics.sandbox:call_program_job"

@@ -19,11 +19,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from tests.conftest import LOCAL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from live_server import LiveServer  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 GIB = 1 << 30
 FAKE_SECRET = "fake-signing-secret-7f3a91c0"

@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.api.site import export_site
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.cards import load_cards

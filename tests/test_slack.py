@@ -20,10 +20,9 @@ from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
-from oomkb.api.http.slack import (
-    SECTION_CHARS, SeenEvents, answer_blocks, markdown_to_mrkdwn, question_from_slack, split_sections,
-)
+from oomkb.settings import Settings
+from oomkb.api.http.slack import SECTION_CHARS, SeenEvents, answer_blocks, markdown_to_mrkdwn, split_sections
+from oomkb.api.http.slack_text import question_from_slack
 from tests.conftest import LOCAL
 
 SECRET = "test-signing-secret-0123456789abcdef"

@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 
 from oomkb.api.http.app import create_app
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from tests.conftest import LOCAL
 from tests.test_slack import SECRET, TOKEN, assistant, mention, post_event, signed, slack_api  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 
 @pytest.fixture(scope="module")

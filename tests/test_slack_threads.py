@@ -19,8 +19,8 @@ from slack_sdk import WebClient
 
 from oomkb.api.http.app import create_app
 from oomkb.api.http.slack_evidence import MAX_FILE_BYTES
-from oomkb.api.settings import Settings
-from oomkb.diagnostics.units import format_bytes
+from oomkb.settings import Settings
+from oomkb.units import format_bytes
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, block_text, mention, post_event
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from oomkb.diagnostics.exceptions import DiagnosticsError, SizeFormatError
-from oomkb.diagnostics.units import format_bytes, parse_size
+from oomkb.errors import UserInputError
+from oomkb.units import SizeFormatError
+from oomkb.units import format_bytes, parse_size
 
 K, M, G, T = 2**10, 2**20, 2**30, 2**40
 
@@ -63,7 +64,7 @@ def test_parse_size_rejects_text_that_is_not_a_size_with_a_clear_message(bad):
         parse_size(bad)
     assert "byte size" in str(caught.value)
     assert isinstance(caught.value, ValueError)
-    assert isinstance(caught.value, DiagnosticsError)
+    assert isinstance(caught.value, UserInputError)
 
 
 def test_parse_size_rejects_non_text():

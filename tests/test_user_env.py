@@ -15,6 +15,8 @@ import pytest
 
 from oomkb.diagnostics.interpreter import InterpreterError, check_interpreter
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 JAX_ONLY = ("jax", "jaxlib", "libtpu", "numpy", "numpy.libs", "ml_dtypes", "opt_einsum", "scipy", "scipy.libs")
 
 PROGRAM = textwrap.dedent('''

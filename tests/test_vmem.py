@@ -21,6 +21,8 @@ sys.path.insert(0, str(PROGRAMS))
 
 import vmem_programs  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
+
 MiB = 1 << 20
 KERNEL_LINE = next(i for i, line in enumerate(VMEM_FILE.read_text().splitlines(), 1)
                    if "the kernel's line" in line)
@@ -129,7 +131,7 @@ def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capa
     assert facts["vmem_exceeded"] == "capacity"
     assert all(v >= 0 for k, v in facts.items() if k.endswith("_bytes"))
 
-    from oomkb.diagnostics.units import format_bytes
+    from oomkb.units import format_bytes
     from oomkb.kb import remedies
 
     catalogue = remedies.load_catalogue()

@@ -99,7 +99,7 @@ def test_the_descriptions_file_changes_with_the_descriptions(onnx_searcher):
 def test_an_unwritable_models_folder_still_gives_the_vectors(onnx_searcher, tmp_path, monkeypatch):
     blocker = tmp_path / "models"
     blocker.write_text("a file where the folder would be")
-    monkeypatch.setattr("oomkb.indexer.settings.models_dir", lambda: blocker)
+    monkeypatch.setattr("oomkb.settings.models_dir", lambda: blocker)
     grounding._PROTOTYPES.clear()
     covered, not_covered = grounding.prototype_vectors(onnx_searcher)
     assert covered.shape[0] == len(grounding.load_terms().covered) and not_covered.shape[1] == 384

@@ -51,7 +51,10 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from oomkb.api.schemas import CaptureReport, EstimateReport, PlanReport, ProfileReport
+    from oomkb.diagnostics.capture import CaptureReport
+    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.plan import PlanReport
+    from oomkb.diagnostics.profile import ProfileReport
 
     text = _read_text(path, "report")
     try:

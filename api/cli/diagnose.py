@@ -13,7 +13,7 @@ from rich.text import Text
 
 from oomkb.api.cli.options import JsonOption
 from oomkb.api.cli.boundary import EXIT_USAGE, fail
-from oomkb.diagnostics.units import format_bytes
+from oomkb.units import format_bytes
 
 if TYPE_CHECKING:  # the parser compiles its patterns on import: only when diagnose runs
     from oomkb.diagnostics.parse import ParsedError

@@ -84,7 +84,7 @@ def estimate_command(
 def verdict_lines(report) -> list[str]:
     """The fits / does-not-fit lines (rich markup), naming the memory space that ran out."""
     from oomkb.diagnostics.estimate import vmem_summary
-    from oomkb.diagnostics.units import format_bytes as fb
+    from oomkb.units import format_bytes as fb
 
     target = report.target
     hbm = f"{fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per device"
@@ -118,7 +118,7 @@ def _where(source: str | None) -> str:
 
 
 def _print_report(report, plot: Path | None) -> None:
-    from oomkb.diagnostics.units import format_bytes as fb
+    from oomkb.units import format_bytes as fb
 
     out = Console(soft_wrap=True)
     target = report.target

@@ -124,7 +124,7 @@ def _follow(thread: threading.Thread, path: Path, console: Console | None) -> No
 def print_plan(report, plot: Path | None = None) -> None:
     """The plan as text: the baseline verdict, each fix, the --vary answer."""
     from oomkb.api.cli.estimate import verdict_lines
-    from oomkb.diagnostics.units import format_bytes as fb
+    from oomkb.units import format_bytes as fb
 
     out = Console(soft_wrap=True)
     target = report.target

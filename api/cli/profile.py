@@ -71,7 +71,7 @@ def profile_command(
 
 
 def _print_report(report, plot: Path | None) -> None:
-    from oomkb.diagnostics.units import format_bytes
+    from oomkb.units import format_bytes
 
     out = Console(soft_wrap=True)
     kind = {"factory": "factory's fn", "step": "step function"}.get(report.target_kind, "function")

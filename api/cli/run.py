@@ -197,7 +197,7 @@ def _show(report, as_json: bool, lang: str, answer: bool, index: Path | None) ->
 
 
 def _print_table(report, console: Console) -> None:
-    from oomkb.diagnostics.units import format_bytes
+    from oomkb.units import format_bytes
 
     error = report.error
     console.print(f"[bold red]out of memory[/] ({error.category}, backend {report.backend})"

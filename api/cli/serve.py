@@ -42,7 +42,7 @@ def serve_command(
         "resident; the query model's token table is mapped, its pages shared between them)")] = 1,
 ) -> None:
     """Serve the REST API, the web page and Slack with uvicorn."""
-    from oomkb.api.settings import Settings, SettingsError
+    from oomkb.settings import Settings, SettingsError
 
     if not 1 <= workers <= MAX_WORKERS:
         fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}", EXIT_USAGE)
@@ -119,7 +119,7 @@ def worker_app():
     import os
 
     from oomkb.api.http.app import create_app
-    from oomkb.api.settings import Settings
+    from oomkb.settings import Settings
 
     settings = Settings.from_env()
     _prepare_process(settings, os.environ.get("OOMKB_LOG_LEVEL", "info"))
@@ -131,6 +131,6 @@ def _prefetch(settings) -> None:
     """A serving process starts loading the query model now, while the web framework is imported
     (about 0.7 s); the app's loader then takes it over."""
     from oomkb.indexer.query_model import prefetch
-    from oomkb.indexer.settings import default_index_dir
+    from oomkb.settings import default_index_dir
 
     prefetch(settings.index_dir or default_index_dir())

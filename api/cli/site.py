@@ -53,7 +53,7 @@ def gaps_command(
     """Questions answered `grounded: false` or marked unhelpful, grouped by meaning, biggest first."""
     from oomkb.api.feedback import FeedbackStore
     from oomkb.api.gaps import GapsReport, group_questions, searcher_functions
-    from oomkb.api.settings import Settings
+    from oomkb.settings import Settings
     from oomkb.kb.search import open_searcher
 
     if since is not None and not 0 < since <= 36500:

@@ -29,16 +29,16 @@ from starlette.responses import Response
 
 from oomkb.api.http.feedback import absolute_links, record_answer, store_for
 from oomkb.api.http.feedback import router as feedback_router
-from oomkb.api.http.holder import AssistantHolder, NotReady
+from oomkb.api.http.holder import AssistantHolder
 from oomkb.api.http.jobs import job_limits, submitted_program
 from oomkb.api.http.pages import router as pages_router
-from oomkb.api.settings import Settings
-from oomkb.diagnostics.units import format_bytes
+from oomkb.settings import Settings
+from oomkb.units import MIB, format_bytes
 from oomkb.errors import OomkbError, ServiceError
-from oomkb.api.schemas import (
-    AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, EstimateReport, GuidesResponse,
-    ParsedError, ProgramRequest, SearchRequest, SearchResponse,
-)
+from oomkb.api.schemas import AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse, ProgramRequest, SearchRequest
+from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.parse import ParsedError
+from oomkb.kb.search import SearchResponse
 
 if TYPE_CHECKING:
     from oomkb.api.assistant import Assistant
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("oomkb.api")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-MIB = 1 << 20
-GIB = 1 << 30
 
 # The page may load only what this server serves: no CDN, no inline script.
 PAGE_CSP = (
@@ -299,7 +297,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def project_error(request: Request, exc: OomkbError) -> JSONResponse:
         """The status and retry hint are properties of the error's class (most specific wins)."""
         headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s else None
-        if exc.user_fault or isinstance(exc, (NotReady, EstimateBusy)):
+        if exc.user_fault or exc.expected:
             return JSONResponse({"detail": str(exc)}, status_code=exc.http_status, headers=headers)
         log.error("%s %s: %s", request.method, request.url.path, exc)
         return JSONResponse({"detail": f"the service cannot answer: {exc}"},
@@ -330,6 +328,7 @@ class EstimateBusy(ServiceError):
 
     http_status = 429
     retry_after_s = 10
+    expected = True
 
 
 ESTIMATE_DISABLED = (

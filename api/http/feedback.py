@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from oomkb.api.feedback import MAX_COMMENT_CHARS, FeedbackStore, FeedbackUnavailable
 from oomkb.api.schemas import AskRequest, AskResponse, ErrorResponse, JsonRequest
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 
 log = logging.getLogger("oomkb.feedback")
 

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.errors import OomkbError, ServiceError
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ class NotReady(ServiceError):
     """The model and index are still loading (or failed to load); the message says which."""
 
     retry_after_s = 5
+    expected = True
 
 
 class AssistantHolder:

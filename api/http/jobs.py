@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.diagnostics.sandbox import Limits
 
 

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from oomkb.api.http.jobs import job_limits, submitted_program
 from oomkb.api.schemas import JsonRequest, ProgramRequest
-from oomkb.api.settings import Settings
+from oomkb.settings import Settings
 from oomkb.diagnostics.plan import PlanReport
 
 PLAN_DISABLED = (

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from oomkb.api.http.slack_text import question_from_slack
 from oomkb.api.schemas import MAX_ERROR_LOG_CHARS, AskRequest
 
 log = logging.getLogger("oomkb.slack")
@@ -52,8 +53,6 @@ class SlackEvidence:
     def complete(self, request: AskRequest, client: WebClient, event: dict[str, Any]) -> AskRequest:
         """`request` with `error_log` and `report` filled from `event`'s files, else from the
         earlier messages of its thread (oldest first); unchanged when there is nothing."""
-        from oomkb.api.http.slack import question_from_slack
-
         own_log, own_report = self._files(client, event.get("files"))
         logs = [request.error_log, own_log]
         reports = [own_report]

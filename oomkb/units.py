@@ -14,9 +14,19 @@ from typing import Annotated
 
 from pydantic import Field
 
-from oomkb.diagnostics.exceptions import SizeFormatError
+from oomkb.errors import UserInputError
 
-__all__ = ["MAX_BYTE_COUNT", "ByteCount", "SIZE_PATTERN", "UNIT_EXPONENTS", "format_bytes", "parse_size"]
+__all__ = ["GIB", "KIB", "MAX_BYTE_COUNT", "MIB", "ByteCount", "SIZE_PATTERN", "SizeFormatError", "UNIT_EXPONENTS",
+           "format_bytes", "parse_size"]
+
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+class SizeFormatError(UserInputError, ValueError):
+    """A byte-size text such as ``"49.34G"`` could not be understood."""
+
 
 #: Bound of a byte count in a measured report (estimate, profile): 2^53 - 1 (8 PiB), beyond any
 #: device's memory and the largest integer that every JSON reader holds exactly (JavaScript, and
