@@ -31,7 +31,7 @@ from oomkb.indexer.model import load_embedder  # noqa: E402
 from oomkb.indexer.query_model import load_query_encoder  # noqa: E402
 from oomkb.indexer.store import load_index  # noqa: E402
 from oomkb.kb.corpus import build, load_corpus  # noqa: E402
-from oomkb.kb.evaluation import evaluate, load_queries  # noqa: E402
+from tests.evaluation import evaluate, load_queries  # noqa: E402
 from oomkb.kb.search import Searcher  # noqa: E402
 
 # (row name, corpus with cards?, search mode)

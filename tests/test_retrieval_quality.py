@@ -2,7 +2,7 @@
 
 import pytest
 
-from oomkb.kb.evaluation import evaluate, load_queries
+from tests.evaluation import evaluate, load_queries
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it

@@ -1,4 +1,5 @@
-"""Retrieval quality on a labelled query set: recall@k and MRR at the guide level."""
+"""Retrieval quality on a labelled query set: recall@k and MRR at the guide level (used by the
+retrieval tests and benchmarks/retrieval.py; not part of the installed package)."""
 
 from __future__ import annotations
 
