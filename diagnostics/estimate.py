@@ -304,7 +304,7 @@ def estimate_program(
     program_spec = resolve_program(program)
     what = f"the estimate of {program_spec.path.name}:{program_spec.name}"
     result = run_job(
-        "oomkb.diagnostics.estimate:estimate_job",
+        "estimate",
         {
             "program": str(program_spec),
             "generation": spec.generation,
