@@ -137,6 +137,12 @@ def _print_report(report, plot: Path | None) -> None:
         f"{fb(report.alias_bytes)} = {fb(report.total_bytes)}  (compiled in "
         f"{report.compile_seconds:.1f} s)"
     )
+    if report.peak_by_role:
+        from oomkb.diagnostics.roles import role_sentence
+
+        sentence = role_sentence(report.peak_by_role, fb)
+        if sentence:
+            out.print(escape(sentence))
     if report.compile_error is not None:
         out.print(f"[red]compiler:[/] {escape(report.compile_error_text or '')[:500]}")
 
