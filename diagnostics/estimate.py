@@ -45,6 +45,7 @@ from oomkb.diagnostics.program import FactoryError, resolve_program, user_locati
 from oomkb.diagnostics.program import callable_name as _callable_name
 from oomkb.diagnostics.roles import assign_roles, origin_op_names, roles_at_peak
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
+from oomkb.diagnostics.timeline import Timeline, label_timeline, read_timeline
 from oomkb.units import MIB, ByteCount, format_bytes
 
 __all__ = [
@@ -210,6 +211,8 @@ class EstimateReport(BaseModel):
     total_bytes: ByteCount = Field(description="argument + output + temp + generated code - alias")
     headroom_bytes: ByteCount = Field(description="hbm_bytes - total_bytes (negative: does not fit)")
     peak_heap_bytes: ByteCount | None = Field(None, description="the Memory Viewer's peak heap")
+    timeline: Timeline | None = Field(
+        None, description="every HBM buffer's live range over program order (estimate --timeline)")
     peak_by_role: dict[str, ByteCount] | None = Field(
         None, description="bytes live at the peak per role (parameter, optimizer_state, gradient, "
         "activation, temporary, output, unknown); they add up to peak_heap_bytes")
@@ -244,6 +247,7 @@ def estimate(
     topology: str | None = None,
     donation_check: bool = True,
     top_n: int = 10,
+    timeline: bool = False,
     **kwargs: Any,
 ) -> EstimateReport:
     """Estimate ``fn(*args, **kwargs)`` on a TPU ``target``, compiling in this process.
@@ -257,7 +261,7 @@ def estimate(
     spec = tpu.resolve_target(target, topology)
     devices = tpu.topology_devices(spec)
     return _estimate_call(fn, tuple(args), dict(kwargs), spec, devices, None,
-                          donation_check=donation_check, top_n=top_n)
+                          donation_check=donation_check, top_n=top_n, timeline=timeline)
 
 
 def estimate_factory(
@@ -267,6 +271,7 @@ def estimate_factory(
     topology: str | None = None,
     donation_check: bool = True,
     top_n: int = 10,
+    timeline: bool = False,
 ) -> EstimateReport:
     """Call ``factory`` (the program contract: returns ``(fn, args[, kwargs])``) and estimate the result.
 
@@ -280,7 +285,7 @@ def estimate_factory(
     devices = tpu.topology_devices(spec)
     fn, args, kwargs, mesh = _call_factory(factory, devices)
     return _estimate_call(fn, args, kwargs, spec, devices, mesh,
-                          donation_check=donation_check, top_n=top_n)
+                          donation_check=donation_check, top_n=top_n, timeline=timeline)
 
 
 def estimate_program(
@@ -291,6 +296,7 @@ def estimate_program(
     timeout_s: float = 300.0,
     donation_check: bool = False,
     top_n: int = 10,
+    timeline: bool = False,
     limits: Limits | None = None,
     isolate: bool = False,
     python: str | None = None,
@@ -317,6 +323,7 @@ def estimate_program(
             "topology": spec.topology,
             "donation_check": donation_check,
             "top_n": top_n,
+            "timeline": timeline,
         },
         timeout_s=timeout_s,
         limits=limits,
@@ -344,6 +351,7 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         topology=str(payload["topology"]),
         donation_check=bool(payload.get("donation_check", True)),
         top_n=int(payload.get("top_n", 10)),
+        timeline=bool(payload.get("timeline", False)),
     )
     return report.model_dump(mode="json")
 
@@ -837,7 +845,7 @@ def _replicated(compiled: Any, specs: tuple, arg_names: list[str]) -> list[Repli
 
 def _estimate_call(
     fn: Any, args: tuple, kwargs: dict, spec: tpu.TargetSpec, devices: list[Any], mesh: Any,
-    *, donation_check: bool, top_n: int,
+    *, donation_check: bool, top_n: int, timeline: bool = False,
 ) -> EstimateReport:
     import jax
     from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
@@ -883,8 +891,16 @@ def _estimate_call(
             hlo_text = hlo_path.read_text("utf-8", "replace") if hlo_path else ""
             devices_used = len(_spec_device_set(specs) or {device})
         buffers = _buffers_at_peak(viewer) if viewer else []
-        for buffer, role in zip(buffers, assign_roles(buffers, origins=origin_op_names(hlo_text))):
+        origins = origin_op_names(hlo_text)
+        for buffer, role in zip(buffers, assign_roles(buffers, origins=origins)):
             buffer.role = role
+        lifetimes = None
+        if timeline:
+            lifetimes = read_timeline(dump_dir)
+            if lifetimes is None:
+                report_warnings.append("XLA wrote no live ranges for this compile: no timeline")
+            else:
+                label_timeline(lifetimes, buffers, origins)
         if viewer is None:
             report_warnings.append("XProf's Memory Viewer could not read the dump: no buffer list")
     finally:
@@ -939,6 +955,7 @@ def _estimate_call(
         headroom_bytes=hbm_bytes - total,
         peak_heap_bytes=peak_heap,
         peak_by_role=peak_by_role,
+        timeline=lifetimes,
         top_buffers=buffers[:top_n],
         padding=padding,
         donation=donation,

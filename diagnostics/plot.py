@@ -352,3 +352,42 @@ def plot_plan(report: PlanReport, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def plot_timeline(report: EstimateReport, path: str | Path, bars: int = 40) -> Path:
+    """HBM in use over program order (top) and the largest buffers' live ranges (bottom)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    from oomkb.diagnostics.timeline_html import ROLE_COLOURS
+
+    timeline = report.timeline
+    if timeline is None:
+        raise ValueError("the report has no timeline (estimate with --timeline)")
+    fig = Figure(figsize=(10, 7), dpi=110)
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2]})
+    steps = [i * timeline.steps_per_point for i in range(len(timeline.usage))]
+    top.step(steps, timeline.usage, where="post", color="#333")
+    top.axvline(timeline.peak_step, color="#c44e52", linestyle="--")
+    top.set_title(f"{report.function}: HBM in use per device, peak {format_bytes(timeline.peak_bytes)} "
+                  f"at step {timeline.peak_step}")
+    from matplotlib.ticker import FuncFormatter
+
+    top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: format_bytes(int(max(value, 0)))))
+    top.set_ylim(0, max(timeline.usage or [1]) * 1.08)
+    top.set_xlim(0, timeline.steps + 1)
+    shown = timeline.buffers[:bars]
+    for i, b in enumerate(shown):
+        bottom.barh(i, b.end - b.start + 1, left=b.start, color=ROLE_COLOURS.get(b.role or "unknown"),
+                    edgecolor="black" if b.start <= timeline.peak_step <= b.end else "none")
+    bottom.set_yticks(range(len(shown)), [format_bytes(b.bytes) for b in shown], fontsize=7)
+    bottom.invert_yaxis()
+    bottom.axvline(timeline.peak_step, color="#c44e52", linestyle="--")
+    bottom.set_xlabel("step of the compiled program")
+    bottom.legend(handles=[Patch(color=c, label=r.replace("_", " ")) for r, c in ROLE_COLOURS.items()],
+                  fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(str(path))
+    return Path(path)

@@ -56,6 +56,10 @@ def estimate_command(
                                 "(off by default: `oomkb plan` measures it with the other fixes)")
     ] = False,
     top: Annotated[int, typer.Option("--top", help="buffers to list")] = 10,
+    timeline: Annotated[
+        Optional[Path], typer.Option("--timeline", help="write every HBM buffer's live range over program "
+                                     "order to this page (.html, self-contained) or picture (.png)")
+    ] = None,
 ) -> None:
     """Compile FILE.py:FACTORY for a TPU in a child process and report its HBM needs."""
     from oomkb.diagnostics.estimate import estimate_program
@@ -65,23 +69,42 @@ def estimate_command(
     if top < 1:
         fail(f"--top must be at least 1, got {top}", EXIT_USAGE)
     check_png_path(plot)
+    if timeline is not None and timeline.suffix.lower() not in (".html", ".htm", ".png"):
+        fail(f"--timeline writes an .html page or a .png picture, not {timeline.name}", EXIT_USAGE)
     tpu = target_generation(tpu, topology)
     if not as_json:
         Console(stderr=True).print(f"compiling {escape(program)} for {escape(tpu)} ...")
     with user_errors():
         report = estimate_program(
             program, target=tpu, topology=topology, timeout_s=timeout,
-            donation_check=donation_check, top_n=top, isolate=isolate,
+            donation_check=donation_check, top_n=top, isolate=isolate, timeline=timeline is not None,
             python=python, paths=import_paths(path),
         )
     if plot is not None:
         from oomkb.diagnostics.plot import plot_estimate
 
         draw_or_fail(plot_estimate, report, plot)
+    if timeline is not None:
+        _write_timeline(report, timeline)
     if as_json:
         print(report.model_dump_json(indent=2))
         return
     _print_report(report, plot)
+
+
+def _write_timeline(report, path: Path) -> None:
+    if report.timeline is None:
+        fail("the compiler wrote no live ranges for this program, so there is no timeline "
+             f"({'; '.join(report.warnings) or 'no reason given'})", 1)
+    if path.suffix.lower() == ".png":
+        from oomkb.diagnostics.plot import plot_timeline
+
+        draw_or_fail(plot_timeline, report, path)
+        return
+    from oomkb.diagnostics.timeline_html import write_timeline_html
+
+    title = f"{report.function} on {report.target.topology}: HBM over program order"
+    draw_or_fail(lambda r, p: write_timeline_html(r.timeline, p, title), report, path)
 
 
 def verdict_lines(report) -> list[str]:
