@@ -23,9 +23,11 @@ from oomkb.units import format_bytes
 from oomkb.kb import grounding
 from oomkb.kb import remedies as catalogue_api
 from oomkb.kb.errors import QueryError
+from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
+from oomkb.kb.prose import detect_prose_language
 from oomkb.kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence shown with an answer: the best dense cosine between the question and a
@@ -38,6 +40,7 @@ MAX_CITATIONS = 4
 REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation",
                    "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom"}
 MAX_CARDS = 2
+MAX_REMEDIES = 5
 QUOTE_CHARS = 260
 
 
@@ -49,6 +52,7 @@ class Assistant:
         self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or catalogue_api.load_catalogue()
         self.parts = AnswerParts(self.catalogue)
+        self.rules = load_rules(self.catalogue)
 
     @property
     def searcher(self) -> Searcher:
@@ -90,8 +94,9 @@ class Assistant:
         if not question and not log.strip() and req.report is None:
             raise QueryError("ask a question, paste an error log, or attach a report")
         # Only the question tells the asker's language: a pasted log is English (or noise) whoever
-        # pastes it, so a log without a question is answered in English unless asked otherwise.
-        detection = None if req.language else detect_language(question)
+        # pastes it, so a log without a question is answered in English unless asked otherwise;
+        # a log pasted into the question is left out too (the language of its prose).
+        detection = None if req.language else detect_prose_language(question)
         language, detected, note_key = self._language(req.language, detection)
 
         diagnosis = None
@@ -101,6 +106,12 @@ class Assistant:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
         facts = facts_from(diagnosis, req.report)
+        framework = self.rules.other_framework(question, log)
+        if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
+            return self._other_framework(language, detected, note_key, diagnosis, framework)
+        facts = self.rules.read_text_facts(facts, log, question)
+        named = self.parts.figures.generations_in(question) or self.parts.figures.generations_in(log[:20000])
+        facts = derive_facts(facts, named[0] if named else None)
         shown = _user_text_as_code(facts)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
@@ -117,12 +128,16 @@ class Assistant:
                    if query else [])
         confidence = _confidence(results)
         chosen = (
-            catalogue_api.choose_remedies(self.catalogue, facts, category)
+            catalogue_api.choose_remedies(self.catalogue, facts, category,
+                                          limit=len(self.catalogue.remedies))
             if category != "unknown" else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or grounding.decide(
+        # The user's figures decide the verdict, which remedies lead and which are pointless.
+        outcome = self.rules.apply(shown, category, language, format_bytes)
+        chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
+        grounded = bool(chosen) or bool(outcome.verdict) or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
         ).grounded
@@ -133,21 +148,25 @@ class Assistant:
                 text = catalogue_api.remedy_text(self.catalogue, r, shown, language, format_bytes)
             except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
                 continue
+            snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                   triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
+                                   triggered_by_evidence=r.evidence, snippet=snippet))
         figures = self.parts.figures_for(question, language)
         if grounded:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(
-                             figures, language, format_bytes, {r.id for r in remedies})]
+                             figures, language, format_bytes, {r.id for r in remedies})
+                         if r.id not in outcome.exclude]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
-        citations = self._citations(searcher, remedies, results if grounded else [])
+        cited = results if grounded and not (outcome.verdict and not remedies) else []
+        citations = self._citations(searcher, remedies, cited,
+                                    first=[outcome.cite] if outcome.verdict and outcome.cite else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, results if grounded else [], citations, grounded,
-                               figures=figures, next_steps=next_steps)
+                               figures=figures, next_steps=next_steps, verdict=outcome.verdict)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -161,7 +180,22 @@ class Assistant:
             facts=facts,
             figures=figures,
             next_steps=next_steps,
+            verdict=outcome.verdict,
         )
+
+    def _other_framework(self, language, detected, note_key, diagnosis, framework) -> AskResponse:
+        """Another framework's OOM (PyTorch, TensorFlow, plain CUDA): say what it is and that the
+        guides are about JAX/XLA; nothing grounded, no remedy, no snippet."""
+        name = (self.rules.framework_name(framework, language) if framework is not None
+                else self._msg("other_framework_unnamed", language))
+        note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
+                if note_key else None)
+        lines = [f"_{note}_", ""] if note else []
+        lines.append(self._msg("other_framework", language, framework=name))
+        return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
+                           citations=[], grounded=False, detected_language=detected,
+                           language_note=note, remedies=[], confidence=0.0, facts={},
+                           out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -186,12 +220,12 @@ class Assistant:
         return "\n".join(parts).strip()
 
     @staticmethod
-    def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult]
-                   ) -> list[Citation]:
+    def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult],
+                   first: list[str] = ()) -> list[Citation]:
         seen: set[str] = set()
         out: list[Citation] = []
         by_cite = {r.citation: r for r in results}
-        for cite in [r.cite for r in remedies] + [r.citation for r in results[:MAX_CARDS]]:
+        for cite in [*first, *(r.cite for r in remedies), *(r.citation for r in results[:MAX_CARDS])]:
             if cite in seen or len(out) >= MAX_CITATIONS:
                 continue
             seen.add(cite)
@@ -211,10 +245,12 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded, figures=(), next_steps=()) -> str:
+                 grounded, figures=(), next_steps=(), verdict=None) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
+        if verdict:  # the answer to "what now?", from the user's own numbers, comes first
+            lines += [f"**{verdict}**", ""]
         lines += self.parts.figure_lines(list(figures))
         line = self._diagnosis_line(diagnosis, facts, report, language)
         if line:
@@ -233,7 +269,9 @@ class Assistant:
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
                 lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
-        cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
+        # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
+        shown_cards = [] if verdict and not remedies else results
+        cards = [r for r in shown_cards if r.card is not None][: 1 if remedies else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:
@@ -284,7 +322,9 @@ class Assistant:
 
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
 # user's log or report and is shown as code.
-_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space"})
+_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table"})
+# The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
+OTHER_FRAMEWORK = "other_framework_oom"
 
 
 def _as_code(text: str) -> str:

@@ -166,6 +166,12 @@ class AskResponse(BaseModel):
     next_steps: list[NextStep] = Field(
         default_factory=list, description="oomkb commands that would give the missing evidence"
     )
+    verdict: str | None = Field(
+        default=None, description="the answer's first sentence, from the user's own figures "
+        "(e.g. arguments larger than the device's HBM), in `language`; null without such evidence")
+    out_of_scope: str | None = Field(
+        default=None, description="the other framework whose out-of-memory error was recognised "
+        "(pytorch, tensorflow, cuda): the guides are about JAX/XLA, so nothing is grounded")
     answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
                            description="names this answer in POST /v1/feedback")
 
