@@ -160,7 +160,7 @@ class Assistant:
                          if r.id not in outcome.exclude]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
-        citations = self._citations(searcher, remedies, cited,
+        citations = self._citations(searcher, remedies, cited, language=language,
                                     first=[outcome.cite] if outcome.verdict and outcome.cite else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
@@ -221,7 +221,7 @@ class Assistant:
 
     @staticmethod
     def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult],
-                   first: list[str] = ()) -> list[Citation]:
+                   first: list[str] = (), language: str | None = None) -> list[Citation]:
         seen: set[str] = set()
         out: list[Citation] = []
         by_cite = {r.citation: r for r in results}
@@ -235,10 +235,12 @@ class Assistant:
             if guide is None or section is None:
                 continue
             hit = by_cite.get(cite)
+            translation = _card_text(searcher, doc_id, section_id, language, guide.language)
             out.append(
                 Citation(
                     doc_id=doc_id, section=section_id, language=guide.language,
                     quote=_quote(hit.text if hit else section.text),
+                    translation=translation, translation_language=language if translation else None,
                     section_title=section.title, guide_title=guide.title, citation=cite,
                 )
             )
@@ -284,15 +286,23 @@ class Assistant:
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
-                where = c.guide_title if c.section_title == c.guide_title else (
-                    f"{c.guide_title} › {c.section_title}")
-                lines.append(f"- **{where}** (`{c.citation}`, {c.language})")
-                lines.append("")
-                lines += [f"> {q}" if q else ">" for q in c.quote.split("\n")]
-                lines.append("")
+                lines += self._source_lines(c, language)
         if diagnosis is None and not facts:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
+
+    def _source_lines(self, c: Citation, language: str) -> list[str]:
+        """One source: the passage in the reader's language first (the section's card), then the
+        guide's own wording under an `↳` label, which the web page shows collapsed (<details>)
+        and Slack moves into its small-print context; without a translation, the wording only."""
+        where = c.guide_title if c.section_title == c.guide_title else f"{c.guide_title} › {c.section_title}"
+        quote = [f"> {q}" if q else ">" for q in c.quote.split("\n")]
+        if not c.translation:
+            return [f"- **{where}** (`{c.citation}`, {c.language})", "", *quote, ""]
+        label = self._msg("original_wording", language, language_name=language_name(c.language, language))
+        return [f"- **{where}** (`{c.citation}`, {c.translation_language})", "",
+                *(f"> {q}" if q else ">" for q in c.translation.split("\n")), "",
+                f"{ORIGINAL_MARK} _{label}_ (`{c.citation}`, {c.language})", "", *quote, ""]
 
     def _diagnosis_line(self, diagnosis, facts, report, language) -> str | None:
         """The error's one-line diagnosis; for a report without an error, its summary; None
@@ -338,6 +348,21 @@ def _user_text_as_code(facts: dict) -> dict:
     """The facts as shown in an answer: text that came from the user as code spans."""
     return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS else v
             for k, v in facts.items()}
+
+
+#: Starts the line that labels a guide's original wording after its translation (app.js, Slack).
+ORIGINAL_MARK = "↳"
+
+
+def _card_text(searcher: Searcher, doc_id: str, section: str, language: str | None,
+               guide_language: str) -> str | None:
+    """The section's card summary in `language`, when the guide is in another language and
+    the card has that language (never a fallback: a quote in a third language helps no one)."""
+    if not language or language == guide_language:
+        return None
+    card = getattr(searcher, "cards", {}).get((doc_id, section))
+    text = card.texts.get(language) if card is not None else None
+    return _quote(text.summary, limit=QUOTE_CHARS * 2) if text is not None and text.summary else None
 
 
 def _confidence(results: list[SearchResult]) -> float:

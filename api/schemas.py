@@ -112,12 +112,17 @@ class AskRequest(JsonRequest):
 
 
 class Citation(BaseModel):
-    """A guide passage the answer rests on; `quote` is in the guide's own language."""
+    """A guide passage the answer rests on; `quote` is in the guide's own language (`language`),
+    `translation` is the section's knowledge card in the reader's language when that differs."""
 
     doc_id: str
     section: str
     language: str
     quote: str
+    translation: str | None = Field(
+        default=None, description="what the section says in the reader's language (its card), shown "
+        "first; `quote` is then the guide's original wording, its source")
+    translation_language: str | None = None
     section_title: str = ""
     guide_title: str = ""
     citation: str = Field(default="", description="doc_id#section")
