@@ -31,6 +31,14 @@ def facts_from(
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
     if isinstance(report, PlanReport):
+        vary = report.vary
+        if vary is not None and vary.largest_fitting is not None:  # measured: the value that fits
+            facts.update(vary_name=vary.name, vary_largest_fitting=vary.largest_fitting,
+                         vary_compiles=vary.compiles)
+        for fix in report.fixes:  # a scoped VMEM limit verified to compile beats one computed
+            limit = (fix.setting or {}).get("vmem_limit_bytes")
+            if fix.id == "raise_scoped_vmem_limit" and fix.verified and fix.fits and isinstance(limit, int):
+                facts["vmem_limit_verified_bytes"] = limit
         report = report.baseline  # the plan's evidence is its baseline estimate; fixes are shown apart
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error

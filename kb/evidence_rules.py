@@ -237,7 +237,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
     VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
     out = dict(facts)
-    gen = _generation(generation)
+    gen = _generation(generation or out.get("target_generation"))
     if gen is not None:
         out["tpu_generation"] = gen.name
     space = str(out.get("memory_space") or "")
@@ -249,6 +249,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         return out
     out["vmem_need_bytes"] = need
     limit = math.ceil(need / MiB) * MiB
+    verified = out.get("vmem_limit_verified_bytes")
+    if isinstance(verified, int) and verified > 0:
+        limit = verified  # `oomkb plan` compiled with it: measured, not computed
     if gen is not None and gen.vmem_bytes:
         out["vmem_physical_bytes"] = gen.vmem_bytes
         if need > gen.vmem_bytes:

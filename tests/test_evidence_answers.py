@@ -312,3 +312,20 @@ def test_a_broken_rule_is_refused_at_load_time(tmp_path, change, problem):
     catalogue = _rules_copy(tmp_path, change)
     with pytest.raises(CatalogueError, match=problem):
         load_rules(catalogue)
+
+
+# ------------------------------------------------------------------ the batch that fits, from a plan
+
+
+def test_a_plan_that_found_the_largest_fitting_batch_says_so_first(client):
+    import json
+    from pathlib import Path
+
+    baseline = json.loads((Path(__file__).parent / "data" / "estimate_report.json").read_text())
+    plan = {"kind": "plan", "function": "train.py:make_step", "target": baseline["target"],
+            "baseline": baseline, "fixes": [], "compiles": 6, "seconds": 12.0,
+            "vary": {"name": "batch", "low": 1, "high": 512, "largest_fitting": 96, "compiles": 6}}
+    r = ask(client, "Welche Batchgröße passt?", report=plan)
+    assert r.language == "de"
+    assert r.verdict.startswith("`batch` = 96 ist der größte Wert, der passt")
+    assert "6 Kompilierungen" in r.verdict and r.answer.startswith(f"**{r.verdict}**")
