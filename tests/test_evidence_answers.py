@@ -302,11 +302,15 @@ def _rules_copy(tmp_path, change):
     return load_catalogue(folder)
 
 
+def _rule(data, rule_id="arguments-exceed-capacity"):
+    return next(r for r in data["rules"] if r["id"] == rule_id)
+
+
 @pytest.mark.parametrize("change,problem", [
-    (lambda d: d["rules"][0]["lead"].append("no-such-remedy"), "unknown remedy"),
-    (lambda d: d["rules"][0]["verdict"].pop("ko"), "missing language"),
-    (lambda d: d["rules"][0].update(when={"fact": "no_such_fact", "gt": 1}), "unknown fact"),
-    (lambda d: d["rules"][0]["exclude"].append(d["rules"][0]["lead"][0]), "leads with and excludes"),
+    (lambda d: _rule(d)["lead"].append("no-such-remedy"), "unknown remedy"),
+    (lambda d: _rule(d)["verdict"].pop("ko"), "missing language"),
+    (lambda d: _rule(d).update(when={"fact": "no_such_fact", "gt": 1}), "unknown fact"),
+    (lambda d: _rule(d)["exclude"].append(_rule(d)["lead"][0]), "leads with and excludes"),
 ])
 def test_a_broken_rule_is_refused_at_load_time(tmp_path, change, problem):
     catalogue = _rules_copy(tmp_path, change)
