@@ -41,6 +41,7 @@ REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtim
                    "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom"}
 MAX_CARDS = 2
 MAX_REMEDIES = 5
+GENERATION_CHARS = 4000  # how much of the question and of the log names the TPU generation
 QUOTE_CHARS = 260
 
 
@@ -110,8 +111,7 @@ class Assistant:
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
             return self._other_framework(language, detected, note_key, diagnosis, framework)
         facts = self.rules.read_text_facts(facts, log, question)
-        named = self.parts.figures.generations_in(question) or self.parts.figures.generations_in(log[:20000])
-        facts = derive_facts(facts, named[0] if named else None)
+        facts = derive_facts(facts, self._generation(question, log, facts))
         shown = _user_text_as_code(facts)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
@@ -198,6 +198,15 @@ class Assistant:
                            out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _generation(self, question: str, log: str, facts: dict) -> str | None:
+        """The TPU generation the question (else the head of the log) names; looked for only
+        where a figure depends on it (a VMEM error), as the search costs milliseconds per KiB."""
+        if facts.get("category") != "scoped_vmem_oom":
+            return None
+        named = (self.parts.figures.generations_in(question[:GENERATION_CHARS])
+                 or self.parts.figures.generations_in(log[:GENERATION_CHARS]))
+        return named[0] if named else None
 
     @staticmethod
     def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:
