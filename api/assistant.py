@@ -24,7 +24,7 @@ from oomkb.kb import grounding
 from oomkb.kb import remedies as catalogue_api
 from oomkb.kb.errors import QueryError
 from oomkb.kb.evidence_rules import derive_facts, load_rules
-from oomkb.kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
+from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
 from oomkb.kb.prose import detect_prose_language
