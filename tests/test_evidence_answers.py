@@ -333,3 +333,13 @@ def test_a_plan_that_found_the_largest_fitting_batch_says_so_first(client):
     assert r.language == "de"
     assert r.verdict.startswith("`batch` = 96 ist der größte Wert, der passt")
     assert "6 Kompilierungen" in r.verdict and r.answer.startswith(f"**{r.verdict}**")
+
+
+def test_a_standard_op_out_of_vmem_is_not_told_to_set_a_kernel_limit(client):
+    log = ("XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating "
+           "on stack for %fusion.12 = f32[1024,1024]{1,0} fusion(f32[1024,1024]{1,0} %p0)")
+    r = ask(client, "Pourquoi ?", error_log=log)
+    assert r.language == "fr"
+    assert "`fusion`" in r.verdict and "bug du compilateur" in r.verdict
+    assert ids(r)[0] == "vmem-compiler-bug"
+    assert "vmem-limit-bytes" not in ids(r) and "vmem_limit_bytes=" not in r.answer
