@@ -26,9 +26,11 @@ from oomkb.units import format_bytes
 from oomkb.kb import grounding
 from oomkb.kb import remedies as catalogue_api
 from oomkb.kb.errors import QueryError
-from oomkb.kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
+from oomkb.kb.evidence_rules import derive_facts, load_rules
+from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
+from oomkb.kb.prose import detect_prose_language
 from oomkb.kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence shown with an answer: the best dense cosine between the question and a
@@ -41,6 +43,8 @@ MAX_CITATIONS = 4
 REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation",
                    "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom"}
 MAX_CARDS = 2
+MAX_REMEDIES = 5
+GENERATION_CHARS = 4000  # how much of the question and of the log names the TPU generation
 QUOTE_CHARS = 260
 
 
@@ -52,6 +56,7 @@ class Assistant:
         self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or catalogue_api.load_catalogue()
         self.parts = AnswerParts(self.catalogue)
+        self.rules = load_rules(self.catalogue)
 
     @property
     def searcher(self) -> Searcher:
@@ -93,8 +98,9 @@ class Assistant:
         if not question and not log.strip() and req.report is None:
             raise QueryError("ask a question, paste an error log, or attach a report")
         # Only the question tells the asker's language: a pasted log is English (or noise) whoever
-        # pastes it, so a log without a question is answered in English unless asked otherwise.
-        detection = None if req.language else detect_language(question)
+        # pastes it, so a log without a question is answered in English unless asked otherwise;
+        # a log pasted into the question is left out too (the language of its prose).
+        detection = None if req.language else detect_prose_language(question)
         language, detected, note_key = self._language(req.language, detection)
 
         diagnosis = None
@@ -104,6 +110,11 @@ class Assistant:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
         facts = facts_from(diagnosis, req.report)
+        framework = self.rules.other_framework(question, log)
+        if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
+            return self._other_framework(language, detected, note_key, diagnosis, framework)
+        facts = self.rules.read_text_facts(facts, log, question)
+        facts = derive_facts(facts, self._generation(question, log, facts))
         shown = _user_text_as_code(facts)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
@@ -120,12 +131,16 @@ class Assistant:
                    if query else [])
         confidence = _confidence(results)
         chosen = (
-            catalogue_api.choose_remedies(self.catalogue, facts, category)
+            catalogue_api.choose_remedies(self.catalogue, facts, category,
+                                          limit=len(self.catalogue.remedies))
             if category != "unknown" else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or grounding.decide(
+        # The user's figures decide the verdict, which remedies lead and which are pointless.
+        outcome = self.rules.apply(shown, category, language, format_bytes)
+        chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
+        grounded = bool(chosen) or bool(outcome.verdict) or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
         ).grounded
@@ -136,21 +151,25 @@ class Assistant:
                 text = catalogue_api.remedy_text(self.catalogue, r, shown, language, format_bytes)
             except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
                 continue
+            snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                   triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
+                                   triggered_by_evidence=r.evidence, snippet=snippet))
         figures = self.parts.figures_for(question, language)
         if grounded:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(
-                             figures, language, format_bytes, {r.id for r in remedies})]
+                             figures, language, format_bytes, {r.id for r in remedies})
+                         if r.id not in outcome.exclude]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
-        citations = self._citations(searcher, remedies, results if grounded else [])
+        cited = results if grounded and not (outcome.verdict and not remedies) else []
+        citations = self._citations(searcher, remedies, cited, language=language,
+                                    first=[outcome.cite] if outcome.verdict and outcome.cite else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, results if grounded else [], citations, grounded,
-                               figures=figures, next_steps=next_steps)
+                               figures=figures, next_steps=next_steps, verdict=outcome.verdict)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -164,9 +183,33 @@ class Assistant:
             facts=facts,
             figures=figures,
             next_steps=next_steps,
+            verdict=outcome.verdict,
         )
 
+    def _other_framework(self, language, detected, note_key, diagnosis, framework) -> AskResponse:
+        """Another framework's OOM (PyTorch, TensorFlow, plain CUDA): say what it is and that the
+        guides are about JAX/XLA; nothing grounded, no remedy, no snippet."""
+        name = (self.rules.framework_name(framework, language) if framework is not None
+                else self._msg("other_framework_unnamed", language))
+        note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
+                if note_key else None)
+        lines = [f"_{note}_", ""] if note else []
+        lines.append(self._msg("other_framework", language, framework=name))
+        return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
+                           citations=[], grounded=False, detected_language=detected,
+                           language_note=note, remedies=[], confidence=0.0, facts={},
+                           out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
+
     # -- steps ------------------------------------------------------------------------------
+
+    def _generation(self, question: str, log: str, facts: dict) -> str | None:
+        """The TPU generation the question (else the head of the log) names; looked for only
+        where a figure depends on it (a VMEM error), as the search costs milliseconds per KiB."""
+        if facts.get("category") != "scoped_vmem_oom":
+            return None
+        named = (self.parts.figures.generations_in(question[:GENERATION_CHARS])
+                 or self.parts.figures.generations_in(log[:GENERATION_CHARS]))
+        return named[0] if named else None
 
     @staticmethod
     def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:
@@ -189,12 +232,12 @@ class Assistant:
         return "\n".join(parts).strip()
 
     @staticmethod
-    def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult]
-                   ) -> list[Citation]:
+    def _citations(searcher: Searcher, remedies: list[Remedy], results: list[SearchResult],
+                   first: list[str] = (), language: str | None = None) -> list[Citation]:
         seen: set[str] = set()
         out: list[Citation] = []
         by_cite = {r.citation: r for r in results}
-        for cite in [r.cite for r in remedies] + [r.citation for r in results[:MAX_CARDS]]:
+        for cite in [*first, *(r.cite for r in remedies), *(r.citation for r in results[:MAX_CARDS])]:
             if cite in seen or len(out) >= MAX_CITATIONS:
                 continue
             seen.add(cite)
@@ -204,20 +247,24 @@ class Assistant:
             if guide is None or section is None:
                 continue
             hit = by_cite.get(cite)
+            translation = _card_text(searcher, doc_id, section_id, language, guide.language)
             out.append(
                 Citation(
                     doc_id=doc_id, section=section_id, language=guide.language,
                     quote=_quote(hit.text if hit else section.text),
+                    translation=translation, translation_language=language if translation else None,
                     section_title=section.title, guide_title=guide.title, citation=cite,
                 )
             )
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded, figures=(), next_steps=()) -> str:
+                 grounded, figures=(), next_steps=(), verdict=None) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
+        if verdict:  # the answer to "what now?", from the user's own numbers, comes first
+            lines += [f"**{verdict}**", ""]
         lines += self.parts.figure_lines(list(figures))
         line = self._diagnosis_line(diagnosis, facts, report, language)
         if line:
@@ -236,7 +283,9 @@ class Assistant:
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
                 lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
-        cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
+        # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
+        shown_cards = [] if verdict and not remedies else results
+        cards = [r for r in shown_cards if r.card is not None][: 1 if remedies else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:
@@ -249,15 +298,23 @@ class Assistant:
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
-                where = c.guide_title if c.section_title == c.guide_title else (
-                    f"{c.guide_title} › {c.section_title}")
-                lines.append(f"- **{where}** (`{c.citation}`, {c.language})")
-                lines.append("")
-                lines += [f"> {q}" if q else ">" for q in c.quote.split("\n")]
-                lines.append("")
+                lines += self._source_lines(c, language)
         if diagnosis is None and not facts:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
+
+    def _source_lines(self, c: Citation, language: str) -> list[str]:
+        """One source: the passage in the reader's language first (the section's card), then the
+        guide's own wording under an `↳` label, which the web page shows collapsed (<details>)
+        and Slack moves into its small-print context; without a translation, the wording only."""
+        where = c.guide_title if c.section_title == c.guide_title else f"{c.guide_title} › {c.section_title}"
+        quote = [f"> {q}" if q else ">" for q in c.quote.split("\n")]
+        if not c.translation:
+            return [f"- **{where}** (`{c.citation}`, {c.language})", "", *quote, ""]
+        label = self._msg("original_wording", language, language_name=language_name(c.language, language))
+        return [f"- **{where}** (`{c.citation}`, {c.translation_language})", "",
+                *(f"> {q}" if q else ">" for q in c.translation.split("\n")), "",
+                f"{ORIGINAL_MARK} _{label}_ (`{c.citation}`, {c.language})", "", *quote, ""]
 
     def _diagnosis_line(self, diagnosis, facts, report, language) -> str | None:
         """The error's one-line diagnosis; for a report without an error, its summary; None
@@ -287,7 +344,9 @@ class Assistant:
 
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
 # user's log or report and is shown as code.
-_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space"})
+_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table"})
+# The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
+OTHER_FRAMEWORK = "other_framework_oom"
 
 
 def _as_code(text: str) -> str:
@@ -301,6 +360,21 @@ def _user_text_as_code(facts: dict) -> dict:
     """The facts as shown in an answer: text that came from the user as code spans."""
     return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS else v
             for k, v in facts.items()}
+
+
+#: Starts the line that labels a guide's original wording after its translation (app.js, Slack).
+ORIGINAL_MARK = "↳"
+
+
+def _card_text(searcher: Searcher, doc_id: str, section: str, language: str | None,
+               guide_language: str) -> str | None:
+    """The section's card summary in `language`, when the guide is in another language and
+    the card has that language (never a fallback: a quote in a third language helps no one)."""
+    if not language or language == guide_language:
+        return None
+    card = getattr(searcher, "cards", {}).get((doc_id, section))
+    text = card.texts.get(language) if card is not None else None
+    return _quote(text.summary, limit=QUOTE_CHARS * 2) if text is not None and text.summary else None
 
 
 def _confidence(results: list[SearchResult]) -> float:

@@ -31,6 +31,14 @@ def facts_from(
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
     if isinstance(report, PlanReport):
+        vary = report.vary
+        if vary is not None and vary.largest_fitting is not None:  # measured: the value that fits
+            facts.update(vary_name=vary.name, vary_largest_fitting=vary.largest_fitting,
+                         vary_compiles=vary.compiles)
+        for fix in report.fixes:  # a scoped VMEM limit verified to compile beats one computed
+            limit = (fix.setting or {}).get("vmem_limit_bytes")
+            if fix.id == "raise_scoped_vmem_limit" and fix.verified and fix.fits and isinstance(limit, int):
+                facts["vmem_limit_verified_bytes"] = limit
         report = report.baseline  # the plan's evidence is its baseline estimate; fixes are shown apart
     if isinstance(report, EstimateReport) and report.compile_error is not None and error is None:
         error = report.compile_error
@@ -59,6 +67,12 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape
+    # The compile-time HBM report's parts: arguments, the program itself, outputs, temporaries.
+    facts["argument_bytes"] = error.argument_bytes
+    facts["program_bytes"] = error.program_bytes
+    facts["output_bytes"] = error.output_bytes
+    facts["temp_bytes"] = error.hlo_temp_bytes
+    _padding_facts(error, facts)
     capacity = error.available_bytes
     if capacity and facts.get("largest_allocation_bytes"):
         facts["largest_allocation_fraction"] = _fraction(facts["largest_allocation_bytes"], capacity)
@@ -66,6 +80,22 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["free_fraction"] = _fraction(error.free_bytes, error.requested_bytes)
     if error.exceeded_by_bytes and capacity:
         facts["exceeded_fraction"] = _fraction(error.exceeded_by_bytes, capacity)
+
+
+def _padding_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
+    """The allocation of the report that wastes most to padding, and how much."""
+    padded = [a for a in error.allocations if a.padding_bytes]
+    if not padded:
+        return
+    worst = max(padded, key=lambda a: a.padding_bytes or 0)
+    facts["padding_worst_shape"] = worst.shape
+    facts["padding_expansion"] = worst.expansion_factor
+    facts["padding_allocation_bytes"] = worst.size_bytes
+    facts["padding_unpadded_bytes"] = worst.unpadded_size_bytes
+    facts["padding_extra_bytes"] = worst.padding_bytes
+    whole = error.used_bytes or error.available_bytes
+    if whole:
+        facts["padding_extra_fraction"] = _fraction(worst.padding_bytes, whole)
 
 
 def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:

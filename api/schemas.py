@@ -111,12 +111,17 @@ class AskRequest(JsonRequest):
 
 
 class Citation(BaseModel):
-    """A guide passage the answer rests on; `quote` is in the guide's own language."""
+    """A guide passage the answer rests on; `quote` is in the guide's own language (`language`),
+    `translation` is the section's knowledge card in the reader's language when that differs."""
 
     doc_id: str
     section: str
     language: str
     quote: str
+    translation: str | None = Field(
+        default=None, description="what the section says in the reader's language (its card), shown "
+        "first; `quote` is then the guide's original wording, its source")
+    translation_language: str | None = None
     section_title: str = ""
     guide_title: str = ""
     citation: str = Field(default="", description="doc_id#section")
@@ -165,6 +170,12 @@ class AskResponse(BaseModel):
     next_steps: list[NextStep] = Field(
         default_factory=list, description="oomkb commands that would give the missing evidence"
     )
+    verdict: str | None = Field(
+        default=None, description="the answer's first sentence, from the user's own figures "
+        "(e.g. arguments larger than the device's HBM), in `language`; null without such evidence")
+    out_of_scope: str | None = Field(
+        default=None, description="the other framework whose out-of-memory error was recognised "
+        "(pytorch, tensorflow, cuda): the guides are about JAX/XLA, so nothing is grounded")
     answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
                            description="names this answer in POST /v1/feedback")
 

@@ -62,8 +62,10 @@ def test_a_vmem_plan_names_the_raised_limit_and_the_vmem_diagnosis(assistant, vm
     r = assistant.ask(AskRequest(question="How do I fix it?", report=vmem_plan))
     assert "Raise the scoped VMEM limit to 32.00 MiB**: fits" in r.answer
     assert "pltpu.CompilerParams(vmem_limit_bytes=33554432)" in r.answer
+    # the verdict comes first and sets the limit the plan verified, not a computed one
+    assert r.answer.startswith(f"**{r.verdict}**") and "vmem_limit_bytes=33554432" in r.verdict
     # the diagnosis line speaks of the kernel's VMEM, never of an HBM overflow
-    first = r.answer.split("\n", 1)[0]
+    first = next(line for line in r.answer.splitlines() if line.startswith("**Diagnosis:**"))
     assert "VMEM" in first and "32.00 MiB" in first and "16.00 MiB" in first
 
 

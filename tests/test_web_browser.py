@@ -269,3 +269,31 @@ def test_search_button_lists_guide_sections(page):
     page.wait_for("!document.getElementById('search-results').hidden")
     docs = page.evaluate("[...document.querySelectorAll('#search-list li')].map(li => li.dataset.docId)")
     assert docs and docs[0] == "scoped-vmem-oom"
+
+
+def test_a_translated_quote_comes_first_and_the_guides_own_wording_is_collapsed(page):
+    markdown = ("- **Guía › Sección** (`doc#section`, es)\n\n> traducción del pasaje\n\n"
+                "↳ _Texto original de la guía (chino)_ (`doc#section`, zh)\n\n> 原文的段落\n")
+    rendered = page.evaluate(
+        "(() => { const d = document.createElement('div');"
+        f" d.append(window.oomkb.renderMarkdown({json.dumps(markdown)}));"
+        " const q = d.querySelectorAll('blockquote'); const det = d.querySelector('details');"
+        " return {quotes: [...q].map(b => [b.lang, b.textContent, !!b.closest('details')]),"
+        " open: det && det.open, summary: det && det.querySelector('summary').textContent}; })()"
+    )
+    assert rendered["quotes"] == [["es", "traducción del pasaje", False], ["zh", "原文的段落", True]]
+    assert rendered["open"] is False and rendered["summary"].startswith("Texto original de la guía")
+
+
+def test_a_spanish_reader_gets_spanish_quotes_with_the_originals_collapsed(page):
+    page.type_into("#question", "¿Cómo reduzco la memoria HBM de mi modelo JAX en TPU cuando la "
+                                "compilación falla por falta de memoria?")
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("!document.getElementById('result').hidden && document.getElementById('answer').innerText")
+    assert page.evaluate("document.getElementById('answer').dataset.language") == "es"
+    outside = page.evaluate("[...document.querySelectorAll('#answer blockquote')]"
+                            ".filter(b => !b.closest('details')).map(b => b.lang)")
+    collapsed = page.evaluate("[...document.querySelectorAll('#answer details blockquote')].map(b => b.lang)")
+    assert collapsed and "es" not in collapsed and all(lang in ("es", "") for lang in outside)
+    assert page.evaluate("[...document.querySelectorAll('#answer details')].every(d => !d.open)")
+    assert page.exceptions() == []

@@ -171,7 +171,7 @@ def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 2,
                   feedback: bool = False) -> list[dict[str, Any]]:
     """Block Kit for an answer: its Markdown as mrkdwn sections, a context block of sources (linked
     when the citations carry absolute URLs) and, with `feedback`, 👍/👎 buttons."""
-    body = answer.answer
+    body, originals = _split_originals(answer.answer)
     sections = split_sections(markdown_to_mrkdwn(body))
     if len(sections) > limit_sections:
         sections = sections[: limit_sections - 1] + ["_… (answer shortened for Slack)_"]
@@ -188,6 +188,11 @@ def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 2,
         sources.append({"type": "mrkdwn", "text": f":books: {shown}{title} ({c.language})"[:SECTION_CHARS]})
     if sources:
         blocks.append({"type": "context", "elements": sources})
+    # The guides' original wording of translated quotes: small print under the answer.
+    small = [{"type": "mrkdwn", "text": markdown_to_mrkdwn(o)[:SECTION_CHARS]}
+             for o in originals[:CONTEXT_ELEMENTS]]
+    if small:
+        blocks.append({"type": "context", "elements": small})
     if feedback:
         blocks.append({"type": "actions", "block_id": "oomkb_feedback", "elements": [
             {"type": "button", "action_id": action, "value": answer.answer_id,
@@ -195,6 +200,32 @@ def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 2,
             for action, helpful in FEEDBACK_ACTIONS.items()
         ]})
     return blocks
+
+
+ORIGINAL_MARK = "\u21b3"  # api/assistant.py: labels a guide's original wording
+
+
+def _split_originals(markdown: str) -> tuple[str, list[str]]:
+    """The answer without the guides' original wordings (an `↳` label line and the quote under
+    it), and those wordings as one Markdown text each."""
+    kept: list[str] = []
+    originals: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith(ORIGINAL_MARK):
+            kept.append(lines[i])
+            i += 1
+            continue
+        block = [lines[i]]
+        i += 1
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        while i < len(lines) and lines[i].lstrip().startswith(">"):
+            block.append(lines[i])
+            i += 1
+        originals.append("\n".join(block))
+    return "\n".join(kept), originals
 
 
 def fallback_text(answer: AskResponse) -> str:

@@ -37,6 +37,7 @@
 
   // A fragment for a Markdown text: paragraphs, ### headings, lists, > quotes, ``` code.
   const SOURCE_LANGUAGE = /\(`[^`]+`, ([a-z]{2,3})\)\s*$/;
+  const ORIGINAL_MARK = "\u21b3";  // "↳": the line that labels a guide's original wording
 
   function renderMarkdown(markdown) {
     const frag = document.createDocumentFragment();
@@ -56,6 +57,21 @@
         const level = Math.min(6, Math.max(3, m[1].length + 1));
         frag.append(el("h" + level, { dir: "auto" }, inline(m[2])));
         i++;
+      } else if (line.startsWith(ORIGINAL_MARK)) {
+        // "↳ _The guide's original wording (Chinese)_ (`doc#section`, zh)" and the quote under it:
+        // the source of the translated passage above, collapsed.
+        const source = SOURCE_LANGUAGE.exec(line);
+        const label = line.slice(ORIGINAL_MARK.length).replace(SOURCE_LANGUAGE, "").trim();
+        i++;
+        while (i < lines.length && lines[i].trim() === "") i++;
+        const parts = [];
+        while (i < lines.length && /^\s{0,3}>/.test(lines[i])) parts.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
+        const quote = el("blockquote", source ? { dir: "auto", lang: source[1] } : { dir: "auto" });
+        parts.forEach((p, n) => {
+          if (n) quote.append(el("br"));
+          quote.append(...inline(p));
+        });
+        frag.append(el("details", { class: "original" }, [el("summary", { dir: "auto" }, inline(label)), quote]));
       } else if (/^\s{0,3}>/.test(line)) {
         const quote = el("blockquote", quoteLanguage ? { dir: "auto", lang: quoteLanguage } : { dir: "auto" });
         quoteLanguage = null;

@@ -1,0 +1,334 @@
+"""Verdicts, remedy order and computed settings from the user's own figures, as data.
+
+`kb/catalogue/evidence_rules.yaml` holds rules on the facts (the same declarative conditions as
+the remedy catalogue, kb/remedies.py). A rule that holds may give the answer's first sentence (a
+verdict with the user's numbers), put remedies first (`lead`), drop remedies its figures make
+pointless (`exclude`), and fill a remedy's snippet with a computed value. The first rule that
+holds and has a verdict gives the verdict; every rule that holds orders and excludes.
+
+Settings are computed here, from the evidence and the TPU generation table
+(`diagnostics/tpu_generations.yaml`): the `vmem_limit_bytes` to set is the reported need rounded
+up to a whole MiB, never above the generation's physical VMEM.
+
+The same file lists the markers of other frameworks' out-of-memory errors (PyTorch, TensorFlow,
+plain CUDA): for those the assistant says what it recognised and that the guides are about
+JAX/XLA, instead of grounding an answer in guides that do not apply.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from oomkb.diagnostics.tpu import generations
+from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.catalogue_file import read_yaml
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.language import FALLBACK
+
+__all__ = ["EvidenceRules", "Framework", "Outcome", "Rule", "derive_facts", "load_rules"]
+
+FILE = "evidence_rules.yaml"
+MiB = 1 << 20
+# How much of a text the marker search reads (markers sit in the error line, near the top or
+# the bottom of a pasted log); plain substring tests, so linear in this bound.
+_MARKER_WINDOW = 200_000
+_TEXT_FACT_CHARS = 300
+
+
+class SnippetFill(BaseModel):
+    """Replace a literal of a remedy's snippet with a computed fact (as a plain number), or
+    with fixed text (`text`, e.g. to drop a comment that names the toy value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replace: str = Field(min_length=1)
+    fact: str | None = None
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SnippetFill:
+        if (self.fact is None) == (self.text is None):
+            raise ValueError("a snippet fill needs exactly one of: fact, text")
+        return self
+
+
+class Rule(BaseModel):
+    """One rule: when it holds, its verdict, the remedies it puts first and those it drops."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    category: list[str] = Field(default_factory=list, description="empty: any category")
+    when: catalogue_api.Condition
+    verdict: list[dict[str, str]] = Field(default_factory=list,
+                                          description="variants, most specific first")
+    cite: str | None = None
+    lead: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+
+class TextFact(BaseModel):
+    """A text fact read from a pasted log: the rest of the line after `marker`, up to `stop`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fact: str
+    marker: str = Field(min_length=1)
+    stop: str | None = None
+
+
+class Framework(BaseModel):
+    """Another framework's out-of-memory error: how to recognise it and what to call it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    markers: list[str] = Field(min_length=1)
+    name: dict[str, str]
+
+
+class Outcome(BaseModel):
+    """What the rules make of one set of facts."""
+
+    verdict: str | None = None
+    cite: str | None = None
+    rules: list[str] = Field(default_factory=list, description="ids of the rules that hold")
+    lead: list[str] = Field(default_factory=list)
+    exclude: set[str] = Field(default_factory=set)
+    snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
+
+
+class EvidenceRules:
+    """The validated rules and framework markers."""
+
+    def __init__(self, rules: list[Rule], frameworks: list[Framework], jax_markers: list[str],
+                 catalogue: catalogue_api.Catalogue, text_facts: list[TextFact] = ()):
+        self.rules = rules
+        self.text_facts = list(text_facts)
+        self.frameworks = frameworks
+        self.jax_markers = [m.lower() for m in jax_markers]
+        self.catalogue = catalogue
+
+    # -- the rules ----------------------------------------------------------------------------
+
+    def apply(self, facts: Mapping[str, Any], category: str, language: str,
+              format_bytes: Callable[[int], str]) -> Outcome:
+        """The verdict (in `language`) and the ordering of the rules that hold for `facts`."""
+        out = Outcome()
+        lang = self.catalogue.language(language)
+        shown = catalogue_api.display_values(self.catalogue, facts, format_bytes)
+        for rule in self.rules:
+            if rule.category and category not in rule.category:
+                continue
+            if not catalogue_api.evaluate(rule.when, facts):
+                continue
+            out.rules.append(rule.id)
+            if out.verdict is None and rule.verdict:
+                text = catalogue_api._best_variant(rule.verdict, lang, shown)
+                if text is not None:
+                    out.verdict, out.cite = text, rule.cite
+            out.lead += [r for r in rule.lead if r not in out.lead]
+            out.exclude |= set(rule.exclude)
+            for remedy_id, fills in rule.snippets.items():
+                if all(f.fact is None or facts.get(f.fact) is not None for f in fills):
+                    out.snippets.setdefault(remedy_id, fills)
+        return out
+
+    @staticmethod
+    def order(chosen: list, outcome: Outcome, limit: int) -> list:
+        """`chosen` (objects with an `id`) without the excluded ones, the lead ones first in the
+        rules' order, the rest in their own order; at most `limit`."""
+        kept = [c for c in chosen if c.id not in outcome.exclude]
+        rank = {rid: n for n, rid in enumerate(outcome.lead)}
+        kept.sort(key=lambda c: rank.get(c.id, len(rank)))  # stable: the rest keep their order
+        return kept[:limit]
+
+    @staticmethod
+    def fill_snippet(code: str | None, fills: list[SnippetFill] | None,
+                     facts: Mapping[str, Any]) -> str | None:
+        """`code` with the rule's computed values in place of its toy ones."""
+        for fill in fills or []:
+            if code and fill.replace in code:
+                value = fill.text if fill.text is not None else str(facts[fill.fact])
+                code = code.replace(fill.replace, value, 1)
+        return code
+
+    def read_text_facts(self, facts: Mapping[str, Any], *texts: str | None) -> dict[str, Any]:
+        """`facts` with the text facts that the pasted texts show (the first text that has one)."""
+        out = dict(facts)
+        for spec in self.text_facts:
+            for text in texts:
+                window = (text or "")[:_MARKER_WINDOW]
+                at = window.find(spec.marker)
+                if at < 0:
+                    continue
+                start = at + len(spec.marker)
+                end = window.find("\n", start)
+                value = window[start: end if end >= 0 else len(window)]
+                if spec.stop and spec.stop in value:
+                    value = value[: value.index(spec.stop)]
+                value = value.strip().rstrip(".")[:_TEXT_FACT_CHARS]
+                if value:
+                    out.setdefault(spec.fact, value)
+                    break
+        return out
+
+    # -- other frameworks ---------------------------------------------------------------------
+
+    def other_framework(self, *texts: str | None) -> Framework | None:
+        """The framework whose out-of-memory error `texts` show, when none of them shows JAX or
+        XLA (a JAX program that imports torch is still a JAX question)."""
+        low = "\n".join((t or "")[:_MARKER_WINDOW] for t in texts).lower()
+        if any(m in low for m in self.jax_markers):
+            return None
+        for framework in self.frameworks:
+            if any(m.lower() in low for m in framework.markers):
+                return framework
+        return None
+
+    def framework_name(self, framework: Framework, language: str) -> str:
+        return framework.name.get(language) or framework.name[FALLBACK]
+
+
+# --------------------------------------------------------------------------- derived facts
+
+
+def _generation(name: str | None):
+    if not name:
+        return None
+    table = generations()
+    if name in table:
+        return table[name]
+    low = name.lower()
+    for gen in table.values():
+        if low in (a.lower() for a in gen.aliases) or low == gen.device_kind.lower():
+            return gen
+    return None
+
+
+def vmem_table() -> str:
+    """Physical VMEM per core of every generation with a figure, grouped by size, as one
+    language-neutral line: `v2, v3, v4: 16 MiB · v5p, TPU7x: 64 MiB · v5e, v6e: 128 MiB`."""
+    groups: dict[int, list[str]] = {}
+    for gen in generations().values():
+        if gen.vmem_bytes:
+            groups.setdefault(gen.vmem_bytes, []).append(gen.name)
+    return " · ".join(f"{', '.join(names)}: {size // MiB} MiB" for size, names in sorted(groups.items()))
+
+
+def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
+    """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
+    VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
+    out = dict(facts)
+    gen = _generation(generation or out.get("target_generation"))
+    if gen is not None:
+        out["tpu_generation"] = gen.name
+    space = str(out.get("memory_space") or "")
+    if out.get("category") != "scoped_vmem_oom" and space != "vmem":
+        return out
+    out["vmem_table"] = vmem_table()
+    need = out.get("requested_bytes") or out.get("used_bytes")
+    if not isinstance(need, int) or need <= 0:
+        return out
+    out["vmem_need_bytes"] = need
+    limit = math.ceil(need / MiB) * MiB
+    verified = out.get("vmem_limit_verified_bytes")
+    if isinstance(verified, int) and verified > 0:
+        limit = verified  # `oomkb plan` compiled with it: measured, not computed
+    if gen is not None and gen.vmem_bytes:
+        out["vmem_physical_bytes"] = gen.vmem_bytes
+        if need > gen.vmem_bytes:
+            return out  # no limit can help: the rules say so
+        limit = min(limit, gen.vmem_bytes)
+    out["vmem_limit_to_set_bytes"] = limit
+    out["vmem_limit_to_set_exact"] = limit
+    out["vmem_limit_to_set_kib"] = limit // 1024
+    return out
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class _RulesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[Rule]
+    text_facts: list[TextFact] = Field(default_factory=list)
+    frameworks: list[Framework]
+    jax_markers: list[str] = Field(min_length=1)
+
+
+def load_rules(catalogue: catalogue_api.Catalogue | None = None) -> EvidenceRules:
+    """The rules of the catalogue's folder, checked against its facts, remedies and guides."""
+    return _load(catalogue.path if catalogue is not None else "")
+
+
+@lru_cache(maxsize=8)
+def _load(folder: str) -> EvidenceRules:
+    catalogue = catalogue_api.load_catalogue(folder or None)
+    folder = catalogue.path
+    path = Path(folder) / FILE
+    try:
+        data = _RulesFile.model_validate(read_yaml(path))
+    except ValidationError as exc:
+        raise CatalogueError(f"{path}: {catalogue_api._first_error(exc)}") from exc
+    checker = catalogue_api._Validator(Path(folder), {}, _guides(), catalogue.languages)
+    checker.displays = catalogue.displays()
+    remedy_ids = {r.id for r in catalogue.remedies}
+    seen: set[str] = set()
+    for rule in data.rules:
+        item = f"rule {rule.id!r}"
+        if rule.id in seen:
+            raise checker.fail(FILE, item, "id used twice")
+        seen.add(rule.id)
+        for c in rule.category:
+            if c not in catalogue.categories:
+                raise checker.fail(FILE, item, f"unknown category {c!r}")
+        checker._check_condition(FILE, item, rule.when, catalogue.facts)
+        for n, variant in enumerate(rule.verdict):
+            checker._check_texts(FILE, f"{item} verdict {n + 1}", variant, checker.displays.keys())
+        if rule.verdict and rule.cite is None:
+            raise checker.fail(FILE, item, "a verdict needs a cite (doc_id#section)")
+        if rule.cite is not None:
+            checker._check_cite(FILE, item, rule.cite)
+        for rid in (*rule.lead, *rule.exclude, *rule.snippets):
+            if rid not in remedy_ids:
+                raise checker.fail(FILE, item, f"unknown remedy {rid!r}")
+        both = set(rule.lead) & set(rule.exclude)
+        if both:
+            raise checker.fail(FILE, item, f"leads with and excludes {sorted(both)}")
+        for rid, fills in rule.snippets.items():
+            for fill in fills:
+                if fill.fact is not None and fill.fact not in catalogue.facts:
+                    raise checker.fail(FILE, item, f"snippet of {rid!r} reads unknown fact {fill.fact!r}")
+    for tf in data.text_facts:
+        spec = catalogue.facts.get(tf.fact)
+        if spec is None or spec.type != "str":
+            raise checker.fail(FILE, f"text fact {tf.fact!r}", "is not a text fact of facts.yaml")
+    for fw in data.frameworks:
+        checker._check_texts(FILE, f"framework {fw.id!r} name", fw.name, set())
+    return EvidenceRules(data.rules, data.frameworks, data.jax_markers, catalogue, data.text_facts)
+
+
+def _guides():
+    from oomkb.indexer.guides import load_guides
+
+    return list(load_guides(None))
+

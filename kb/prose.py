@@ -1,0 +1,66 @@
+"""The words a user wrote, apart from what they pasted: the language of a question comes from its
+prose, not from the English error log, traceback or code wrapped in it.
+
+Line by line: fenced code blocks and the lines that `kb/catalogue/log_lines.yaml` describes
+(tracebacks, log lines, compiler reports, code) are dropped; what is left is the prose. Kept
+apart from kb/language.py (which detects the language of a text) so that each stays small.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from oomkb.kb.catalogue_file import read_yaml
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.language import Detection, detect_language, strip_code
+
+__all__ = ["detect_prose_language", "prose_of"]
+
+FILE = Path(__file__).resolve().parent / "catalogue" / "log_lines.yaml"
+_LINE_CHARS = 2000  # how much of one line the patterns read
+_MIN_LETTERS = 3
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
+class _LogLines(BaseModel):
+    patterns: list[str] = Field(min_length=1)
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> tuple[re.Pattern[str], ...]:
+    try:
+        data = _LogLines.model_validate(read_yaml(FILE))
+        return tuple(re.compile(p, re.IGNORECASE) for p in data.patterns)
+    except (ValidationError, re.error) as exc:
+        raise CatalogueError(f"{FILE}: {exc}") from exc
+
+
+def _pasted(line: str) -> bool:
+    head = line[:_LINE_CHARS]
+    return any(p.search(head) for p in _patterns())
+
+
+def prose_of(text: str) -> str:
+    """The lines of `text` that the user wrote: without code blocks and pasted log lines."""
+    kept: list[str] = []
+    in_fence = False
+    for line in (text or "").splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or not line.strip() or _pasted(line):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def detect_prose_language(text: str) -> Detection:
+    """The language of the prose of `text`; the whole text's when it has too little prose."""
+    prose = prose_of(text)
+    if sum(ch.isalpha() for ch in strip_code(prose)) >= _MIN_LETTERS:
+        return detect_language(prose)
+    return detect_language(text)
