@@ -157,7 +157,7 @@ def merge(turns: list[ConversationTurn], request: AskRequest) -> tuple[AskReques
     update: dict[str, Any] = {}
     inherited: list[str] = []
     if not (request.error_log or "").strip():
-        log = next((t.error_log for t in reversed(turns) if (t.error_log or "").strip()), None)
+        log = next((_log_of(t) for t in reversed(turns) if _log_of(t)), None)
         if log:
             update["error_log"] = log
             inherited.append("error_log")
@@ -172,6 +172,16 @@ def merge(turns: list[ConversationTurn], request: AskRequest) -> tuple[AskReques
     done = sorted({r for q in said for r in tried(q)})
     effective = request.model_copy(update=update) if update else request
     return effective, Context(follow_up=True, subject=subject, inherited=inherited, tried=done)
+
+
+def _log_of(turn: ConversationTurn) -> str | None:
+    """A turn's error log: the one given, else its question when that reads as an OOM error."""
+    if (turn.error_log or "").strip():
+        return turn.error_log
+    from oomkb.diagnostics.parse import parse_error
+
+    q = turn.question.strip()
+    return q if q and parse_error(q).category != "unknown" else None
 
 
 def turns_from(history: list[Any]) -> list[ConversationTurn]:
