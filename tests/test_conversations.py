@@ -22,6 +22,7 @@ from oomkb.settings import Settings
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, block_text, mention, post_event
 from tests.test_slack_threads import SlackWithThreads
+from tests.test_web_browser import browser, page, server_url  # noqa: F401  (fixtures)
 
 DATA = yaml.safe_load((ROOT / "tests/data/conversations.yaml").read_text(encoding="utf-8"))
 OFFTOPIC = yaml.safe_load((ROOT / "tests/data/offtopic.yaml").read_text(encoding="utf-8"))["questions"]
@@ -275,3 +276,31 @@ def test_a_slack_follow_up_inherits_the_log_pasted_earlier_in_the_thread(slack_c
                                      ts="1700000500.000400", thread_ts=THREAD))
     text = block_text(slack_api.wait_for_post()["blocks"])
     assert "4.35 GiB" in text and "e1000-compile-hbm-oom" in text, text
+
+
+# ------------------------------------------------------------------ the web page, in Chromium
+
+
+@pytest.mark.slow
+def test_the_web_page_keeps_its_conversation_and_sends_it(page):
+    q, a = "document.getElementById('question')", "document.getElementById('answer')"
+    page.type_into("#question", "my jax training on v5e dies at compile time")
+    page.type_into("#error-log", HBM_LOG)
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '1'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "false"
+    page.evaluate(f"{q}.value = ''; document.getElementById('error-log').value = ''")
+    page.type_into("#question", "still OOM after reducing batch size, what next?")
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '2'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "true"
+    assert page.evaluate(f"{a}.dataset.grounded") == "true"
+    assert "4.35 GiB" in page.evaluate(f"{a}.innerText")  # the first turn's log, inherited
+    assert "2 earlier questions" in page.evaluate("document.getElementById('conversation-meta').textContent")
+    page.evaluate("document.getElementById('new-conversation').click()")
+    assert page.evaluate("document.body.dataset.turns") == "0"
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '1'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "false"
+    assert "4.35 GiB" not in page.evaluate(f"{a}.innerText")
+    assert page.exceptions() == []
