@@ -136,14 +136,8 @@ class AskRequest(JsonRequest):
     history: list[ConversationTurn] | None = Field(
         default=None, max_length=MAX_CONVERSATION_TURNS,
         description="the earlier turns, oldest first, for clients that keep the conversation "
-        "themselves (not together with `conversation_id`)",
+        "themselves (with `conversation_id`: turns after the stored ones)",
     )
-
-    @model_validator(mode="after")
-    def _one_kind_of_conversation(self) -> AskRequest:
-        if self.conversation_id is not None and self.history is not None:
-            raise ValueError("give conversation_id or history, not both")
-        return self
 
     @field_validator("report", mode="before")
     @classmethod

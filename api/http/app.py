@@ -36,7 +36,7 @@ from oomkb.api.http.pages import router as pages_router
 from oomkb.settings import Settings
 from oomkb.units import MIB, format_bytes
 from oomkb.errors import OomkbError, ServiceError
-from oomkb.api.schemas import AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse, ProgramRequest, SearchRequest
+from oomkb.api.schemas import MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse, ProgramRequest, SearchRequest
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.kb.search import SearchResponse
@@ -481,9 +481,11 @@ def create_app(
         store: ConversationStore = app.state.conversations
         owner = _caller(request)
         cid = body.conversation_id
-        turns = store.turns(cid, owner) if cid else None
+        turns = None
+        if cid:  # the stored turns, then any the client adds
+            turns = (store.turns(cid, owner) + list(body.history or []))[-MAX_CONVERSATION_TURNS:]
         answer = assistant.ask(body, turns)
-        if body.history is None:
+        if cid or body.history is None:
             cid = cid or store.start(owner)
             store.add(cid, owner, turn_of(body))
             answer.conversation_id = cid
