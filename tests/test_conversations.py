@@ -86,6 +86,14 @@ def test_the_padding_question_with_the_users_numbers_is_covered_and_cites_the_pa
     assert any(c["citation"] == "e1000-compile-hbm-oom#scenario-3c-padding" for c in answer["citations"])
 
 
+@pytest.mark.parametrize("question", [
+    "How do I add padding to a div in CSS?", "패딩 세탁은 어떻게 하나요?",  # a padded jacket
+    "CSS 的 padding 和 margin 有什么区别？",
+])
+def test_padding_of_other_things_is_still_declined(client, question):
+    assert _ask(client, {"question": question})["grounded"] is False
+
+
 def test_the_same_follow_up_in_a_new_conversation_has_no_inherited_evidence(client):
     answer = _ask(client, {"question": "still OOM after reducing batch size, what next?"})
     assert answer["follow_up"] is False and answer["inherited"] == [] and answer["diagnosis"] is None
