@@ -15,7 +15,10 @@ from pathlib import Path
 from oomkb.api import conversation
 from oomkb.api.answer_parts import AnswerParts
 from oomkb.api.evidence import facts_from
-from oomkb.api.schemas import AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection, GuidesResponse, Remedy, SearchRequest
+from oomkb.api.schemas import (
+    AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection,
+    GuidesResponse, Remedy, SearchRequest,
+)
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport

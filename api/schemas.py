@@ -18,7 +18,6 @@ from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport
 from oomkb.kb.figures import FigureAnswer
 from oomkb.kb.next_steps import NextStep
-from oomkb.kb.search import SearchResponse, SearchResult
 
 MAX_QUESTION_CHARS = 20_000
 MAX_ERROR_LOG_CHARS = 1_000_000

@@ -153,7 +153,7 @@ def isolation_figures(rounds: int, target: str) -> dict:
         empty.write_text("def nothing():\n    return {}\n")
         jobs = {
             "empty_job": lambda isolate: run_job(
-                "oomkb.diagnostics.sandbox:call_program_job", {"program": f"{empty}:nothing"},
+                "call_program", {"program": f"{empty}:nothing"},
                 timeout_s=120, isolate=isolate, read_only=[path.parent]),
             "estimate_small_program": lambda isolate: estimate_program(
                 f"{path}:make", target=target, isolate=isolate),

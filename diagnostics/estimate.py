@@ -43,6 +43,7 @@ from oomkb.diagnostics.parse import ParsedError, parse_error
 from oomkb.diagnostics import program as _program
 from oomkb.diagnostics.program import FactoryError, resolve_program, user_location
 from oomkb.diagnostics.program import callable_name as _callable_name
+from oomkb.diagnostics.roles import assign_roles, origin_op_names, roles_at_peak
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
 from oomkb.units import MIB, ByteCount, format_bytes
 
@@ -104,6 +105,8 @@ class BufferInfo(BaseModel):
     op_name: str | None = Field(None, description="JAX op name, or the argument's path")
     instruction: str | None = None
     source: str | None = Field(None, description="the user's file:line")
+    role: str | None = Field(None, description="parameter, optimizer_state, gradient, activation, "
+                             "temporary, output or unknown (see diagnostics/roles.yaml)")
 
 
 class PaddingItem(BaseModel):
@@ -207,6 +210,9 @@ class EstimateReport(BaseModel):
     total_bytes: ByteCount = Field(description="argument + output + temp + generated code - alias")
     headroom_bytes: ByteCount = Field(description="hbm_bytes - total_bytes (negative: does not fit)")
     peak_heap_bytes: ByteCount | None = Field(None, description="the Memory Viewer's peak heap")
+    peak_by_role: dict[str, ByteCount] | None = Field(
+        None, description="bytes live at the peak per role (parameter, optimizer_state, gradient, "
+        "activation, temporary, output, unknown); they add up to peak_heap_bytes")
     top_buffers: list[BufferInfo] = Field(default_factory=list)
     padding: PaddingReport
     donation: DonationReport
@@ -304,7 +310,7 @@ def estimate_program(
     program_spec = resolve_program(program)
     what = f"the estimate of {program_spec.path.name}:{program_spec.name}"
     result = run_job(
-        "oomkb.diagnostics.estimate:estimate_job",
+        "estimate",
         {
             "program": str(program_spec),
             "generation": spec.generation,
@@ -877,11 +883,15 @@ def _estimate_call(
             hlo_text = hlo_path.read_text("utf-8", "replace") if hlo_path else ""
             devices_used = len(_spec_device_set(specs) or {device})
         buffers = _buffers_at_peak(viewer) if viewer else []
+        for buffer, role in zip(buffers, assign_roles(buffers, origins=origin_op_names(hlo_text))):
+            buffer.role = role
         if viewer is None:
             report_warnings.append("XProf's Memory Viewer could not read the dump: no buffer list")
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
 
+    peak_heap = _mib_to_bytes(viewer.get("peakHeapMib")) if viewer else None
+    peak_by_role = roles_at_peak(((b.bytes, b.role) for b in buffers), peak_heap) if viewer else None
     total = _total(figures)
     fits = outcome.compiled is not None and total <= hbm_bytes
     padding_items = [
@@ -927,7 +937,8 @@ def _estimate_call(
         fits=fits,
         total_bytes=total,
         headroom_bytes=hbm_bytes - total,
-        peak_heap_bytes=_mib_to_bytes(viewer.get("peakHeapMib")) if viewer else None,
+        peak_heap_bytes=peak_heap,
+        peak_by_role=peak_by_role,
         top_buffers=buffers[:top_n],
         padding=padding,
         donation=donation,

@@ -885,7 +885,7 @@ def plan_program(
         vary = parse_vary(vary)
     what = f"the plan of {program_spec.label}"
     result = run_job(
-        "oomkb.diagnostics.plan:plan_job",
+        "plan",
         {
             "program": str(program_spec), "generation": spec.generation,
             "topology": spec.topology, "vary": list(vary) if vary else None,

@@ -330,7 +330,7 @@ def profile_program(
     logdir_path = _make_logdir(logdir)
     try:
         result = run_job(
-            "oomkb.diagnostics.profile:_profile_job",
+            "profile",
             {"path": str(program.path), "name": program.name, "repeat": repeat,
              "logdir": str(logdir_path)},
             timeout_s=timeout_s,
@@ -362,7 +362,7 @@ def _make_logdir(logdir: str | os.PathLike | None) -> Path:
     return path.resolve()
 
 
-def _profile_job(payload: dict[str, Any]) -> dict[str, Any]:
+def profile_job(payload: dict[str, Any]) -> dict[str, Any]:
     """Child-process side of :func:`profile_program` (run by ``diagnostics.sandbox.run_job``)."""
     from oomkb.diagnostics.program import ProgramSpec, load_program_object
 

@@ -1,9 +1,9 @@
 """Run a user's program in a child process, so that it cannot take the caller down.
 
 Process isolation only; what a user's ``FILE.py:NAME`` is (loading it, calling its factory, its
-source lines) is :mod:`diagnostics.program`'s, whose names are re-exported here.
+source lines) is :mod:`oomkb.diagnostics.program`'s.
 
-* :func:`run_job` runs a job function (``"package.module:function"``, taking and returning a
+* :func:`run_job` runs a job of :mod:`oomkb.diagnostics.jobs` (by name; taking and returning a
   JSON-able dict) in a fresh ``python`` process with a wall-clock timeout, optional CPU and memory
   limits, a private temporary working directory, an environment without secrets, and bounded
   capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
@@ -55,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.program import ProgramExited, ProgramNameError, load_program_object, user_location
 from oomkb.diagnostics.interpreter import check_interpreter, child_bootstrap
+from oomkb.diagnostics.jobs import JOBS, job_function
 from oomkb.diagnostics.isolation import bwrap_command, isolation_status
 from oomkb.units import format_bytes
 from oomkb.layout import code_dirs
@@ -276,7 +277,7 @@ def run_job(
 ) -> JobResult:
     """Run ``job(payload) -> dict`` in a fresh Python process and return its result.
 
-    ``job`` is ``"package.module:function"``. ``env`` adds variables to a copy of this process's
+    ``job`` names a job of :data:`oomkb.diagnostics.jobs.JOBS`. ``env`` adds variables to a copy of this process's
     environment stripped of secrets. The child works in a private temporary directory (its path is
     ``payload["workdir"]`` inside the job), removed afterwards. Raises :class:`JobTimeout`,
     :class:`JobCrashed`, :class:`JobFailed`, or the job's own ``DiagnosticsError`` subclass.
@@ -293,6 +294,8 @@ def run_job(
     :mod:`diagnostics.interpreter`; it must have jax, and libtpu when ``need_tpu``), and
     ``sys_path`` puts folders first on the child's import path (``--path``).
     """
+    if job not in JOBS:
+        raise ValueError(f"unknown job {job!r}; the jobs are {', '.join(JOBS)}")
     limits = limits or Limits()
     interp = check_interpreter(python, need_tpu=need_tpu) if python is not None else None
     if interp is not None:
@@ -629,7 +632,7 @@ def _crash_error(returncode: int | None, stderr: str, what: str,
     )
 
 
-_TRUSTED_PACKAGES = ("diagnostics.", "kb.", "indexer.", "api.")
+_TRUSTED_PACKAGES = ("oomkb.diagnostics.",)
 
 #: Longest message of a job's error that reaches the caller (the program's own exception message
 #: or one of ours; a compiler's message is in the job's value instead).
@@ -796,9 +799,7 @@ def _child_main() -> None:
     try:
         payload = json.loads(Path(payload_path).read_text("utf-8"))
         sys.path[:0] = [p for p in payload.get("sys_path") or () if p not in sys.path]
-        module_name, func_name = job.split(":", 1)
-        func = getattr(importlib.import_module(module_name), func_name)
-        value = func(payload)
+        value = job_function(job)(payload)
         if not isinstance(value, dict):
             raise TypeError(f"job {job} returned {type(value).__name__}, not a dict")
         record: dict[str, Any] = {"ok": True, "value": value}

@@ -4,6 +4,7 @@
     oomkb.search("什么是 Vmem？", k=3)                       # offline docs search, any language
     oomkb.diagnose(open("error.log").read())                 # an OOM log -> category and bytes
     oomkb.estimate("train.py:make_step", tpu="v5e")          # HBM on a TPU generation, no TPU
+    oomkb.diff("before.json", "after.json")                  # what changed between two estimates
     oomkb.profile("train.py:step", repeat=5)                 # live memory and leaks, local backend
     oomkb.ask("Why does my compile run out of HBM?", error_log=text)
 
@@ -20,6 +21,7 @@ Every error is an :class:`oomkb.OomkbError` (``UserInputError`` or ``ServiceErro
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from oomkb import layout
@@ -29,6 +31,7 @@ layout.install_source_floors()  # in a checkout, oomkb.kb & co. are the top-leve
 
 if TYPE_CHECKING:  # pragma: no cover
     from oomkb.api.schemas import AskResponse
+    from oomkb.diagnostics.diff import DiffReport
     from oomkb.diagnostics.estimate import EstimateReport
     from oomkb.diagnostics.parse import ParsedError
     from oomkb.diagnostics.profile import ProfileReport
@@ -59,6 +62,16 @@ def estimate(program: str, tpu: str = "v5e", **options: Any) -> EstimateReport:
     from oomkb.diagnostics.estimate import estimate_program
 
     return estimate_program(program, target=tpu, **options)
+
+
+def diff(before: Any, after: Any) -> DiffReport:
+    """What changed from estimate `before` to `after` (reports, or paths of `estimate --json` files)."""
+    from oomkb.diagnostics.diff import diff_reports, load_estimate_report
+
+    def report(x: Any):
+        return load_estimate_report(x) if isinstance(x, (str, os.PathLike)) else x
+
+    return diff_reports(report(before), report(after))
 
 
 def profile(program: str, repeat: int = 3, **options: Any) -> ProfileReport:
@@ -119,4 +132,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["CaptureReport", "Holder", "OomkbError", "ServiceError", "UserInputError", "ask", "capture",
-           "diagnose", "estimate", "held_by", "parse_error", "plan", "profile", "search"]
+           "diagnose", "diff", "estimate", "held_by", "parse_error", "plan", "profile", "search"]

@@ -341,8 +341,8 @@ def test_importing_the_project_writes_nothing_to_the_environment():
     import subprocess
     import sys
 
-    code = ("import os; before = dict(os.environ); import oomkb, api, api.cli, api.http.app, indexer.model, "
-            "kb.search, diagnostics.estimate; import sys; "
+    code = ("import os; before = dict(os.environ); import oomkb, oomkb.api, oomkb.api.cli.main, "
+            "oomkb.api.http.app, oomkb.indexer.model, oomkb.kb.search, oomkb.diagnostics.estimate; import sys; "
             "sys.exit(0 if dict(os.environ) == before else 1)")
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",

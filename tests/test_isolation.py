@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load:
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "programs" / "escape_cases.py"
-JOB = "oomkb.diagnostics.sandbox:call_program_job"
+JOB = "call_program"
 GIB = 1 << 30
 SECRET = "fake-netrc-password-0c9e4b"
 

@@ -20,7 +20,7 @@ from oomkb.diagnostics.sandbox import JobCrashed, JobFailed, JobTimeout, Limits,
 pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
 CASES = Path(__file__).parent / "programs" / "sandbox_cases.py"
-JOB = "oomkb.diagnostics.sandbox:call_program_job"
+JOB = "call_program"
 
 
 def call(name: str, timeout_s: float = 30, limits: Limits | None = None, **kwargs):

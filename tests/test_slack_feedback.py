@@ -15,7 +15,9 @@ from slack_sdk import WebClient
 from oomkb.api.http.app import create_app
 from oomkb.settings import Settings
 from tests.conftest import LOCAL
-from tests.test_slack import SECRET, TOKEN, assistant, mention, post_event, signed, slack_api  # noqa: F401 - fixtures
+from tests.test_slack import (  # noqa: F401 - fixtures
+    SECRET, TOKEN, assistant, mention, post_event, signed, slack_api,
+)
 
 pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 

@@ -10,7 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from oomkb.api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
+from oomkb.api.cli.options import (
+    IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption,
+    import_paths, target_generation,
+)
 from oomkb.api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 ESTIMATE_HELP = (
@@ -134,6 +137,12 @@ def _print_report(report, plot: Path | None) -> None:
         f"{fb(report.alias_bytes)} = {fb(report.total_bytes)}  (compiled in "
         f"{report.compile_seconds:.1f} s)"
     )
+    if report.peak_by_role:
+        from oomkb.diagnostics.roles import role_sentence
+
+        sentence = role_sentence(report.peak_by_role, fb)
+        if sentence:
+            out.print(escape(sentence))
     if report.compile_error is not None:
         out.print(f"[red]compiler:[/] {escape(report.compile_error_text or '')[:500]}")
 

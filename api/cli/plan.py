@@ -13,7 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from oomkb.api.cli.options import IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption, import_paths, target_generation
+from oomkb.api.cli.options import (
+    IsolateOption, JsonOption, PathOption, ProgramArgument, PythonOption, TopologyOption, TpuOption,
+    import_paths, target_generation,
+)
 from oomkb.api.cli.boundary import EXIT_USAGE, check_png_path, draw_or_fail, fail, user_errors
 
 PLAN_HELP = (

@@ -36,7 +36,10 @@ from oomkb.api.http.pages import router as pages_router
 from oomkb.settings import Settings
 from oomkb.units import MIB, format_bytes
 from oomkb.errors import OomkbError, ServiceError
-from oomkb.api.schemas import MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse, ProgramRequest, SearchRequest
+from oomkb.api.schemas import (
+    MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse,
+    ProgramRequest, SearchRequest,
+)
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.kb.search import SearchResponse
