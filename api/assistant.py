@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from oomkb.api import conversation
 from oomkb.api.answer_parts import AnswerParts
 from oomkb.api.evidence import facts_from
 from oomkb.api.schemas import (
-    AskRequest, AskResponse, Citation, DiagnoseRequest, GuideInfo, GuideSection, GuidesResponse,
-    Remedy, SearchRequest,
+    AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection,
+    GuidesResponse, Remedy, SearchRequest,
 )
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.plan import PlanReport
@@ -91,8 +92,15 @@ class Assistant:
         self.ask(AskRequest(question="?", error_log="RESOURCE_EXHAUSTED: Out of memory while "
                                                     "trying to allocate 1.00GiB on TPU_0"))
 
-    def ask(self, req: AskRequest) -> AskResponse:
-        """Answer `req` in its language; `grounded` is false when the guides do not cover it."""
+    def ask(self, req: AskRequest, turns: list[ConversationTurn] | None = None) -> AskResponse:
+        """Answer `req` in its language; `grounded` is false when the guides do not cover it.
+
+        `turns` (else `req.history`): the conversation's earlier turns, oldest first. A question
+        that continues them inherits their evidence and subject (api/conversation.py)."""
+        earlier = list(turns) if turns is not None else list(req.history or [])
+        context = conversation.Context()
+        if earlier and self._continues(req.question, req.error_log, earlier):
+            req, context = conversation.merge(earlier, req)
         question = (req.question or "").replace("\x00", " ").strip()
         log = (req.error_log or "").replace("\x00", " ")
         if not question and not log.strip() and req.report is None:
@@ -123,7 +131,7 @@ class Assistant:
         if evidence_only:
             category = REPORT_CATEGORY[type(req.report).__name__]
 
-        query = self._retrieval_query(question, diagnosis)
+        query = self._retrieval_query(question, diagnosis, context.subject)
         searcher = self.searcher
         # Embedded once: the search and the grounding decision both use the query's vector.
         vector = searcher.embed_queries([query])[0] if query else None
@@ -184,6 +192,9 @@ class Assistant:
             figures=figures,
             next_steps=next_steps,
             verdict=outcome.verdict,
+            follow_up=context.follow_up,
+            inherited=context.inherited,
+            tried=context.tried,
         )
 
     def _other_framework(self, language, detected, note_key, diagnosis, framework) -> AskResponse:
@@ -199,6 +210,25 @@ class Assistant:
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},
                            out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
+
+    def _continues(self, question: str, log: str | None, earlier: list[ConversationTurn]) -> bool:
+        """Whether a question continues its conversation: it is in scope on its own, or it
+        points back at it ("what next?") or speaks of memory or ML, and names no other system.
+        An off-topic question ("how do I bake bread?") starts afresh, and is judged alone."""
+        question = (question or "").strip()
+        if not question or (log or "").strip():
+            return True  # evidence alone, or new evidence for the same conversation
+        searcher = self.searcher
+        vector = searcher.embed_queries([question])[0]
+        results = searcher.search(question, k=5, query_vector=vector).results
+        alone = grounding.decide(question, results, searcher, query_vector=vector)
+        if alone.grounded:
+            return True
+        f = alone.features
+        if f.get("foreign", 0) > 0 or f.get("unknown_names", 0) > 0:
+            return False
+        return conversation.refers_back(question) or any(
+            f.get(k, 0) > 0 for k in ("framework", "domain", "memory", "ml", "error_wording"))
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -225,8 +255,10 @@ class Assistant:
         return d.language, d.detected or d.language, None
 
     @staticmethod
-    def _retrieval_query(question: str, diagnosis: ParsedError | None) -> str:
+    def _retrieval_query(question: str, diagnosis: ParsedError | None, subject: str = "") -> str:
         parts = [question[:3000]] if question else []
+        if subject:  # a follow-up: the conversation's earlier questions say what "it" is
+            parts.append(subject)
         if diagnosis is not None and diagnosis.message:
             parts.append(diagnosis.message[:600])
         return "\n".join(parts).strip()

@@ -83,8 +83,35 @@ class ProgramRequest(JsonRequest):
     topology: str | None = Field(default=None, max_length=32, description="chip grid such as 2x2")
 
 
+#: Earlier turns a conversation keeps (and a request's `history` may carry).
+MAX_CONVERSATION_TURNS = 8
+CONVERSATION_ID_PATTERN = r"^[0-9a-f]{32}$"
+
+
+class ConversationTurn(JsonRequest):
+    """An earlier turn of a conversation: what the user asked and the evidence they gave."""
+
+    question: str = Field(default="", max_length=MAX_QUESTION_CHARS, description="the earlier question")
+    error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
+                                  description="the error log given with it, if any")
+    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
+        default=None, description="the report given with it, if any")
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _report_exactly_typed(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return _REPORT.validate_python(value, strict=True)
+        return value
+
+
 class AskRequest(JsonRequest):
-    """A question, optionally with a pasted error log and an estimate or profile report."""
+    """A question, optionally with a pasted error log and an estimate or profile report.
+
+    A follow-up names its conversation: `conversation_id` (from an earlier answer; the server
+    keeps the turns, for one caller, for an hour after the last one) or `history` (the earlier
+    turns, sent by a client that keeps them). It inherits the earlier turns' error log and report
+    when it has none, their subject, and what the user said they tried."""
 
     question: str = Field(max_length=MAX_QUESTION_CHARS,
                           description="the question, in any language (may be empty when an error log is given)")
@@ -99,6 +126,16 @@ class AskRequest(JsonRequest):
         default=None,
         description="answer language (en, ar, hi, ru, zh, pt, es, ja, de, fr, ko); detected "
         "from the question when absent; other languages are answered in English",
+    )
+    conversation_id: str | None = Field(
+        default=None, pattern=CONVERSATION_ID_PATTERN,
+        description="continue this conversation (the `conversation_id` of an earlier answer to the "
+        "same caller); absent: a new conversation starts",
+    )
+    history: list[ConversationTurn] | None = Field(
+        default=None, max_length=MAX_CONVERSATION_TURNS,
+        description="the earlier turns, oldest first, for clients that keep the conversation "
+        "themselves (with `conversation_id`: turns after the stored ones)",
     )
 
     @field_validator("report", mode="before")
@@ -178,6 +215,13 @@ class AskResponse(BaseModel):
         "(pytorch, tensorflow, cuda): the guides are about JAX/XLA, so nothing is grounded")
     answer_id: str = Field(default_factory=lambda: uuid.uuid4().hex,
                            description="names this answer in POST /v1/feedback")
+    conversation_id: str | None = Field(
+        default=None, description="send it with the next question to follow up (REST only)")
+    follow_up: bool = Field(default=False, description="answered as a follow-up of earlier turns")
+    inherited: list[str] = Field(
+        default_factory=list, description="evidence taken from earlier turns: error_log, report")
+    tried: list[str] = Field(
+        default_factory=list, description="remedy ids the conversation says were already tried")
 
 
 class SearchRequest(JsonRequest):
@@ -214,6 +258,6 @@ class ErrorResponse(BaseModel):
 
 
 __all__ = [
-    "JsonRequest", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest",
+    "JsonRequest", "ConversationTurn", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest",
     "DiagnoseRequest", "GuideInfo", "GuideSection", "GuidesResponse", "ErrorResponse",
 ]

@@ -59,10 +59,11 @@ def feature_rows(searcher, items: list[dict]) -> list[dict[str, float]]:
     """Features as the assistant computes them (language, then search, then kb.grounding)."""
     from oomkb.api.assistant import Assistant
     from oomkb.kb.grounding import features
+    from oomkb.kb.language import detect_language
 
     rows = []
     for it in items:
-        language, _, _ = Assistant._language(None, it["q"])
+        language, _, _ = Assistant._language(None, detect_language(it["q"]))
         results = searcher.search(it["q"], k=5, query_language=language).results
         rows.append(features(it["q"], results, searcher))
     return rows

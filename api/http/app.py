@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import Response
 
+from oomkb.api.conversation import ConversationStore, turn_of
 from oomkb.api.http.feedback import absolute_links, record_answer, store_for
 from oomkb.api.http.feedback import router as feedback_router
 from oomkb.api.http.holder import AssistantHolder
@@ -36,8 +37,8 @@ from oomkb.settings import Settings
 from oomkb.units import MIB, format_bytes
 from oomkb.errors import OomkbError, ServiceError
 from oomkb.api.schemas import (
-    AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse, ProgramRequest,
-    SearchRequest,
+    MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse,
+    ProgramRequest, SearchRequest,
 )
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
@@ -416,6 +417,16 @@ ESTIMATE_ERRORS = {
 }
 
 
+_ASK_ERRORS = {**_ERRORS, 404: {"model": ErrorResponse,
+                                 "description": "unknown or expired conversation_id, or another caller's"}}
+
+
+def _caller(request: Request) -> str:
+    """Who asks, as far as the server can tell: the peer address (behind a proxy, the proxy's
+    own forwarded-address handling sets it). A conversation answers only its starter."""
+    return request.client.host if request.client else "-"
+
+
 def create_app(
     settings: Settings | None = None,
     assistant: Assistant | None = None,
@@ -458,12 +469,30 @@ def create_app(
     app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts)  # outermost: checked first
     _install_error_handlers(app)
 
-    @app.post("/v1/ask", response_model=AskResponse, responses=_ERRORS, tags=["assistant"])
-    def ask(body: AskRequest, assistant: Assistant = Depends(get_assistant)) -> AskResponse:
+    app.state.conversations = ConversationStore()
+
+    @app.post("/v1/ask", response_model=AskResponse, responses=_ASK_ERRORS, tags=["assistant"])
+    def ask(body: AskRequest, request: Request,
+            assistant: Assistant = Depends(get_assistant)) -> AskResponse:
         """Answer a question (and/or a pasted error log) in the asker's language, citing the guides.
 
-        The answer's metadata is recorded under its `answer_id` for feedback and the gaps report."""
-        answer = absolute_links(assistant.ask(body), settings.public_url)
+        Follow-ups: send the answer's `conversation_id` with the next question (the server keeps
+        the last turns of each conversation for an hour, for the caller that started it only), or
+        the earlier turns as `history`. A follow-up inherits the earlier error log, report and
+        subject. The answer's metadata is recorded under its `answer_id` for feedback and the
+        gaps report."""
+        store: ConversationStore = app.state.conversations
+        owner = _caller(request)
+        cid = body.conversation_id
+        turns = None
+        if cid:  # the stored turns, then any the client adds
+            turns = (store.turns(cid, owner) + list(body.history or []))[-MAX_CONVERSATION_TURNS:]
+        answer = assistant.ask(body, turns)
+        if cid or body.history is None:
+            cid = cid or store.start(owner)
+            store.add(cid, owner, turn_of(body))
+            answer.conversation_id = cid
+        answer = absolute_links(answer, settings.public_url)
         record_answer(app.state.feedback_store, body, answer, source="api")
         return answer
 

@@ -22,7 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from oomkb.api.http.slack_text import question_from_slack
-from oomkb.api.schemas import MAX_ERROR_LOG_CHARS, AskRequest
+from oomkb.api.schemas import MAX_CONVERSATION_TURNS, MAX_ERROR_LOG_CHARS, AskRequest, ConversationTurn
 
 log = logging.getLogger("oomkb.slack")
 
@@ -52,18 +52,25 @@ class SlackEvidence:
 
     def complete(self, request: AskRequest, client: WebClient, event: dict[str, Any]) -> AskRequest:
         """`request` with `error_log` and `report` filled from `event`'s files, else from the
-        earlier messages of its thread (oldest first); unchanged when there is nothing."""
+        earlier messages of its thread (oldest first), and with those messages as its
+        `history` (the conversation a follow-up continues); unchanged when there is nothing."""
         own_log, own_report = self._files(client, event.get("files"))
         logs = [request.error_log, own_log]
         reports = [own_report]
+        history: list[ConversationTurn] = []
         thread = event.get("thread_ts")
         follow_up = bool(thread) and thread != event.get("ts")
-        if follow_up and (not (request.error_log or own_log) or own_report is None):
+        if follow_up:
             for message in self._thread(client, event.get("channel"), thread, event.get("ts")):
                 earlier = question_from_slack(message.get("text") or "")
                 file_log, file_report = self._files(client, message.get("files"))
+                log_text = earlier.error_log or _error_text(earlier.question) or file_log
                 logs += [earlier.error_log or _error_text(earlier.question), file_log]
                 reports.append(file_report)
+                question = "" if log_text == earlier.question else earlier.question
+                history.append(ConversationTurn(
+                    question=question, error_log=(log_text or None) and log_text[-MAX_ERROR_LOG_CHARS:],
+                    report=file_report))
         error_log = next((x for x in logs if x and x.strip()), None)
         report = next((r for r in reports if r is not None), None)
         update: dict[str, Any] = {}
@@ -71,6 +78,8 @@ class SlackEvidence:
             update["error_log"] = error_log[:MAX_ERROR_LOG_CHARS]
         if report is not None and request.report is None:
             update["report"] = report
+        if history and request.history is None and request.conversation_id is None:
+            update["history"] = history[-MAX_CONVERSATION_TURNS:]
         return request.model_copy(update=update) if update else request
 
     # -- the thread -------------------------------------------------------------------------

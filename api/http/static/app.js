@@ -205,6 +205,8 @@
     answer.replaceChildren(renderMarkdown(data.answer));
     const meta = [data.language, data.grounded ? "grounded in the guides" : "not covered by the guides"];
     if (data.language_note) meta.push(data.language_note);
+    if (data.follow_up) meta.push("follow-up");
+    answer.dataset.followUp = String(Boolean(data.follow_up));
     $("answer-meta").textContent = "(" + meta.join(" · ") + ")";
     answer.dataset.language = data.language;
     answer.dataset.grounded = String(data.grounded);
@@ -235,12 +237,32 @@
 
   // ------------------------------------------------------------------ events
 
+  // The conversation so far: the earlier turns, sent as `history` with each question so that a
+  // follow-up ("still OOM, what next?") inherits their subject and evidence. Kept in the page
+  // only; "New conversation" forgets it. Bounded like the server's (8 turns, the log's tail).
+  const MAX_TURNS = 8;
+  const MAX_LOG_CHARS = 200000;
+  let turns = [];
+
+  function showConversation() {
+    const n = turns.length;
+    $("conversation-meta").textContent = n ? n + (n === 1 ? " earlier question" : " earlier questions") : "";
+    $("new-conversation").hidden = n === 0;
+    document.body.dataset.turns = String(n);
+  }
+
+  function newConversation() {
+    turns = [];
+    showConversation();
+  }
+
   async function ask(event) {
     event.preventDefault();
     showError("");
     const body = { question: $("question").value };
     const log = $("error-log").value;
     if (log.trim()) body.error_log = log;
+    if (turns.length) body.history = turns.slice();
     if ($("language").value) body.language = $("language").value;
     if (!body.question.trim() && !body.error_log) {
       showError("Write a question or paste an error log.");
@@ -249,6 +271,10 @@
     busy(true, "Thinking…");
     try {
       showAnswer(await post("/v1/ask", body));
+      const turn = { question: body.question.slice(0, 20000) };
+      if (body.error_log) turn.error_log = body.error_log.slice(-MAX_LOG_CHARS);
+      turns = turns.concat([turn]).slice(-MAX_TURNS);
+      showConversation();
     } catch (err) {
       showError(err.message);
     } finally {
@@ -276,6 +302,8 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("ask-form").addEventListener("submit", ask);
     $("search-button").addEventListener("click", search);
+    $("new-conversation").addEventListener("click", newConversation);
+    showConversation();
     document.body.dataset.ready = "true";
   });
 
