@@ -119,16 +119,20 @@ class Assistant:
         results = (searcher.search(query, k=5, query_language=language, query_vector=vector).results
                    if query else [])
         confidence = _confidence(results)
+        # Another framework's error (PyTorch's CUDA OOM): the diagnosis line names it, and the
+        # guides' JAX/XLA remedies and passages are not offered as if they applied.
+        info = self.catalogue.categories.get(category)
+        foreign = info is not None and not info.jax_remedies_apply
         chosen = (
             catalogue_api.choose_remedies(self.catalogue, facts, category)
-            if category != "unknown" else []
+            if category != "unknown" and not foreign else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or grounding.decide(
+        grounded = not foreign and (bool(chosen) or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
-        ).grounded
+        ).grounded)
 
         remedies = []
         for r in chosen:

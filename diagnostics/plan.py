@@ -47,6 +47,7 @@ from oomkb.diagnostics.estimate import (
     _compile,
     _donation_plan,
     _is_jitted,
+    _leaf_path,
     _memory_totals,
     _total,
     _trace,
@@ -58,6 +59,7 @@ from oomkb.diagnostics.program import (
     FactoryError,
     call_factory,
     callable_name,
+    factory_label,
     factory_accepts,
     load_factory,
     project_root,
@@ -300,7 +302,7 @@ def plan_factory(
         _check_range(name, low, high)
         if not factory_accepts(factory, name):
             raise PlanError(
-                f"--vary {name}: the factory {callable_name(factory)} takes no argument {name!r}"
+                f"--vary {name}: the {factory_label(factory)} takes no argument {name!r}"
                 + _takes(factory)
             )
         default = _default_of(factory, name)
@@ -310,7 +312,7 @@ def plan_factory(
                 call_factory(factory, devices=session.devices(spec), kwargs={name: base_value})
             except FactoryError:
                 base_value = None
-    label = f"factory {callable_name(factory)}"
+    label = factory_label(factory)
     vary_report = None
     if vary is not None and base_value is None:
         # No usable default in range: search first, then estimate at the answer.
@@ -698,17 +700,19 @@ def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     import jax.numpy as jnp
 
     fn, args, kwargs, mesh = program
+    # The estimate's argument labels ("params['w1']", not "args[0][0]['w1']").
+    arg_names = _argument_names(fn, len(args))
     paths = []
     for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
         dtype = getattr(leaf, "dtype", None)
         if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and jnp.dtype(dtype).itemsize > 2:
-            paths.append(jax.tree_util.keystr(tuple(path)))
+            paths.append(_leaf_path(path, arg_names))
     if not paths:
         return []
     before = session.compiles
     measured = session.measure(fn, args, kwargs, spec, mesh, cast_bf16=True,
                                what=f"{callable_name(fn)} with bfloat16 arguments")
-    shown = [p.replace("[0]", "args", 1) if p.startswith("[0]") else p for p in paths]
+    shown = paths
     return [FixReport(
         id="bf16_arguments",
         title="what if: floating-point arguments as bfloat16 (changes the numerics)",

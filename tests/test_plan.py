@@ -122,7 +122,7 @@ def test_each_hbm_fix_is_measured_by_its_own_compile(sharded_plan):
     assert other.fits and other.setting["generation"] == "v6e" and other.total_bytes == total
 
     bf16 = fix(report, "bf16_arguments")
-    assert bf16.fits and "numerics" in bf16.title and bf16.setting == {"arguments": ["args[0]"]}
+    assert bf16.fits and "numerics" in bf16.title and bf16.setting == {"arguments": ["x"]}
     assert bf16.total_bytes < report.baseline.total_bytes / 1.9
     assert report.compiles == 1 + sum(f.compiles for f in report.fixes)
 
