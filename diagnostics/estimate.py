@@ -195,6 +195,10 @@ class VmemReport(BaseModel):
     kernel: str | None = Field(None, description="the kernel's JAX op name or HLO instruction")
     source: str | None = Field(None, description="the user's file:line that calls the kernel")
     windows: list[VmemWindow] = Field(default_factory=list)
+    windows_source: Literal["compiler", "block_specs"] | None = Field(
+        None, description="compiler: listed by the compiler (physical-capacity failures); "
+        "block_specs: computed from the kernel's BlockSpecs (block shape x dtype x buffers), as "
+        "the compiler lists no windows for a scoped-limit failure")
 
 
 #: The one rule that decides ``fits`` (shown in every report as ``verdict_rule``).
@@ -1124,6 +1128,47 @@ def _vmem_windows(text: str) -> list[VmemWindow]:
     return windows
 
 
+def _pallas_calls(jaxpr: Any, depth: int = 0):
+    """The pallas_call equations of a jaxpr, nested ones included."""
+    if depth > 20:
+        return
+    for eqn in getattr(jaxpr, "eqns", []):
+        if eqn.primitive.name == "pallas_call":
+            yield eqn
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            if hasattr(inner, "eqns"):
+                yield from _pallas_calls(inner, depth + 1)
+
+
+def _kernel_windows(traced: Any) -> list[VmemWindow]:
+    """The first Pallas kernel's VMEM windows from its BlockSpecs: each operand's block shape x
+    dtype x buffering levels (2, double-buffered, unless a pipeline mode says otherwise)."""
+    import numpy as np
+
+    try:
+        eqn = next(_pallas_calls(traced.jaxpr.jaxpr), None)
+        if eqn is None:
+            return []
+        mapping = eqn.params["grid_mapping"]
+        windows = []
+        for i, block in enumerate(mapping.block_mappings):
+            shape = tuple(int(d) for d in block.transformed_block_aval.shape)
+            dtype = np.dtype(block.array_aval.dtype)
+            mode = getattr(block, "pipeline_mode", None)
+            buffers = int(getattr(mode, "buffer_count", None) or 2)
+            operand = (f"input {i}" if i < mapping.num_inputs
+                       else f"output {i - mapping.num_inputs}")
+            windows.append(VmemWindow(
+                bytes=math.prod(shape) * dtype.itemsize * buffers, operand=operand,
+                window_shape=_shape_text(type("W", (), {"shape": shape, "dtype": dtype})()),
+                full_shape=_shape_text(block.array_aval), buffers=buffers,
+            ))
+        return windows
+    except Exception:  # the jaxpr is internal API: windows are a bonus, never a failure
+        return []
+
+
 def _kernel_source(traced: Any) -> str | None:
     """The user's line that calls the first Pallas/Mosaic kernel of the traced program."""
     from oomkb.diagnostics.program import user_frame
@@ -1170,10 +1215,14 @@ def _vmem_report(text: str, parsed: ParsedError, gen: tpu.Generation, traced: An
     kernel = op_name.group(1) if op_name else None
     if kernel is None and parsed.instruction:
         kernel = parsed.instruction.lstrip("%")
+    windows, source = _vmem_windows(text), "compiler"
+    if not windows:
+        windows, source = _kernel_windows(traced), "block_specs"
     return VmemReport(
         kind=kind, used_bytes=used, limit_bytes=limit, capacity_bytes=capacity,
         default_limit_bytes=gen.scoped_vmem_default_bytes, over_by_bytes=max(over, 0),
-        kernel=kernel, source=_kernel_source(traced), windows=_vmem_windows(text),
+        kernel=kernel, source=_kernel_source(traced), windows=windows,
+        windows_source=source if windows else None,
     )
 
 
