@@ -92,6 +92,9 @@ FIX_CITES = {
 MAX_TOPOLOGY_STEPS = 4
 MAX_OTHER_GENERATIONS = 3
 MAX_VMEM_STEPS = 4
+#: The step of the smallest-scoped-VMEM-limit search (the flag takes KiB; "28.25M" and "28.50M"
+#: are limits users set).
+VMEM_GRANULE = 256 * 1024
 #: Values tried around a bisection point whose factory call fails, before giving up on the interval.
 MAX_INVALID_PROBES = 64
 
@@ -510,18 +513,19 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         return base
     def at(limit: int) -> _Measured:
         return session.measure(fn, args, kwargs, spec, mesh,
-                               options={"xla_tpu_scoped_vmem_limit_kib": limit // MIB * 1024},
+                               options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024},
                                what=f"the kernel under a {format_bytes(limit)} scoped VMEM limit")
 
     def short_of_scoped(m: _Measured) -> bool:
         return m.oom_space == "vmem" and m.vmem_kind == "scoped_limit"
 
     # Step up from the kernel's stated need (the compiler rounds it, and other scoped buffers may
-    # come next), then bisect in MiB between the last limit that failed and the first that
-    # compiled: the smallest limit that compiles, to the MiB, never above the physical VMEM.
-    limit = min(_ceil_mib(vmem.used_bytes), capacity)
+    # come next), then bisect between the last limit that failed and the first that compiled:
+    # the smallest limit that compiles, to VMEM_GRANULE (a stated "28.00M" may need 28.50M),
+    # never above the physical VMEM.
+    limit = min(_ceil_granule(vmem.used_bytes), capacity)
     # Below the kernel's stated need nothing compiles (the compiler said so): no bisecting there.
-    failed = max(vmem.limit_bytes or 0, limit - MIB)
+    failed = max(vmem.limit_bytes or 0, limit - VMEM_GRANULE)
     last: _Measured | None = None
     ok: tuple[int, _Measured] | None = None
     for _ in range(MAX_VMEM_STEPS):
@@ -533,9 +537,9 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         failed = limit
         if limit >= capacity:
             break
-        limit = min(max(_ceil_mib(last.vmem_needed or 0), limit + MIB), capacity)
-    while ok is not None and ok[0] - failed > MIB and ok[1].compiled:
-        middle = _ceil_mib((failed + ok[0]) // 2)
+        limit = min(max(_ceil_granule(last.vmem_needed or 0), limit + VMEM_GRANULE), capacity)
+    while ok is not None and ok[0] - failed > VMEM_GRANULE and ok[1].compiled:
+        middle = _ceil_granule((failed + ok[0]) // 2)
         if middle >= ok[0]:
             break
         trial = at(middle)
@@ -559,8 +563,12 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     base.total_bytes = last.total_bytes if last.compiled else None
     if last.compiled:
         base.title = f"raise the scoped VMEM limit to {format_bytes(limit)}"
+        base.note = (f"the smallest limit that compiled, found by {base.compiles} compile(s): "
+                     f"stepped up from the kernel's stated need ({format_bytes(vmem.used_bytes)}), "
+                     f"then bisected to {format_bytes(VMEM_GRANULE)} between the largest limit that "
+                     f"failed ({format_bytes(failed)}) and the smallest that compiled")
         if not last.fits:
-            base.note = "the kernel compiles with this limit, but the program's HBM does not fit"
+            base.note += "; the kernel compiles with this limit, but the program's HBM does not fit"
     elif last.oom_space == "vmem" and limit >= capacity:
         base.note = (f"even the core's whole VMEM ({format_bytes(capacity)}) as the limit does not "
                      "compile: only smaller blocks can help")
@@ -576,6 +584,11 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
 
 def _ceil_mib(nbytes: int) -> int:
     return -(-int(nbytes) // MIB) * MIB
+
+
+def _ceil_granule(nbytes: int) -> int:
+    """``nbytes`` rounded up to VMEM_GRANULE, the step of the scoped-VMEM limit search."""
+    return -(-int(nbytes) // VMEM_GRANULE) * VMEM_GRANULE
 
 
 # -- more devices, other generations, bf16 ----------------------------------------------------
