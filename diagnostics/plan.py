@@ -563,10 +563,15 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     base.total_bytes = last.total_bytes if last.compiled else None
     if last.compiled:
         base.title = f"raise the scoped VMEM limit to {format_bytes(limit)}"
-        base.note = (f"the smallest limit that compiled, found by {base.compiles} compile(s): "
-                     f"stepped up from the kernel's stated need ({format_bytes(vmem.used_bytes)}), "
-                     f"then bisected to {format_bytes(VMEM_GRANULE)} between the largest limit that "
-                     f"failed ({format_bytes(failed)}) and the smallest that compiled")
+        if base.compiles == 1:
+            base.note = (f"found by 1 compile: the kernel's stated need ({format_bytes(vmem.used_bytes)}), "
+                         f"rounded up to {format_bytes(VMEM_GRANULE)}, compiled; a lower limit is below "
+                         "the need the compiler stated")
+        else:
+            base.note = (f"the smallest limit that compiled, found by {base.compiles} compiles: stepped "
+                         f"up from the kernel's stated need ({format_bytes(vmem.used_bytes)}), then "
+                         f"bisected to {format_bytes(VMEM_GRANULE)}; the largest limit that failed was "
+                         f"{format_bytes(failed)}")
         if not last.fits:
             base.note += "; the kernel compiles with this limit, but the program's HBM does not fit"
     elif last.oom_space == "vmem" and limit >= capacity:
