@@ -408,7 +408,8 @@ def test_verdict_of_a_vmem_failure_never_has_positive_headroom():
     from oomkb.diagnostics.estimate import verdict
     from oomkb.diagnostics.parse import parse_error
 
-    error = parse_error("Scoped allocation with size 36.25M and limit 32.00M exceeded scoped vmem limit by 4.25M")
+    error = parse_error("Scoped allocation with size 36.25M and limit 32.00M exceeded scoped vmem "
+                        "limit by 4.25M")
     decided = verdict(False, total=2**20, hbm=16 * 2**30, oom_space="vmem", error=error)
     assert (decided.fits, decided.basis, decided.memory_space) == (False, "compile_error", "vmem")
     assert decided.headroom_bytes == -(4 * 2**20 + 2**18)
