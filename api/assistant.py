@@ -120,7 +120,7 @@ class Assistant:
         facts = facts_from(diagnosis, req.report)
         framework = self.rules.other_framework(question, log)
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
-            return self._other_framework(language, detected, note_key, diagnosis, framework)
+            return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
         facts = self.rules.read_text_facts(facts, log, question)
         facts = derive_facts(facts, self._generation(question, log, facts))
         shown = _user_text_as_code(facts)
@@ -138,20 +138,24 @@ class Assistant:
         results = (searcher.search(query, k=5, query_language=language, query_vector=vector).results
                    if query else [])
         confidence = _confidence(results)
+        # Another framework's error (PyTorch's CUDA OOM): the diagnosis line names it, and the
+        # guides' JAX/XLA remedies and passages are not offered as if they applied.
+        info = self.catalogue.categories.get(category)
+        foreign = info is not None and not info.jax_remedies_apply
         chosen = (
             catalogue_api.choose_remedies(self.catalogue, facts, category,
                                           limit=len(self.catalogue.remedies))
-            if category != "unknown" else []
+            if category != "unknown" and not foreign else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
-        grounded = bool(chosen) or bool(outcome.verdict) or grounding.decide(
+        grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
-        ).grounded
+        ).grounded)
 
         remedies = []
         for r in chosen:
@@ -197,7 +201,7 @@ class Assistant:
             tried=context.tried,
         )
 
-    def _other_framework(self, language, detected, note_key, diagnosis, framework) -> AskResponse:
+    def _other_framework(self, language, detected, note_key, diagnosis, framework, facts) -> AskResponse:
         """Another framework's OOM (PyTorch, TensorFlow, plain CUDA): say what it is and that the
         guides are about JAX/XLA; nothing grounded, no remedy, no snippet."""
         name = (self.rules.framework_name(framework, language) if framework is not None
@@ -206,6 +210,11 @@ class Assistant:
                 if note_key else None)
         lines = [f"_{note}_", ""] if note else []
         lines.append(self._msg("other_framework", language, framework=name))
+        # what was read of it (the error's name and figures), when the parser knows the wording
+        if diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK:
+            line = self._diagnosis_line(diagnosis, _user_text_as_code(facts), None, language)
+            if line:
+                lines += ["", line]
         return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},

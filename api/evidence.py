@@ -117,7 +117,9 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
     )
     vmem = getattr(report, "vmem", None)
     if vmem is not None:
-        # The kernel's VMEM figures, not the HBM totals: the HBM was not what ran out.
+        # The kernel's VMEM figures, not the HBM totals: the HBM was not what ran out (and the
+        # report's headroom is the VMEM one, already stated as exceeded_by).
+        facts.pop("headroom_bytes", None)
         facts["category"] = "scoped_vmem_oom"
         facts["memory_space"] = "vmem"
         facts["vmem_exceeded"] = vmem.kind

@@ -43,6 +43,7 @@ from oomkb.diagnostics.parse import ParsedError, parse_error
 from oomkb.diagnostics import program as _program
 from oomkb.diagnostics.program import FactoryError, resolve_program, user_location
 from oomkb.diagnostics.program import callable_name as _callable_name
+from oomkb.diagnostics.program import factory_label as _factory_label
 from oomkb.diagnostics.roles import assign_roles, origin_op_names, roles_at_peak
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
 from oomkb.diagnostics.timeline import Timeline, label_timeline, read_timeline
@@ -135,7 +136,10 @@ class DonationCandidate(BaseModel):
     argument: str
     argnum: int | None = None
     argname: str | None = None
-    matching_bytes: ByteCount = Field(description="logical bytes of its leaves that match outputs")
+    matching_bytes: ByteCount = Field(
+        description="logical bytes per device of its leaves that match outputs (a leaf's shard on "
+        "one device, like every other figure of the report)"
+    )
     leaves: list[str] = Field(default_factory=list)
 
 
@@ -195,6 +199,52 @@ class VmemReport(BaseModel):
     kernel: str | None = Field(None, description="the kernel's JAX op name or HLO instruction")
     source: str | None = Field(None, description="the user's file:line that calls the kernel")
     windows: list[VmemWindow] = Field(default_factory=list)
+    windows_source: Literal["compiler", "block_specs"] | None = Field(
+        None, description="compiler: listed by the compiler (physical-capacity failures); "
+        "block_specs: computed from the kernel's BlockSpecs (block shape x dtype x buffers), as "
+        "the compiler lists no windows for a scoped-limit failure")
+
+
+#: The one rule that decides ``fits`` (shown in every report as ``verdict_rule``).
+VERDICT_RULE = (
+    "A compile that runs out of memory never fits; the figure shown is the need the compiler "
+    "stated in the memory space that ran out. A program the compiler accepts fits when its "
+    "per-device total (arguments + outputs + temporaries + code - aliases) is within HBM; when "
+    "that total is over HBM but the Memory Viewer's peak heap is within it, the peak heap decides "
+    "(the total counts buffers that are never live together)."
+)
+
+
+class Verdict(BaseModel):
+    """``fits`` and the figure that decided it, derived by :func:`verdict` from VERDICT_RULE."""
+
+    fits: bool
+    basis: Literal["total_bytes", "peak_heap_bytes", "compile_error"]
+    need_bytes: int | None = Field(None, description="the deciding figure (per device)")
+    capacity_bytes: int | None = Field(None, description="what it was compared with")
+    headroom_bytes: int = Field(description="capacity - need; never positive when fits is false")
+    memory_space: Literal["hbm", "vmem", "smem"] = "hbm"
+
+
+def verdict(compiled: bool, total: int, hbm: int, peak_heap: int | None = None,
+            oom_space: str | None = None, error: ParsedError | None = None) -> Verdict:
+    """Apply VERDICT_RULE: the single place where an estimate's fits/headroom are decided."""
+    if not compiled:
+        space = oom_space if oom_space in ("hbm", "vmem", "smem") else "hbm"
+        need = capacity = None
+        if error is not None:
+            need = error.used_bytes or error.requested_bytes
+            capacity = error.available_bytes
+        if space == "hbm" and need is None:
+            need, capacity = total, hbm
+        headroom = capacity - need if need is not None and capacity is not None else 0
+        return Verdict(fits=False, basis="compile_error", need_bytes=need, capacity_bytes=capacity,
+                       headroom_bytes=min(headroom, 0), memory_space=space)
+    if total <= hbm or peak_heap is None or peak_heap > hbm:
+        return Verdict(fits=total <= hbm, basis="total_bytes", need_bytes=total,
+                       capacity_bytes=hbm, headroom_bytes=hbm - total)
+    return Verdict(fits=True, basis="peak_heap_bytes", need_bytes=peak_heap, capacity_bytes=hbm,
+                   headroom_bytes=hbm - peak_heap)
 
 
 class EstimateReport(BaseModel):
@@ -209,13 +259,21 @@ class EstimateReport(BaseModel):
     alias_bytes: ByteCount
     generated_code_bytes: ByteCount
     total_bytes: ByteCount = Field(description="argument + output + temp + generated code - alias")
-    headroom_bytes: ByteCount = Field(description="hbm_bytes - total_bytes (negative: does not fit)")
+    headroom_bytes: ByteCount = Field(
+        description="capacity - the deciding figure (verdict_bytes): hbm_bytes - total_bytes in the "
+        "usual case; never positive when fits is false")
     peak_heap_bytes: ByteCount | None = Field(None, description="the Memory Viewer's peak heap")
     timeline: Timeline | None = Field(
         None, description="every HBM buffer's live range over program order (estimate --timeline)")
     peak_by_role: dict[str, ByteCount] | None = Field(
         None, description="bytes live at the peak per role (parameter, optimizer_state, gradient, "
         "activation, temporary, output, unknown); they add up to peak_heap_bytes")
+    verdict_basis: Literal["total_bytes", "peak_heap_bytes", "compile_error"] = Field(
+        "total_bytes", description="which figure decided fits (verdict_rule)")
+    verdict_bytes: ByteCount | None = Field(None, description="the deciding figure, per device")
+    verdict_capacity_bytes: ByteCount | None = Field(None, description="what it was compared with")
+    verdict_space: Literal["hbm", "vmem", "smem"] = Field("hbm", description="its memory space")
+    verdict_rule: str = Field(VERDICT_RULE, description="the rule that derives fits")
     top_buffers: list[BufferInfo] = Field(default_factory=list)
     padding: PaddingReport
     donation: DonationReport
@@ -362,7 +420,7 @@ def estimate_job(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def _call_factory(factory: Callable[..., Any], devices: list[Any],
                   kwargs: Mapping[str, Any] | None = None) -> _program.Program:
-    label = f"factory {_callable_name(factory)}"
+    label = _factory_label(factory)
     produced, mesh = _program.call_factory(factory, devices=devices, kwargs=kwargs, label=label)
     return _program.unpack_program(produced, label, mesh)
 
@@ -722,11 +780,23 @@ def _host_callbacks(hlo_text: str) -> list[HostCallback]:
 # Donation and replication
 
 
-def _donation_plan(traced: Any, arg_names: list[str]):
+def _shard_bytes(aval: Any, sharding: Any) -> int:
+    """Logical bytes of one device's shard of ``aval`` under ``sharding`` (all of it when None)."""
+    if sharding is None or not hasattr(sharding, "shard_shape") or not aval.shape:
+        return _logical_bytes(aval)
+    try:
+        shape = tuple(sharding.shard_shape(tuple(aval.shape)))
+    except (ValueError, TypeError):
+        return _logical_bytes(aval)
+    return _logical_bytes(type("Shard", (), {"shape": shape, "dtype": aval.dtype})())
+
+
+def _donation_plan(traced: Any, arg_names: list[str], compiled: Any = None):
     """Already-donated arguments, and candidates: undonated arguments matching an output.
 
     Each output can take the buffer of one input of the same shape and dtype; donated inputs
-    claim theirs first, then the remaining inputs are matched in order.
+    claim theirs first, then the remaining inputs are matched in order. A candidate's bytes are
+    per device (its leaves' shards under the compiled input shardings), like every figure.
     """
     import jax
     import numpy as np
@@ -734,21 +804,24 @@ def _donation_plan(traced: Any, arg_names: list[str]):
     info_leaves = jax.tree_util.tree_flatten_with_path(
         traced.args_info, is_leaf=lambda x: hasattr(x, "donated") and hasattr(x, "_aval")
     )[0]
+    shardings = jax.tree_util.tree_leaves(compiled.input_shardings) if compiled is not None else []
+    if len(shardings) != len(info_leaves):
+        shardings = [None] * len(info_leaves)
     outputs = Counter(
         (tuple(o.shape), np.dtype(o.dtype).name)
         for o in jax.tree_util.tree_leaves(traced.out_info)
         if hasattr(o, "shape")
     )
     leaves = []
-    for path, info in info_leaves:
+    for (path, info), sharding in zip(info_leaves, shardings):
         key = (tuple(info._aval.shape), np.dtype(info._aval.dtype).name)
-        leaves.append((path, info, key, _arg_key(path)))
-    donated = {where for _, info, _, where in leaves if info.donated}
-    for _, info, key, _ in leaves:
+        leaves.append((path, info, key, _arg_key(path), sharding))
+    donated = {where for _, info, _, where, _ in leaves if info.donated}
+    for _, info, key, _, _ in leaves:
         if info.donated and outputs[key] > 0:
             outputs[key] -= 1
     candidates: dict[tuple[str, Any], DonationCandidate] = {}
-    for path, info, key, where in leaves:
+    for path, info, key, where, sharding in leaves:
         if where in donated or outputs[key] <= 0:
             continue
         outputs[key] -= 1
@@ -759,7 +832,7 @@ def _donation_plan(traced: Any, arg_names: list[str]):
             argname=index if kind == "kw" else None,
             matching_bytes=0,
         ))
-        cand.matching_bytes += _logical_bytes(info._aval)
+        cand.matching_bytes += _shard_bytes(info._aval, sharding)
         cand.leaves.append(_leaf_path(path, arg_names))
     already = [_arg_label(where, arg_names) for where in sorted(donated, key=str)]
     return donated, list(candidates.values()), already
@@ -781,11 +854,11 @@ def _arg_key(path: Sequence[Any]) -> tuple[str, Any]:
 
 def _measure_donation(
     fn: Any, args: tuple, kwargs: dict, traced: Any, baseline_total: int,
-    arg_names: list[str], device: Any, name: str,
+    arg_names: list[str], device: Any, name: str, compiled: Any = None,
 ) -> tuple[DonationReport, list[str]]:
     import jax
 
-    donated, candidates, already = _donation_plan(traced, arg_names)
+    donated, candidates, already = _donation_plan(traced, arg_names, compiled)
     report = DonationReport(candidates=candidates, already_donated=already,
                             total_without_donation_bytes=baseline_total)
     if not candidates:
@@ -909,7 +982,6 @@ def _estimate_call(
     peak_heap = _mib_to_bytes(viewer.get("peakHeapMib")) if viewer else None
     peak_by_role = roles_at_peak(((b.bytes, b.role) for b in buffers), peak_heap) if viewer else None
     total = _total(figures)
-    fits = outcome.compiled is not None and total <= hbm_bytes
     padding_items = [
         PaddingItem(bytes=b.bytes, unpadded_bytes=b.unpadded_bytes, padding_bytes=b.padding_bytes,
                     shape=b.shape, kind=b.kind, op_name=b.op_name, source=b.source)
@@ -920,10 +992,10 @@ def _estimate_call(
     donation = DonationReport()
     if outcome.compiled is not None and donation_check:
         donation, more = _measure_donation(jitted, spec_args, spec_kwargs, traced, total,
-                                           arg_names, device, name)
+                                           arg_names, device, name, outcome.compiled)
         report_warnings.extend(more)
     elif outcome.compiled is not None:
-        _, candidates, already = _donation_plan(traced, arg_names)
+        _, candidates, already = _donation_plan(traced, arg_names, outcome.compiled)
         donation = DonationReport(candidates=candidates, already_donated=already,
                                   total_without_donation_bytes=total)
     replicated = _replicated(outcome.compiled, specs, arg_names) if devices_used > 1 else []
@@ -940,8 +1012,9 @@ def _estimate_call(
             vmem = _vmem_report(outcome.error_text + "\n" + (compile_error_log or ""),
                                 compile_error, tpu.generations()[spec.generation], traced)
 
-    findings = _findings(total, hbm_bytes, padding, donation, callbacks, replicated,
-                         oom_space, vmem)
+    decided = verdict(outcome.compiled is not None, total, hbm_bytes, peak_heap, oom_space,
+                      compile_error)
+    findings = _findings(decided, total, padding, donation, callbacks, replicated, oom_space, vmem)
     gen = tpu.generations()[spec.generation]
     return EstimateReport(
         function=name,
@@ -950,10 +1023,14 @@ def _estimate_call(
             devices=len(devices), devices_used=devices_used, device_kind=gen.device_kind,
             libtpu_version=tpu.libtpu_version(),
         ),
-        fits=fits,
+        fits=decided.fits,
         total_bytes=total,
-        headroom_bytes=hbm_bytes - total,
+        headroom_bytes=decided.headroom_bytes,
         peak_heap_bytes=peak_heap,
+        verdict_basis=decided.basis,
+        verdict_bytes=decided.need_bytes,
+        verdict_capacity_bytes=decided.capacity_bytes,
+        verdict_space=decided.memory_space,
         peak_by_role=peak_by_role,
         timeline=lifetimes,
         top_buffers=buffers[:top_n],
@@ -996,7 +1073,7 @@ def _spec_device_set(specs: Any) -> set[Any]:
 
 
 def _findings(
-    total: int, hbm: int, padding: PaddingReport, donation: DonationReport,
+    decided: Verdict, total: int, padding: PaddingReport, donation: DonationReport,
     callbacks: list[HostCallback], replicated: list[ReplicatedArgument],
     oom_space: str | None = None, vmem: VmemReport | None = None,
 ) -> list[str]:
@@ -1006,9 +1083,16 @@ def _findings(
         notes.append(vmem_summary(vmem))
     elif oom_space not in (None, "hbm"):
         notes.append(f"the compile ran out of {oom_space.upper()}")
-    if total > hbm:
-        notes.append(f"needs {format_bytes(total)} per device but the target has "
-                     f"{format_bytes(hbm)}: over by {format_bytes(total - hbm)}")
+    need, capacity = decided.need_bytes, decided.capacity_bytes
+    if decided.basis == "peak_heap_bytes":
+        notes.append(f"fits: the compiler accepted it and its peak heap ({format_bytes(need)}) is within "
+                     f"{format_bytes(capacity)} of HBM per device (the total counts buffers never live "
+                     "together)")
+    elif not decided.fits and decided.memory_space == "hbm" and need is not None and capacity \
+            and need > capacity:
+        notes.append(f"needs {format_bytes(need)} per device but the target has "
+                     f"{format_bytes(capacity)}: over by {format_bytes(need - capacity)} "
+                     f"({'the compiler' if decided.basis == 'compile_error' else decided.basis})")
     if padding.waste_bytes and padding.waste_bytes >= 0.05 * max(total, 1):
         notes.append(f"layout padding adds {format_bytes(padding.waste_bytes)} at the peak "
                      f"({100 * padding.waste_bytes / max(total, 1):.0f}% of the total)")
@@ -1071,6 +1155,47 @@ def _vmem_windows(text: str) -> list[VmemWindow]:
     return windows
 
 
+def _pallas_calls(jaxpr: Any, depth: int = 0):
+    """The pallas_call equations of a jaxpr, nested ones included."""
+    if depth > 20:
+        return
+    for eqn in getattr(jaxpr, "eqns", []):
+        if eqn.primitive.name == "pallas_call":
+            yield eqn
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            if hasattr(inner, "eqns"):
+                yield from _pallas_calls(inner, depth + 1)
+
+
+def _kernel_windows(traced: Any) -> list[VmemWindow]:
+    """The first Pallas kernel's VMEM windows from its BlockSpecs: each operand's block shape x
+    dtype x buffering levels (2, double-buffered, unless a pipeline mode says otherwise)."""
+    import numpy as np
+
+    try:
+        eqn = next(_pallas_calls(traced.jaxpr.jaxpr), None)
+        if eqn is None:
+            return []
+        mapping = eqn.params["grid_mapping"]
+        windows = []
+        for i, block in enumerate(mapping.block_mappings):
+            shape = tuple(int(d) for d in block.transformed_block_aval.shape)
+            dtype = np.dtype(block.array_aval.dtype)
+            mode = getattr(block, "pipeline_mode", None)
+            buffers = int(getattr(mode, "buffer_count", None) or 2)
+            operand = (f"input {i}" if i < mapping.num_inputs
+                       else f"output {i - mapping.num_inputs}")
+            windows.append(VmemWindow(
+                bytes=math.prod(shape) * dtype.itemsize * buffers, operand=operand,
+                window_shape=_shape_text(type("W", (), {"shape": shape, "dtype": dtype})()),
+                full_shape=_shape_text(block.array_aval), buffers=buffers,
+            ))
+        return windows
+    except Exception:  # the jaxpr is internal API: windows are a bonus, never a failure
+        return []
+
+
 def _kernel_source(traced: Any) -> str | None:
     """The user's line that calls the first Pallas/Mosaic kernel of the traced program."""
     from oomkb.diagnostics.program import user_frame
@@ -1117,10 +1242,14 @@ def _vmem_report(text: str, parsed: ParsedError, gen: tpu.Generation, traced: An
     kernel = op_name.group(1) if op_name else None
     if kernel is None and parsed.instruction:
         kernel = parsed.instruction.lstrip("%")
+    windows, source = _vmem_windows(text), "compiler"
+    if not windows:
+        windows, source = _kernel_windows(traced), "block_specs"
     return VmemReport(
         kind=kind, used_bytes=used, limit_bytes=limit, capacity_bytes=capacity,
         default_limit_bytes=gen.scoped_vmem_default_bytes, over_by_bytes=max(over, 0),
-        kernel=kernel, source=_kernel_source(traced), windows=_vmem_windows(text),
+        kernel=kernel, source=_kernel_source(traced), windows=windows,
+        windows_source=source if windows else None,
     )
 
 

@@ -29,6 +29,7 @@ import math
 import re
 import typing
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -52,7 +53,7 @@ __all__ = [
 
 Category = Literal[
     "compile_hbm_oom", "runtime_allocation", "scoped_vmem_oom", "gpu_oom", "host_oom", "unknown",
-    "compile_smem_oom",
+    "compile_smem_oom", "other_framework_oom",
 ]
 Backend = Literal["tpu", "gpu", "cpu"]
 CATEGORIES: tuple[str, ...] = typing.get_args(Category)
@@ -160,6 +161,12 @@ class ParsedError(BaseModel):
     total_allocation_bytes: int | None = None
     remat_limit_bytes: int | None = None
     remat_reduced_to_bytes: int | None = None
+    # Another framework's allocator (PyTorch's caching allocator).
+    allocated_bytes: int | None = Field(None, description="held by the framework's live tensors")
+    reserved_unallocated_bytes: int | None = Field(
+        None, description="reserved by the framework's allocator but not in use"
+    )
+    process_used_bytes: int | None = Field(None, description="device memory the process uses")
     # TensorFlow-style allocator messages.
     allocator: str | None = None
     dtype: str | None = None
@@ -221,6 +228,9 @@ class SignatureSpec(BaseModel):
     category_when: list[CategoryRule] = Field(default_factory=list)
     derive: list[Literal["tensor_bytes", "instruction_from_tag"]] = Field(default_factory=list)
     default_unit: dict[str, str] = Field(default_factory=dict)
+    decimal_units: bool = Field(
+        False, description="the wording's K/M/G are powers of 1000 (Mosaic: '268.96MB')"
+    )
 
 
 class AllocationReportSpec(BaseModel):
@@ -502,11 +512,23 @@ class _Hit:
         return self.signature.spec.role == "primary"
 
 
-#: A byte count written with thousands separators, as TPU runtime reports print them.
+#: A byte count written with thousands separators, as TPU runtime reports and kernel logs print
+#: them ("4,237,689,856"); digits with separators in other places ("153,700,88") are not read.
 _GROUPED_DIGITS = re.compile(r"\d{1,3}(?:,\d{3}){1,6}")
+_DECIMAL_SIZE = re.compile(r"(\d{1,20}(?:\.\d{1,12})?)\s?([KMGTkmgt]?)[Bb]?")
+_DECIMAL_EXPONENT = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
 
-def _convert(name: str, raw: str, kind: type, default_unit: str | None) -> Any:
+def _decimal_bytes(raw: str) -> int | None:
+    """Bytes of a size in decimal units ("268.96MB" = 268,960,000), or None."""
+    match = _DECIMAL_SIZE.fullmatch(raw)
+    if match is None:
+        return None
+    number = Decimal(match.group(1)) * 1000 ** _DECIMAL_EXPONENT[match.group(2).upper()]
+    return int(number.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _convert(name: str, raw: str, kind: type, default_unit: str | None, decimal: bool = False) -> Any:
     """Turn a captured string into the field's type; None when it cannot be read."""
     raw = raw.strip()
     if not raw:
@@ -514,8 +536,12 @@ def _convert(name: str, raw: str, kind: type, default_unit: str | None) -> Any:
     try:
         if kind is int:
             if name.endswith("_bytes"):
+                if decimal:
+                    return _decimal_bytes(raw)
                 if _GROUPED_DIGITS.fullmatch(raw):  # "4,237,689,856 bytes"
                     raw = raw.replace(",", "")
+                elif "," in raw:
+                    return None
                 if default_unit and raw.isdigit():
                     raw += default_unit
                 return parse_size(raw)
@@ -531,7 +557,8 @@ def _convert(name: str, raw: str, kind: type, default_unit: str | None) -> Any:
 
 
 def _captures(
-    match: re.Match[str], kinds: dict[str, type], default_units: dict[str, str] | None = None
+    match: re.Match[str], kinds: dict[str, type], default_units: dict[str, str] | None = None,
+    decimal: bool = False,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Split a match's named groups into converted field values and raw scratch values."""
     values: dict[str, Any] = {}
@@ -543,7 +570,7 @@ def _captures(
         if base.startswith("_"):
             scratch[base] = raw
             continue
-        value = _convert(base, raw, kinds[base], (default_units or {}).get(base))
+        value = _convert(base, raw, kinds[base], (default_units or {}).get(base), decimal)
         if value is None:
             continue
         if suffix == "exact" or base not in values:
@@ -555,7 +582,7 @@ def _captures(
 
 def _make_hit(signature: _Signature, match: re.Match[str]) -> _Hit:
     spec = signature.spec
-    values, scratch = _captures(match, _ERROR_FIELDS, spec.default_unit)
+    values, scratch = _captures(match, _ERROR_FIELDS, spec.default_unit, spec.decimal_units)
     category, backend, memory_space = spec.category, spec.backend, spec.memory_space
     decided: set[str] = set()
     for rule, pattern in signature.rules:

@@ -47,6 +47,7 @@ from oomkb.diagnostics.estimate import (
     _compile,
     _donation_plan,
     _is_jitted,
+    _leaf_path,
     _memory_totals,
     _total,
     _trace,
@@ -58,6 +59,7 @@ from oomkb.diagnostics.program import (
     FactoryError,
     call_factory,
     callable_name,
+    factory_label,
     factory_accepts,
     load_factory,
     project_root,
@@ -90,6 +92,9 @@ FIX_CITES = {
 MAX_TOPOLOGY_STEPS = 4
 MAX_OTHER_GENERATIONS = 3
 MAX_VMEM_STEPS = 4
+#: The step of the smallest-scoped-VMEM-limit search (the flag takes KiB; "28.25M" and "28.50M"
+#: are limits users set).
+VMEM_GRANULE = 256 * 1024
 #: Values tried around a bisection point whose factory call fails, before giving up on the interval.
 MAX_INVALID_PROBES = 64
 
@@ -300,7 +305,7 @@ def plan_factory(
         _check_range(name, low, high)
         if not factory_accepts(factory, name):
             raise PlanError(
-                f"--vary {name}: the factory {callable_name(factory)} takes no argument {name!r}"
+                f"--vary {name}: the {factory_label(factory)} takes no argument {name!r}"
                 + _takes(factory)
             )
         default = _default_of(factory, name)
@@ -310,7 +315,7 @@ def plan_factory(
                 call_factory(factory, devices=session.devices(spec), kwargs={name: base_value})
             except FactoryError:
                 base_value = None
-    label = f"factory {callable_name(factory)}"
+    label = factory_label(factory)
     vary_report = None
     if vary is not None and base_value is None:
         # No usable default in range: search first, then estimate at the answer.
@@ -508,18 +513,19 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         return base
     def at(limit: int) -> _Measured:
         return session.measure(fn, args, kwargs, spec, mesh,
-                               options={"xla_tpu_scoped_vmem_limit_kib": limit // MIB * 1024},
+                               options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024},
                                what=f"the kernel under a {format_bytes(limit)} scoped VMEM limit")
 
     def short_of_scoped(m: _Measured) -> bool:
         return m.oom_space == "vmem" and m.vmem_kind == "scoped_limit"
 
     # Step up from the kernel's stated need (the compiler rounds it, and other scoped buffers may
-    # come next), then bisect in MiB between the last limit that failed and the first that
-    # compiled: the smallest limit that compiles, to the MiB, never above the physical VMEM.
-    limit = min(_ceil_mib(vmem.used_bytes), capacity)
+    # come next), then bisect between the last limit that failed and the first that compiled:
+    # the smallest limit that compiles, to VMEM_GRANULE (a stated "28.00M" may need 28.50M),
+    # never above the physical VMEM.
+    limit = min(_ceil_granule(vmem.used_bytes), capacity)
     # Below the kernel's stated need nothing compiles (the compiler said so): no bisecting there.
-    failed = max(vmem.limit_bytes or 0, limit - MIB)
+    failed = max(vmem.limit_bytes or 0, limit - VMEM_GRANULE)
     last: _Measured | None = None
     ok: tuple[int, _Measured] | None = None
     for _ in range(MAX_VMEM_STEPS):
@@ -531,9 +537,9 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         failed = limit
         if limit >= capacity:
             break
-        limit = min(max(_ceil_mib(last.vmem_needed or 0), limit + MIB), capacity)
-    while ok is not None and ok[0] - failed > MIB and ok[1].compiled:
-        middle = _ceil_mib((failed + ok[0]) // 2)
+        limit = min(max(_ceil_granule(last.vmem_needed or 0), limit + VMEM_GRANULE), capacity)
+    while ok is not None and ok[0] - failed > VMEM_GRANULE and ok[1].compiled:
+        middle = _ceil_granule((failed + ok[0]) // 2)
         if middle >= ok[0]:
             break
         trial = at(middle)
@@ -557,8 +563,17 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     base.total_bytes = last.total_bytes if last.compiled else None
     if last.compiled:
         base.title = f"raise the scoped VMEM limit to {format_bytes(limit)}"
+        if base.compiles == 1:
+            base.note = (f"found by 1 compile: the kernel's stated need ({format_bytes(vmem.used_bytes)}), "
+                         f"rounded up to {format_bytes(VMEM_GRANULE)}, compiled; a lower limit is below "
+                         "the need the compiler stated")
+        else:
+            base.note = (f"the smallest limit that compiled, found by {base.compiles} compiles: stepped "
+                         f"up from the kernel's stated need ({format_bytes(vmem.used_bytes)}), then "
+                         f"bisected to {format_bytes(VMEM_GRANULE)}; the largest limit that failed was "
+                         f"{format_bytes(failed)}")
         if not last.fits:
-            base.note = "the kernel compiles with this limit, but the program's HBM does not fit"
+            base.note += "; the kernel compiles with this limit, but the program's HBM does not fit"
     elif last.oom_space == "vmem" and limit >= capacity:
         base.note = (f"even the core's whole VMEM ({format_bytes(capacity)}) as the limit does not "
                      "compile: only smaller blocks can help")
@@ -574,6 +589,11 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
 
 def _ceil_mib(nbytes: int) -> int:
     return -(-int(nbytes) // MIB) * MIB
+
+
+def _ceil_granule(nbytes: int) -> int:
+    """``nbytes`` rounded up to VMEM_GRANULE, the step of the scoped-VMEM limit search."""
+    return -(-int(nbytes) // VMEM_GRANULE) * VMEM_GRANULE
 
 
 # -- more devices, other generations, bf16 ----------------------------------------------------
@@ -698,17 +718,19 @@ def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     import jax.numpy as jnp
 
     fn, args, kwargs, mesh = program
+    # The estimate's argument labels ("params['w1']", not "args[0][0]['w1']").
+    arg_names = _argument_names(fn, len(args))
     paths = []
     for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
         dtype = getattr(leaf, "dtype", None)
         if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and jnp.dtype(dtype).itemsize > 2:
-            paths.append(jax.tree_util.keystr(tuple(path)))
+            paths.append(_leaf_path(path, arg_names))
     if not paths:
         return []
     before = session.compiles
     measured = session.measure(fn, args, kwargs, spec, mesh, cast_bf16=True,
                                what=f"{callable_name(fn)} with bfloat16 arguments")
-    shown = [p.replace("[0]", "args", 1) if p.startswith("[0]") else p for p in paths]
+    shown = paths
     return [FixReport(
         id="bf16_arguments",
         title="what if: floating-point arguments as bfloat16 (changes the numerics)",

@@ -250,6 +250,13 @@ def callable_name(fn: Any) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
+def factory_label(factory: Any) -> str:
+    """How messages name a factory: "factory make_step", or just "factory" when that is its name
+    (not "factory factory returned ...")."""
+    name = callable_name(factory)
+    return "factory" if name == "factory" else f"factory {name}"
+
+
 def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter] | None:
     try:
         return inspect.signature(factory).parameters
@@ -289,7 +296,7 @@ def call_factory(
     accepted by the signature. Any other parameter without a default is an error, as is an
     exception raised by the factory (named with the user's line, ``raised`` being the verb).
     """
-    label = label or f"factory {callable_name(factory)}"
+    label = label or factory_label(factory)
     params = _parameters(factory) or {}
     extra = dict(kwargs or {})
     for key in extra:

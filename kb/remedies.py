@@ -250,6 +250,9 @@ class CategoryInfo(BaseModel):
     cite: list[str] = Field(default_factory=list, description="doc_id#section, primary first")
     name: Texts
     diagnosis: list[DiagnosisTemplate]
+    jax_remedies_apply: bool = Field(
+        True, description="false for another framework's error: the assistant names it and declines"
+    )
 
 
 class Remedy(BaseModel):

@@ -129,3 +129,18 @@ def test_an_estimate_report_drives_remedies_with_its_measured_figures(assistant)
 def test_an_empty_request_is_a_clear_error(assistant):
     with pytest.raises(QueryError, match="ask a question"):
         assistant.ask(AskRequest(question="   "))
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "ja"])
+def test_pytorch_oom_is_named_and_declined_without_jax_remedies(assistant, lang):
+    # wxian3/NeuroLens#2: a PyTorch CUDA OOM pasted into a JAX assistant (oomkb issue 23).
+    log = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 55.57 GiB. GPU 0 has a total "
+           "capacty of 12.00 GiB of which 9.02 GiB is free. Of the allocated memory 984.52 MiB is allocated "
+           "by PyTorch, and 463.48 MiB is reserved by PyTorch but unallocated.")
+    response = assistant.ask(AskRequest(question="", error_log=log, language=lang))
+    assert response.diagnosis.category == "other_framework_oom"
+    assert not response.grounded and response.remedies == [] and response.citations == []
+    assert "torch.OutOfMemoryError" in response.answer  # what it recognised, in every language
+    assert "55.57 GiB" in response.answer and "9.02 GiB" in response.answer
+    assert "XLA_PYTHON_CLIENT" not in response.answer and "jax.checkpoint" not in response.answer
+    assert response.out_of_scope and "JAX/XLA" in response.answer  # what the guides are about, said

@@ -220,6 +220,16 @@ def test_replicated_parameters_are_reported_and_the_sharded_batch_is_not(sharded
     assert sharded_report.argument_bytes == 2 * 256 * 1024 * 4 + batch_per_device
 
 
+def test_donation_candidates_are_per_device_on_a_sharded_program():
+    # oomkb issue 23, defect 4: matching_bytes was the global size (4x the shard on 4 devices).
+    report = estimate_factory(programs.fsdp_train_step, target="v5e", topology="2x2")
+    assert report.target.devices_used == 4
+    candidate = {c.argument: c for c in report.donation.candidates}["params"]
+    assert candidate.matching_bytes == 2 * 256 * 1024 * 4 // 4
+    # The same unit as the argument figure: the params' shards plus the batch's.
+    assert report.argument_bytes == candidate.matching_bytes + 2 * (512 // 4) * 256 * 4
+
+
 # --- targets ---------------------------------------------------------------------------------
 
 
@@ -274,6 +284,13 @@ def test_bad_targets_are_clear_errors(generation, topology, message):
 
 
 # --- bad factories (Python API) --------------------------------------------------------------
+
+
+def test_a_factory_named_factory_is_named_once_in_its_errors():
+    with pytest.raises(FactoryError) as caught:
+        estimate_factory(programs.factory, target="v5e")
+    assert "factory returned int as fn" in str(caught.value)
+    assert "factory factory" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -368,3 +385,32 @@ def test_cli_bad_input_is_a_clear_message_without_traceback(cli, target, options
     flat = " ".join(result.output.split())
     assert message in flat
     assert "Traceback" not in result.output
+
+
+# --- the verdict: one rule, and the figure that decided (oomkb issue 23, defect 6) ------------
+
+
+def test_verdict_compiler_accepted_with_the_peak_heap_under_capacity_fits_without_over_by():
+    from oomkb.diagnostics.estimate import VERDICT_RULE, DonationReport, PaddingReport, _findings, verdict
+
+    hbm = 16 * 2**30
+    decided = verdict(True, total=hbm + 2**30, hbm=hbm, peak_heap=hbm - 2**30)
+    assert (decided.fits, decided.basis, decided.headroom_bytes) == (True, "peak_heap_bytes", 2**30)
+    notes = _findings(decided, hbm + 2**30, PaddingReport(waste_bytes=0), DonationReport(), [], [])
+    assert not any("over by" in n for n in notes) and "peak heap" in notes[0]
+    assert "peak heap decides" in VERDICT_RULE
+    # Over HBM by both figures: does not fit, decided by the total, over by the difference.
+    decided = verdict(True, total=hbm + 2**30, hbm=hbm, peak_heap=hbm + 1)
+    assert (decided.fits, decided.basis, decided.headroom_bytes) == (False, "total_bytes", -2**30)
+
+
+def test_verdict_of_a_vmem_failure_never_has_positive_headroom():
+    from oomkb.diagnostics.estimate import verdict
+    from oomkb.diagnostics.parse import parse_error
+
+    error = parse_error("Scoped allocation with size 36.25M and limit 32.00M exceeded scoped vmem "
+                        "limit by 4.25M")
+    decided = verdict(False, total=2**20, hbm=16 * 2**30, oom_space="vmem", error=error)
+    assert (decided.fits, decided.basis, decided.memory_space) == (False, "compile_error", "vmem")
+    assert decided.headroom_bytes == -(4 * 2**20 + 2**18)
+    assert (decided.need_bytes, decided.capacity_bytes) == (parse_size("36.25M"), 32 * 2**20)

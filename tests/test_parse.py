@@ -1085,6 +1085,24 @@ SAMPLES = {
     "xla_cpu_out_of_memory_allocating": "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes.",
     "tpu_smem_used_of_capacity": "Ran out of memory in memory space smem. Used 1.10M of 1.00M smem.",
     "tpu_smem_out_of_memory_bare": "Resource exhausted: Ran out of memory in memory space smem.",
+    # oomkb issue 23
+    "tpu_runtime_could_not_allocate_in_memory": "RESOURCE_EXHAUSTED: Could not allocate 8589934592 bytes in "
+    "memory 0x0x0_HBM0; 4294967296 bytes allocatable, 10737418240 bytes available",
+    "mosaic_estimated_exceeds_vmem_capacity": "Mosaic failed to compile TPU kernel: Estimated 268.96MB exceeds "
+    "67.11MB vmem capacity.",
+    "cuda_async_allocator_out_of_memory": "gpu_async_0 cuMemAllocAsync failed to allocate 1073741824 bytes: "
+    "RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "cuda_cubin_load_out_of_memory": "INTERNAL: Failed to load in-memory CUBIN: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "cuda_primary_context_out_of_memory": "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of "
+    "memory; total memory reported: 11996954624",
+    "cuda_runtime_memory_allocation": "cudaErrorMemoryAllocation : out of memory",
+    "gpu_shared_memory_limit_exceeded": "Shared memory size limit exceeded: requested 1179648, available: 232448",
+    "gpu_shared_memory_exceeds_device": "INTERNAL: Shared memory requested exceeds device resources.",
+    "cuda_error_out_of_memory_bare": "CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "torch_out_of_memory_error": "torch.OutOfMemoryError",
+    "linux_oom_kill_constraint": "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+    "oom_memcg=/job,task_memcg=/job,task=python3,pid=4242,uid=1000",
+    "shell_killed_python": "71885 Killed                  python -m train",
 }
 
 

@@ -147,14 +147,15 @@ def test_oom_killer_line_is_a_host_oom_with_the_process_and_its_memory():
 
 
 def test_oom_killer_line_with_grouped_digits_still_names_the_process():
-    # 0jc1/py-autovod#7: the figures are printed with separators that make them unreadable.
+    # 0jc1/py-autovod#7: the figures are printed with separators, one of them misplaced.
     log = (
         "[Sun Mar 30 08:24:00 2025] Out of memory: Killed process 7899 (python) total-vm:26,184,840kB, "
         "anon-rss:153,700,88kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:38964kB oom_score_adj:0\n"
     )
     result = parse_error(log)
     assert (result.category, result.pid, result.process_name) == ("host_oom", 7899, "python")
-    assert result.total_vm_bytes is None and result.anon_rss_bytes is None
+    # total-vm is grouped by thousands and read (issue 23); anon-rss's separators are misplaced.
+    assert result.total_vm_bytes == 26_184_840 * K and result.anon_rss_bytes is None
 
 
 # ----------------------------------------------------------- program load (E0101), SparseCore (E1002)

@@ -66,7 +66,7 @@ def all_texts(catalogue):
 def test_builtin_catalogue_loads_with_all_categories_and_remedies(catalogue):
     assert set(catalogue.categories) == {
         "compile_hbm_oom", "runtime_allocation", "scoped_vmem_oom", "gpu_oom", "host_oom", "unknown",
-        "compile_smem_oom",
+        "compile_smem_oom", "other_framework_oom",
     }
     assert len(catalogue.remedies) >= 40
     assert len({r.id for r in catalogue.remedies}) == len(catalogue.remedies)
@@ -74,6 +74,9 @@ def test_builtin_catalogue_loads_with_all_categories_and_remedies(catalogue):
                      "compile_smem_oom"):
         assert catalogue.remedies_for(category), category
     assert catalogue.remedies_for("unknown") == []
+    # Another framework's OOM gets no JAX remedy, and says so (the assistant declines).
+    assert catalogue.remedies_for("other_framework_oom") == []
+    assert not catalogue.categories["other_framework_oom"].jax_remedies_apply
 
 
 def test_every_text_exists_in_all_eleven_languages(catalogue):

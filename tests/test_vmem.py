@@ -81,6 +81,15 @@ def test_scoped_limit_oom_is_reported_as_vmem_with_the_compilers_figures(scoped_
     assert any(f.startswith("VMEM: kernel") and "over the 16.00 MiB scoped limit" in f
                for f in report.findings)
     assert not any("HBM" in f and "over by" in f for f in report.findings)
+    # oomkb issue 23: the windows of a scoped-limit failure too (from the kernel's BlockSpecs), and
+    # one verdict: no positive headroom on a failed compile, decided by the compiler's VMEM figure.
+    assert [(w.operand, w.window_shape, w.full_shape, w.buffers, w.bytes) for w in vmem.windows] == [
+        ("input 0", "f32[512,4096]", "f32[1024,4096]", 2, 2 * 512 * 4096 * 4),
+        ("output 0", "f32[512,4096]", "f32[1024,4096]", 2, 2 * 512 * 4096 * 4),
+    ]
+    assert vmem.windows_source == "block_specs" and sum(w.bytes for w in vmem.windows) == vmem.used_bytes
+    assert report.headroom_bytes == -16 * MiB and report.verdict_basis == "compile_error"
+    assert report.verdict_space == "vmem" and report.verdict_bytes == vmem.used_bytes
 
 
 def test_capacity_oom_lists_each_window_with_its_buffers(capacity_report):
@@ -93,6 +102,7 @@ def test_capacity_oom_lists_each_window_with_its_buffers(capacity_report):
         ("input 0", "f32[264,4096]", "f32[528,4096]", 2, 2 * 264 * 4096 * 4),
         ("output 0", "f32[264,4096]", "f32[528,4096]", 2, 2 * 264 * 4096 * 4),
     ]
+    assert vmem.windows_source == "compiler" and capacity_report.headroom_bytes < 0
 
 
 def test_physical_vmem_in_the_data_is_what_the_compiler_reports():

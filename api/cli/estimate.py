@@ -114,8 +114,13 @@ def verdict_lines(report) -> list[str]:
 
     target = report.target
     hbm = f"{fb(report.total_bytes)} of {fb(target.hbm_bytes)} HBM per device"
+    basis = getattr(report, "verdict_basis", "total_bytes")
+    if report.fits and basis == "peak_heap_bytes":
+        return [f"[green bold]fits[/]: peak heap {fb(report.peak_heap_bytes)} of {fb(target.hbm_bytes)} HBM "
+                f"per device, {fb(report.headroom_bytes)} free (decided by the peak heap: the compiler "
+                f"accepted it; the total, {fb(report.total_bytes)}, counts buffers never live together)"]
     if report.fits:
-        return [f"[green bold]fits[/]: {hbm}, {fb(report.headroom_bytes)} free"]
+        return [f"[green bold]fits[/]: {hbm}, {fb(report.headroom_bytes)} free (decided by the total)"]
     if report.vmem is not None:
         vmem = report.vmem
         what = ("over the scoped VMEM limit" if vmem.kind == "scoped_limit"

@@ -72,6 +72,16 @@ def sharded_train_step(mesh):
     return jax.jit(train_step), (params, x, y)
 
 
+def fsdp_train_step(mesh):
+    # FSDP: each parameter split four ways by rows, the batch too (oomkb issue 23, defect 4).
+    rows = NamedSharding(mesh, PartitionSpec("data"))
+    params, x, y = mlp_shapes(batch=512, width=256, hidden=1024)
+    params = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=rows) for k, v in params.items()}
+    x = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=rows)
+    y = jax.ShapeDtypeStruct(y.shape, y.dtype, sharding=rows)
+    return jax.jit(train_step, out_shardings=rows), (params, x, y)
+
+
 def concrete_arrays():
     # Real (small) arrays are accepted too; only their shapes and dtypes are used.
     return column_sums, (np.ones((129, 1024), np.float32),)
@@ -89,6 +99,11 @@ def returns_one_thing():
 
 
 def returns_non_callable():
+    return 42, ()
+
+
+def factory():
+    # Named as the README's examples name factories; its errors must not read "factory factory".
     return 42, ()
 
 
