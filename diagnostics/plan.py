@@ -423,7 +423,9 @@ def plan_factory(
     if vary is not None and vary_report is None:
         seed = {extra[name]: _Measured(
             status="fits" if baseline.fits else ("oom" if baseline.compile_error else "does_not_fit"),
-            total_bytes=baseline.total_bytes if baseline.compile_error is None else None,
+            # an HBM OOM's stated need is a figure the search uses too (rounded, not exact)
+            total_bytes=baseline.total_bytes if (
+                baseline.compile_error is None or baseline.oom_space == "hbm") else None,
             capacity_bytes=baseline.target.hbm_bytes, compiled=baseline.compile_error is None,
         )}
         vary_report = _vary(session, factory, vary, spec, label, seed)
