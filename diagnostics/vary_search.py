@@ -276,12 +276,25 @@ def search(
                   refused_between)
 
 
-def _model_guess(values: Values, memo: dict[int, Probe], lo: int, hi: int) -> int | None:
-    """Where a line through the measured points nearest the bracket reaches the capacity.
+def _stated_error(probe: Probe) -> float:
+    """How far a figure may be from the truth: 0 for an exact compiled total; half the last digit
+    for a stated one (XLA prints two decimals of the unit it picks: "31.37G", "512.00M")."""
+    if probe.exact or probe.bytes is None:
+        return 0.0
+    unit = next(u for u in (1 << 30, 1 << 20, 1 << 10, 1) if probe.bytes >= u or u == 1)
+    return 0.005 * unit
 
-    The points: the nearest value at or below ``lo`` that fits and the nearest at or above ``hi``
-    that does not, each with its bytes (exact compiled totals preferred over stated figures);
-    with none on one side, the two nearest on the other. Never a line through far-away small
+
+def _model_guess(values: Values, memo: dict[int, Probe], lo: int, hi: int) -> int | None:
+    """Where a line through the measured points nearest the bracket reaches the capacity: the
+    low end of what the rounding of stated figures leaves uncertain (a guess that fits brings an
+    exact total next to the boundary), or, once the bracket's low end is there, just past the
+    high end (a guess that does not fit closes the bracket from above).
+
+    The points, in order of preference: the two nearest exact fitting totals (an exact local
+    slope) when both lie in the upper half below ``lo``; else the nearest fitting value at or
+    below ``lo`` and the nearest value at or above ``hi`` that does not fit (exact totals preferred
+    over stated figures); else the two nearest on one side. Never a line through far-away small
     values where fixed costs dominate, unless nothing nearer was measured.
     """
     lo_v = values.at(lo) if lo >= 0 else values.low - 1
@@ -291,16 +304,27 @@ def _model_guess(values: Values, memo: dict[int, Probe], lo: int, hi: int) -> in
     over = sorted(((v, p) for v, p in memo.items()
                    if p.state == "over" and p.bytes is not None and v >= hi_v),
                   key=lambda vp: (not vp[1].exact, vp[0]))
+    exact_below = [(v, p) for v, p in below if p.exact]
+    pairs = []
+    if len(exact_below) >= 2 and exact_below[-2][0] * 2 >= lo_v \
+            and exact_below[-2][1].bytes < exact_below[-1][1].bytes:
+        pairs.append((exact_below[-2], exact_below[-1]))
     if below and over:
-        (v0, p0), (v1, p1) = below[-1], over[0]
-    elif len(below) >= 2:
-        (v0, p0), (v1, p1) = below[-2], below[-1]
-    elif len(over) >= 2:
-        (v0, p0), (v1, p1) = sorted(over[:2], key=lambda vp: vp[0])
-    else:
-        return None
-    capacity = p0.capacity or p1.capacity
-    if v1 == v0 or p1.bytes <= p0.bytes or not capacity:
-        return None
-    boundary = v0 + (capacity - p0.bytes) * (v1 - v0) / (p1.bytes - p0.bytes)
-    return values.floor_index(boundary)
+        pairs.append((below[-1], over[0]))
+    if len(below) >= 2:
+        pairs.append((below[-2], below[-1]))
+    if len(over) >= 2:
+        pairs.append(tuple(sorted(over[:2], key=lambda vp: vp[0])))
+    for (v0, p0), (v1, p1) in pairs:
+        capacity = p0.capacity or p1.capacity
+        if v1 == v0 or p1.bytes <= p0.bytes or not capacity:
+            continue
+        slope = (p1.bytes - p0.bytes) / (v1 - v0)
+        boundary = v0 + (capacity - p0.bytes) / slope
+        e0, e1 = _stated_error(p0), _stated_error(p1)
+        margin = (e0 + abs(capacity - p0.bytes) * (e0 + e1) / (p1.bytes - p0.bytes)) / slope
+        guess = values.floor_index(boundary - margin)
+        if guess <= lo and margin:
+            guess = values.floor_index(boundary + margin) + 1
+        return guess
+    return None
