@@ -315,6 +315,7 @@ def _model_guess(values: Values, memo: dict[int, Probe], lo: int, hi: int) -> in
         pairs.append((below[-2], below[-1]))
     if len(over) >= 2:
         pairs.append(tuple(sorted(over[:2], key=lambda vp: vp[0])))
+    estimates = []  # (low end, high end) of where each line says the boundary is
     for (v0, p0), (v1, p1) in pairs:
         capacity = p0.capacity or p1.capacity
         if v1 == v0 or p1.bytes <= p0.bytes or not capacity:
@@ -323,8 +324,22 @@ def _model_guess(values: Values, memo: dict[int, Probe], lo: int, hi: int) -> in
         boundary = v0 + (capacity - p0.bytes) / slope
         e0, e1 = _stated_error(p0), _stated_error(p1)
         margin = (e0 + abs(capacity - p0.bytes) * (e0 + e1) / (p1.bytes - p0.bytes)) / slope
-        guess = values.floor_index(boundary - margin)
-        if guess <= lo and margin:
-            guess = values.floor_index(boundary + margin) + 1
-        return guess
-    return None
+        estimates.append((boundary - margin, boundary + margin))
+        if len(estimates) == 2:
+            break
+    if not estimates:
+        return None
+    # The window: the preferred line's, widened to where the next line disagrees (totals padded
+    # to tiles are a staircase, and the compiler may refuse a little below the capacity).
+    low_end = estimates[0][0] if estimates[0][0] == estimates[0][1] else min(
+        e[0] for e in estimates)
+    high_end = max(e[1] for e in estimates)
+    centre = sum(estimates[0]) / 2
+    low_guess = values.floor_index(low_end)
+    high_guess = values.floor_index(high_end) + 1 if high_end < hi_v else hi
+    # Aim at the end of the window whose likely outcome leaves the smaller bracket.
+    if low_guess > lo and (hi_v - centre <= centre - lo_v or high_guess >= hi):
+        return low_guess
+    if high_guess < hi:
+        return high_guess
+    return low_guess if low_guess > lo else None
