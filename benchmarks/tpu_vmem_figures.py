@@ -65,6 +65,7 @@ def measure(generation: str) -> dict[str, str | None]:
 
 
 MIB = 1 << 20
+ALL_GENERATIONS = ("v2", "v3", "v4", "v5e", "v5p", "v6e", "TPU7x")
 #: (rows, limit): 2 inputs + 1 output of (rows, 4096) f32, double-buffered = rows * 96 KiB of windows.
 RAISED_LIMITS = ((512, 64 * MIB), (512, 100 * MIB), (1024, 100 * MIB), (1024, 128 * MIB),
                  (1024, 1 << 30), (2048, 1 << 30))
@@ -91,5 +92,5 @@ if __name__ == "__main__":
                          indent=2))
     else:
         print(json.dumps({"libtpu": libtpu_version(),
-                          "generations": {g: measure(g) for g in ("v2", "v3", "v4", "v5e", "v5p", "v6e", "TPU7x")}},
+                          "generations": {g: measure(g) for g in ALL_GENERATIONS}},
                          indent=2))
