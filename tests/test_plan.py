@@ -91,8 +91,14 @@ def test_a_kernel_over_the_physical_vmem_says_no_limit_can_help():
     raised = fix(report, "raise_scoped_vmem_limit")
     assert raised.verified and not raised.fits and raised.compiles == 0
     assert "no limit can help" in raised.note and "16.00 MiB" in raised.note
-    other = fix(report, "other_generation")  # a core with more VMEM, given the kernel's need
-    assert other.fits and other.setting["generation"] in ("v5p", "TPU7x", "v5e", "v6e")
+    # every core with more VMEM, given the kernel's need, each compiled, the smallest VMEM first
+    others = [f for f in report.fixes if f.id == "other_generation"]
+    assert others and all(o.fits and o.verified for o in others)
+    gens = tpu.generations()
+    names = [o.setting["generation"] for o in others]
+    assert [gens[n].vmem_bytes for n in names] == sorted(gens[n].vmem_bytes for n in names)
+    # on TPU7x the answer says where the deviceless VMEM figure and the hardware may differ
+    assert all(("jax-ml/jax#38988" in o.note) == (o.setting["generation"] == "TPU7x") for o in others)
 
 
 # --- an HBM OOM of a sharded program (v5e 2x2) -----------------------------------------------
