@@ -495,7 +495,10 @@ def _plan_lines(msg, report: PlanReport, language: str) -> list[str | None]:
     vary = report.vary
     if vary is not None:
         lines.append("")
-        if vary.largest_fitting is not None:
+        if not vary.searched:
+            lines.append(msg("plan_vary_not_searched", language, name=_as_code(vary.name),
+                             compiles=vary.compiles))
+        elif vary.largest_fitting is not None:
             lines.append(msg("plan_vary_largest", language, name=_as_code(vary.name),
                              value=vary.largest_fitting, compiles=vary.compiles))
         else:

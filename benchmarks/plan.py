@@ -13,6 +13,13 @@ Prints one JSON object. For each program (deviceless compiles, libtpu in this pr
 The programs: a Pallas kernel over v5e's scoped VMEM limit, one over v4's physical VMEM, an MLP
 training step, a sharded program over the HBM of a v5e 2x2, and a batch search over 1..2^18.
 
+``searches``: each --vary search run twice in this one process, as the plan runs it
+(``strategy="model"``) and as plain bisection (``strategy="bisect"``), with JAX's caches cleared
+before each: compiles, wall seconds, the answer (the same for both), and bisection's worst-case
+count on the same values. The searches: a batch over 1..2^18 (memory linear in the batch), a
+flash-attention-shaped kernel's sequence over 128..2^20 (it takes multiples of 128 only), and a
+Pallas matmul's block over 128..2048 (it takes divisors of 2048 only; VMEM decides).
+
     .venv/bin/python benchmarks/plan.py [--rounds N] [--quick]
 """
 
@@ -40,7 +47,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceShardin
 import plan_programs  # noqa: E402
 import vmem_programs  # noqa: E402
 from oomkb.diagnostics.estimate import estimate_factory  # noqa: E402
-from oomkb.diagnostics.plan import plan_factory  # noqa: E402
+from oomkb.diagnostics.plan import _Session, _vary, parse_vary, plan_factory  # noqa: E402
 
 PROGRAMS = [
     # name, factory, generation, vary
@@ -50,6 +57,33 @@ PROGRAMS = [
     ("sharded program over HBM (v5e 2x2)", plan_programs.wide_sharded, "v5e", None),
     ("batch search 1..2^18", plan_programs.wide, "v5e", ("batch", 1, 1 << 18)),
 ]
+
+
+SEARCHES = [
+    # name, factory, generation, --vary
+    ("batch of an elementwise program", plan_programs.wide, "v5e", "batch=1..262144"),
+    ("seq of a block-attention kernel", plan_programs.block_attention, "v5e", "seq=128..1048576"),
+    ("block of a Pallas matmul", plan_programs.blocked_matmul, "v5e", "block=128..2048"),
+]
+
+
+def compare_search(factory, generation: str, text: str) -> dict:
+    """One --vary search as the plan runs it and as plain bisection, measured back to back."""
+    spec = tpu.resolve_target(generation)
+    vary = parse_vary(text)
+    row = {}
+    for strategy in ("model", "bisect"):
+        jax.clear_caches()
+        session = _Session(None)
+        started = time.perf_counter()
+        report = _vary(session, factory, vary, spec, f"factory {factory.__name__}", {}, strategy)
+        row[strategy] = {"compiles": report.compiles, "seconds": round(time.perf_counter() - started, 2),
+                         "largest_fitting": report.largest_fitting, "next_value": report.next_value,
+                         "refused": report.refused}
+        row["bisection_worst_case_compiles"] = report.bisection_compiles
+    row["same_answer"] = (row["model"]["largest_fitting"], row["model"]["next_value"]) == (
+        row["bisect"]["largest_fitting"], row["bisect"]["next_value"])
+    return row
 
 
 def bare_compile(factory, generation: str, rounds: int) -> float:
@@ -89,7 +123,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="skip the batch search")
+    parser.add_argument("--searches-only", action="store_true",
+                        help="only the --vary searches beside plain bisection")
     options = parser.parse_args()
+    searches = []
+    for name, factory, generation, text in SEARCHES:
+        searches.append({"search": name, "vary": text, **compare_search(factory, generation, text)})
+        print(json.dumps(searches[-1]), file=sys.stderr, flush=True)
+    if options.searches_only:
+        print(json.dumps({"libtpu": tpu.libtpu_version(), "searches": searches}, indent=2))
+        return
     rows = []
     for name, factory, generation, vary in PROGRAMS:
         if options.quick and vary is not None:
@@ -114,6 +157,7 @@ def main() -> None:
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(json.dumps({
         "libtpu": tpu.libtpu_version(), "rounds": options.rounds, "programs": rows,
+        "searches": searches,
         "median_estimate_ratio": statistics.median(r["estimate_ratio"] for r in rows),
         "median_plan_compiles": statistics.median(r["plan_compiles"] for r in rows),
     }, indent=2))

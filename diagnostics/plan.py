@@ -12,11 +12,13 @@ applies and reports what each compile measured:
 * ``other_generation``: the next TPU generations with more memory;
 * ``bf16_arguments``: floating-point arguments as bfloat16, a what-if that changes numerics.
 
-``vary=("batch", 1, 4096)`` finds the largest value of the factory's keyword argument that fits,
-with O(log(HI - LO)) compiles: secant steps on the measured totals (memory is close to linear
-in a batch size), bisection when they do not shrink the interval, and a check of the neighbour
-of each secant guess. Memory need not grow monotonically (XLA rematerialises when memory is
-tight), so the answer is a boundary: NAME fits and NAME + 1 does not.
+``vary=parse_vary("batch=1..4096")`` finds the largest value of the factory's keyword argument
+that fits (also ``NAME=LO..HI:STEP`` and ``NAME=a,b,c``): :mod:`diagnostics.vary_search` guesses
+from every figure measured or stated (the compiler's "Used X of Y" at HI included), skips the
+values the factory refuses by galloping on their pattern (multiples of 128, powers of two,
+divisors), and never compiles more than plain bisection would on the same values. Memory need not
+grow monotonically (XLA rematerialises when memory is tight), so the answer is a boundary: NAME
+fits and the next value the factory accepts does not.
 
 Everything runs in one process, sharing the topology, the HBM sizes and every compile (a value
 compiled once is never compiled again). :func:`plan_program` runs it in the sandbox, as the CLI
@@ -26,7 +28,6 @@ and the HTTP service do.
 from __future__ import annotations
 
 import json
-import math
 import os
 import functools
 import re
@@ -68,6 +69,7 @@ from oomkb.diagnostics.program import (
     wants_devices,
 )
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
+from oomkb.diagnostics.vary_search import Probe, Values, search
 from oomkb.units import MIB, format_bytes
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "PlanReport",
     "VaryPoint",
     "VaryReport",
+    "VarySpec",
     "parse_vary",
     "plan_factory",
     "plan_program",
@@ -90,13 +93,12 @@ FIX_CITES = {
     "bf16_arguments": "e1000-compile-hbm-oom#debugging",
 }
 MAX_TOPOLOGY_STEPS = 4
-MAX_OTHER_GENERATIONS = 3
 MAX_VMEM_STEPS = 4
 #: The step of the smallest-scoped-VMEM-limit search (the flag takes KiB; "28.25M" and "28.50M"
 #: are limits users set).
 VMEM_GRANULE = 256 * 1024
-#: Values tried around a bisection point whose factory call fails, before giving up on the interval.
-MAX_INVALID_PROBES = 64
+#: The most values a ``NAME=a,b,c`` list may name.
+MAX_LISTED_VALUES = 4096
 
 
 class PlanError(DiagnosticsError, ValueError):
@@ -143,12 +145,42 @@ class VaryReport(BaseModel):
     name: str
     low: int
     high: int
+    step: int = Field(1, description="NAME=LO..HI:STEP searches every STEP-th value")
+    values: list[int] | None = Field(None, description="NAME=a,b,c: the values searched")
     largest_fitting: int | None
-    boundary: bool = Field(False, description="largest_fitting + 1 was compiled and does not fit")
+    next_value: int | None = Field(
+        None, description="the next value above largest_fitting that the factory accepts and that "
+                          "was compiled: it does not fit (values between were refused)")
+    boundary: bool = Field(False, description="largest_fitting fits and next_value was compiled and "
+                                              "does not fit")
+    searched: bool = Field(True, description="false: no value the factory accepts was found, so "
+                                             "there is no answer (see note)")
     monotonic: bool = Field(True, description="the totals compiled grow with the value")
     curve: list[VaryPoint] = Field(default_factory=list)
     compiles: int = 0
+    bisection_compiles: int = Field(
+        0, description="the most compiles plain bisection needs on the same values (HI, LO, then "
+                       "halving); `compiles` never exceeds it")
+    refused: int = Field(0, description="values the factory (or its trace) refused; no compile")
     note: str | None = None
+
+
+class VarySpec(BaseModel):
+    """What --vary searches: ``NAME=LO..HI``, ``NAME=LO..HI:STEP`` or ``NAME=a,b,c``."""
+
+    name: str
+    low: int
+    high: int
+    step: int = 1
+    values: list[int] | None = None
+
+    def domain(self) -> Values:
+        if self.values is not None:
+            return Values.of(self.values)
+        return Values(self.low, self.high, self.step)
+
+    def describe(self) -> str:
+        return f"{self.name}={self.domain().describe()}"
 
 
 class PlanReport(BaseModel):
@@ -159,6 +191,10 @@ class PlanReport(BaseModel):
     target: TargetInfo
     baseline: EstimateReport
     fixes: list[FixReport] = Field(default_factory=list)
+    no_saving: list[FixReport] = Field(
+        default_factory=list,
+        description="remedies compiled whose measured saving is zero or negative: shown as "
+                    "'no saving', never listed as fixes")
     vary: VaryReport | None = None
     compiles: int
     seconds: float
@@ -263,14 +299,43 @@ def _to_bf16(leaf: Any) -> Any:
 # The plan
 
 
-def parse_vary(text: str) -> tuple[str, int, int]:
-    """``"batch=1..4096"`` -> ``("batch", 1, 4096)``, or a :class:`PlanError` saying what is wrong."""
-    match = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*", text or "")
-    if not match:
-        raise PlanError(f"--vary takes NAME=LO..HI with whole numbers (batch=1..4096), got {text!r}")
-    name, low, high = match.group(1), int(match.group(2)), int(match.group(3))
-    _check_range(name, low, high)
-    return name, low, high
+def parse_vary(text: str) -> VarySpec:
+    """``"batch=1..4096"``, ``"seq=128..1048576:128"`` or ``"block=128,256,512"`` -> a
+    :class:`VarySpec`, or a :class:`PlanError` saying what is wrong."""
+    form = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*", text or "", re.S)
+    usage = ("--vary takes NAME=LO..HI, NAME=LO..HI:STEP or NAME=a,b,c with whole numbers "
+             f"(batch=1..4096, seq=128..65536:128, block=128,256,512), got {text!r}")
+    if not form:
+        raise PlanError(usage)
+    name, rest = form.group(1), form.group(2)
+    if match := re.fullmatch(r"(-?\d+)\s*\.\.\s*(-?\d+)(?:\s*:\s*(-?\d+))?", rest):
+        spec = VarySpec(name=name, low=int(match.group(1)), high=int(match.group(2)),
+                        step=int(match.group(3) or 1))
+    elif re.fullmatch(r"-?\d+(?:\s*,\s*-?\d+)*\s*,?", rest):
+        listed = [int(v) for v in re.split(r"\s*,\s*", rest.strip().rstrip(",")) if v]
+        spec = VarySpec(name=name, low=min(listed), high=max(listed), values=listed)
+    else:
+        raise PlanError(usage)
+    return check_vary(spec)
+
+
+def check_vary(spec: VarySpec | tuple) -> VarySpec:
+    """``spec`` checked (LO <= HI, STEP >= 1, a range under 2^40, a list of at most 4096 values);
+    a ``(name, low, high)`` tuple is taken as ``NAME=LO..HI``."""
+    if isinstance(spec, (tuple, list)):
+        spec = VarySpec(name=spec[0], low=spec[1], high=spec[2])
+    if spec.values is not None:
+        if not spec.values:
+            raise PlanError(f"--vary {spec.name}=: the list of values is empty")
+        if len(spec.values) > MAX_LISTED_VALUES:
+            raise PlanError(f"--vary {spec.name}: at most {MAX_LISTED_VALUES} values, "
+                            f"got {len(spec.values)}")
+        return spec.model_copy(update={"low": min(spec.values), "high": max(spec.values)})
+    _check_range(spec.name, spec.low, spec.high)
+    if spec.step < 1:
+        raise PlanError(f"--vary {spec.name}={spec.low}..{spec.high}:{spec.step}: STEP must be "
+                        "a positive whole number")
+    return spec
 
 
 def _check_range(name: str, low: int, high: int) -> None:
@@ -285,7 +350,7 @@ def plan_factory(
     *,
     target: str = "v5e",
     topology: str | None = None,
-    vary: tuple[str, int, int] | None = None,
+    vary: VarySpec | tuple[str, int, int] | None = None,
     progress: Callable[[str], None] | None = None,
     top_n: int = 10,
     program: str | None = None,
@@ -301,8 +366,8 @@ def plan_factory(
     session = _Session(progress, program)
     extra: dict[str, Any] = {}
     if vary is not None:
-        name, low, high = vary
-        _check_range(name, low, high)
+        vary = check_vary(vary)
+        name, low, high = vary.name, vary.low, vary.high
         if not factory_accepts(factory, name):
             raise PlanError(
                 f"--vary {name}: the {factory_label(factory)} takes no argument {name!r}"
@@ -319,14 +384,15 @@ def plan_factory(
     vary_report = None
     if vary is not None and base_value is None:
         # No usable default in range: search first, then estimate at the answer.
-        vary_report = _vary(session, factory, name, low, high, spec, label, {})
+        vary_report = _vary(session, factory, vary, spec, label, {})
         usable = [p.value for p in vary_report.curve if p.status in ("fits", "does_not_fit", "oom")]
         base_value = vary_report.largest_fitting if vary_report.largest_fitting is not None else (
             usable[0] if usable else None)
         if base_value is None:
             example = next((p for p in vary_report.curve if p.error), None)
             raise PlanError(
-                f"--vary {name}={low}..{high}: no value tried could be compiled"
+                f"--vary {vary.describe()}: no value tried could be compiled"
+                + (f"; {vary_report.note}" if vary_report.note else "")
                 + (f" (e.g. {name}={example.value}: {example.error})" if example else "")
             )
     if vary is not None:
@@ -360,18 +426,38 @@ def plan_factory(
         fixes += _generation_fix(session, factory, extra, spec, None, label, baseline)
 
     if vary is not None and vary_report is None:
-        name, low, high = vary
         seed = {extra[name]: _Measured(
             status="fits" if baseline.fits else ("oom" if baseline.compile_error else "does_not_fit"),
-            total_bytes=baseline.total_bytes if baseline.compile_error is None else None,
+            # an HBM OOM's stated need is a figure the search uses too (rounded, not exact)
+            total_bytes=baseline.total_bytes if (
+                baseline.compile_error is None or baseline.oom_space == "hbm") else None,
             capacity_bytes=baseline.target.hbm_bytes, compiled=baseline.compile_error is None,
         )}
-        vary_report = _vary(session, factory, name, low, high, spec, label, seed)
+        vary_report = _vary(session, factory, vary, spec, label, seed)
+    fixes, no_saving = _split_no_saving(fixes)
     return PlanReport(
         function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
+        no_saving=no_saving,
         vary=vary_report, compiles=session.compiles,
         seconds=round(time.perf_counter() - started, 3), warnings=warnings,
     )
+
+
+def _split_no_saving(fixes: list[FixReport]) -> tuple[list[FixReport], list[FixReport]]:
+    """A remedy whose compile measured no saving (or a loss) is not a fix: it goes to the
+    ``no_saving`` list with both totals in its note, and never into ``fixes``."""
+    kept, none = [], []
+    for fix in fixes:
+        if fix.saving_bytes is not None and fix.saving_bytes <= 0 and fix.total_bytes is not None:
+            before = fix.total_bytes + fix.saving_bytes
+            fix = fix.model_copy(update={
+                "note": (f"no saving: {fix.total_bytes:,} bytes per device with the change vs "
+                         f"{before:,} without" + (f" ({fix.note})" if fix.note else "")),
+            })
+            none.append(fix)
+        else:
+            kept.append(fix)
+    return kept, none
 
 
 def _takes(factory: Callable[..., Any]) -> str:
@@ -510,6 +596,7 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         base.note = (f"the kernel needs {format_bytes(vmem.used_bytes)} of VMEM, more than the "
                      f"core's physical {format_bytes(capacity)}: no limit can help; use smaller "
                      "blocks (fewer rows or columns per window) or fewer buffers")
+        base.note += _hardware_caveat(spec)
         return base
     def at(limit: int) -> _Measured:
         return session.measure(fn, args, kwargs, spec, mesh,
@@ -576,7 +663,7 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
             base.note += "; the kernel compiles with this limit, but the program's HBM does not fit"
     elif last.oom_space == "vmem" and limit >= capacity:
         base.note = (f"even the core's whole VMEM ({format_bytes(capacity)}) as the limit does not "
-                     "compile: only smaller blocks can help")
+                     "compile: only smaller blocks can help") + _hardware_caveat(spec)
     elif last.oom_space == "vmem":
         base.note = (f"{MAX_VMEM_STEPS} raised limits up to {format_bytes(limit)} did not compile; "
                      "the kernel's VMEM need grows with the limit")
@@ -585,6 +672,13 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     return base
 
 
+
+
+def _hardware_caveat(spec: tpu.TargetSpec) -> str:
+    """The catalogue's word on where this generation's hardware VMEM may differ from the
+    deviceless compiler's (TPU7x), so a user is not capped at a limit that may be wrong."""
+    note = tpu.generations()[spec.generation].vmem_hardware_note
+    return f". Caveat: {note}" if note else ""
 
 
 def _ceil_mib(nbytes: int) -> int:
@@ -668,6 +762,8 @@ def _hbm_of(generation: tpu.Generation) -> float:
 def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
                     spec: tpu.TargetSpec, base_total: int | None, label: str,
                     baseline: EstimateReport) -> list[FixReport]:
+    """Every generation with more memory per device (HBM, or VMEM for a kernel over the physical
+    VMEM), each compiled, smallest memory first: one fix per generation that fits."""
     gens = tpu.generations()
     current = gens[spec.generation]
     if baseline.vmem is not None:
@@ -676,13 +772,15 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
         key = _hbm_of
     better = sorted((g for g in gens.values() if key(g) > key(current)), key=key)
     before = session.compiles
-    tried = []
-    for gen in better[:MAX_OTHER_GENERATIONS]:
+    tried: list[str] = []
+    fitting: list[FixReport] = []
+    options = None
+    if baseline.vmem is not None:
+        # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
+        options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
+    for gen in better:
         other = tpu.resolve_target(gen.name)
-        options = None
-        if baseline.vmem is not None:
-            # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
-            options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
+        start = session.compiles
         try:
             measured = _remeasure(session, factory, extra, other, label, options)
         except DiagnosticsError as err:
@@ -690,7 +788,7 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
             continue
         tried.append(f"{other.topology}: {measured.status}")
         if measured.fits:
-            return [FixReport(
+            fitting.append(FixReport(
                 id="other_generation", title=f"use {gen.name} ({gen.device_kind})",
                 verified=True, fits=True, total_bytes=measured.total_bytes,
                 saving_bytes=None, capacity_bytes=measured.capacity_bytes,
@@ -700,9 +798,14 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
                     f"  # with LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib="
                     f"{options['xla_tpu_scoped_vmem_limit_kib']}" if options else ""),
                 note=(f"per device on {gen.name}: {format_bytes(measured.total_bytes or 0)} of "
-                      f"{format_bytes(measured.capacity_bytes)}; tried {', '.join(tried)}"),
-                cite=FIX_CITES["other_generation"], compiles=session.compiles - before,
-            )]
+                      f"{format_bytes(measured.capacity_bytes)}" + _vmem_caveat(gen, baseline)),
+                cite=FIX_CITES["other_generation"], compiles=session.compiles - start,
+            ))
+    if fitting:
+        # Each fitting generation says what else was tried, so the list reads on its own.
+        for fix in fitting:
+            fix.note = f"{fix.note}; tried {', '.join(tried)}"
+        return fitting
     if not tried:
         return []
     return [FixReport(
@@ -710,6 +813,13 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
         note=f"none of the generations tried fits: {'; '.join(tried)}",
         cite=FIX_CITES["other_generation"], compiles=session.compiles - before,
     )]
+
+
+def _vmem_caveat(gen: tpu.Generation, baseline: EstimateReport) -> str:
+    """For a kernel short of VMEM: where the deviceless target's VMEM may differ from hardware."""
+    if baseline.vmem is None or not gen.vmem_hardware_note:
+        return ""
+    return f" ({gen.vmem_hardware_note})"
 
 
 def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
@@ -748,85 +858,34 @@ def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
 # -- --vary -----------------------------------------------------------------------------------
 
 
-def _vary(session: _Session, factory: Callable[..., Any], name: str, low: int, high: int,
-          spec: tpu.TargetSpec, label: str, seed: dict[int, _Measured]) -> VaryReport:
+def _as_probe(measured: _Measured, compiled: bool) -> Probe:
+    """A measurement as the search sees it: an exact compiled total, the need an HBM OOM states
+    (rounded), or a refusal (the factory or its trace rejected the value)."""
+    if measured.status == "fits":
+        return Probe("fits", measured.total_bytes, measured.capacity_bytes, compiled)
+    if measured.status == "does_not_fit":
+        return Probe("over", measured.total_bytes, measured.capacity_bytes, compiled)
+    if measured.status == "oom":
+        return Probe("over", measured.total_bytes, measured.capacity_bytes, compiled, exact=False)
+    return Probe("refused", compiled=compiled)
+
+
+def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: tpu.TargetSpec,
+          label: str, seed: dict[int, _Measured], strategy: str = "model") -> VaryReport:
+    """Search ``vary`` (:func:`diagnostics.vary_search.search`) with real compiles."""
+    name = vary.name
     memo: dict[int, _Measured] = dict(seed)
     before = session.compiles
 
-    def probe(value: int) -> _Measured:
-        if value not in memo:
-            session.progress(f"{name}={value}")
-            memo[value] = _remeasure(session, factory, {name: value}, spec, label)
-        return memo[value]
+    def probe(value: int) -> Probe:
+        session.progress(f"{name}={value}")
+        start = session.compiles
+        memo[value] = _remeasure(session, factory, {name: value}, spec, label)
+        return _as_probe(memo[value], session.compiles > start)
 
-    def usable(m: _Measured) -> bool:
-        return m.status in ("fits", "does_not_fit", "oom")
-
-    def probe_near(target: int, lo: int, hi: int) -> int | None:
-        """The value nearest ``target`` in (lo, hi) whose factory and trace succeed."""
-        tried = 0
-        for offset in range(hi - lo):
-            for value in (target + offset, target - offset) if offset else (target,):
-                if lo < value < hi:
-                    tried += 1
-                    if usable(probe(value)):
-                        return value
-                    if tried >= MAX_INVALID_PROBES:
-                        return None
-            if target + offset >= hi and target - offset <= lo:
-                break
-        return None
-
-    note = None
-    top = probe(high)
-    if top.fits:
-        largest = high
-    else:
-        bottom = probe(low)
-        if not usable(bottom):
-            first = probe_near(low, low - 1, high)
-            low_ok = first
-        else:
-            low_ok = low
-        if low_ok is None or not memo[low_ok].fits:
-            largest = None
-            note = f"no value of {name} in [{low}, {high}] that was compiled fits"
-        else:
-            lo, hi = low_ok, high
-            lo = max([lo] + [v for v, m in memo.items() if m.fits and lo < v < hi])
-            # One guess from the line through compiled totals (memory is close to linear in a
-            # batch size), then galloping away from it in doubling steps until the boundary is
-            # bracketed, then bisection: a good guess costs a few compiles, a bad one O(log).
-            guess = _interpolate(lo, hi, memo)
-            if guess is not None and (value := probe_near(guess, lo, hi)) is not None:
-                fits = memo[value].fits
-                lo, hi = (value, hi) if fits else (lo, value)
-                step = 1
-                while hi - lo > 1:
-                    target = lo + step if fits else hi - step
-                    if not lo < target < hi:
-                        break
-                    value = probe_near(target, lo, hi)
-                    if value is None:
-                        break
-                    if memo[value].fits:
-                        lo = value
-                        if not fits:
-                            break  # bracketed from above
-                    else:
-                        hi = value
-                        if fits:
-                            break  # bracketed from below
-                    step *= 2
-            while hi - lo > 1:
-                value = probe_near(lo + (hi - lo) // 2, lo, hi)
-                if value is None:
-                    break  # nothing in between can be compiled: lo is the boundary we can show
-                if memo[value].fits:
-                    lo = value
-                else:
-                    hi = value
-            largest = lo
+    known = {v: _as_probe(m, False) for v, m in seed.items()}
+    found = search(probe, vary.domain(), known=known, strategy=strategy)  # type: ignore[arg-type]
+    largest = found.largest
     curve = [
         VaryPoint(value=v, total_bytes=m.total_bytes if m.compiled else None, fits=m.fits,
                   status=m.status, error=m.error,
@@ -835,46 +894,34 @@ def _vary(session: _Session, factory: Callable[..., Any], name: str, low: int, h
     ]
     compiled = [p for p in curve if p.status in ("fits", "does_not_fit") and p.total_bytes]
     monotonic = all(a.total_bytes <= b.total_bytes for a, b in zip(compiled, compiled[1:]))
-    fit_flags = [p.fits for p in curve if p.status != "factory_error" and p.status != "error"]
+    fit_flags = [p.fits for p in curve if p.status not in ("factory_error", "error")]
     if any(not a and b for a, b in zip(fit_flags, fit_flags[1:])):
         monotonic = False
-    boundary = (largest is not None and largest + 1 in memo
-                and memo[largest + 1].status in ("does_not_fit", "oom"))
+    notes = []
+    if not found.searched:
+        notes.append(f"could not search {vary.describe()}: {found.reason}")
+    elif found.reason:
+        notes.append(found.reason)
     if largest is not None and not monotonic:
-        note = (f"memory does not grow monotonically with {name} (XLA rematerialises when memory "
-                f"is tight): {name}={largest} fits and the next value compiled does not, but "
-                "larger values may fit again")
+        notes.append(f"memory does not grow monotonically with {name} (XLA rematerialises when "
+                     f"memory is tight): {name}={largest} fits and the next value compiled does "
+                     "not, but larger values may fit again")
+    if largest is not None and found.above is not None and found.above - largest > vary.step \
+            and vary.values is None:
+        notes.append(f"the values between {largest} and {found.above} that were tried were refused "
+                     f"by the factory, so {found.above} is the next value it accepts")
     failed = [p for p in curve if p.status in ("factory_error", "error")]
     if failed:
-        extra = f"{len(failed)} value(s) did not compile (e.g. {failed[0].value}: {failed[0].error})"
-        note = f"{note}; {extra}" if note else extra
-    return VaryReport(name=name, low=low, high=high, largest_fitting=largest, boundary=boundary,
-                      monotonic=monotonic, curve=curve, compiles=session.compiles - before,
-                      note=note)
-
-
-def _interpolate(lo: int, hi: int, memo: Mapping[int, _Measured]) -> int | None:
-    """Where the line through two compiled totals near the boundary reaches the HBM size.
-
-    Only compiled programs give exact totals (an OOM message rounds its figure), so the line
-    goes through the two compiled values closest to the interval, preferring one on each side.
-    """
-    exact = sorted((v, m) for v, m in memo.items()
-                   if m.compiled and m.total_bytes is not None)
-    fitting = [(v, m) for v, m in exact if m.fits and v <= lo]
-    over = [(v, m) for v, m in exact if not m.fits and v >= hi]
-    if fitting and over:
-        (v0, m0), (v1, m1) = fitting[-1], over[0]
-    elif len(fitting) >= 2:
-        (v0, m0), (v1, m1) = fitting[-2], fitting[-1]
-    else:
-        return None
-    t0, t1 = m0.total_bytes, m1.total_bytes
-    capacity = m0.capacity_bytes or m1.capacity_bytes
-    if v1 == v0 or t1 <= t0 or not capacity:
-        return None
-    guess = v0 + math.floor((capacity - t0) * (v1 - v0) / (t1 - t0))
-    return min(max(guess, lo + 1), hi - 1)
+        notes.append(f"{len(failed)} value(s) were refused or did not compile "
+                     f"(e.g. {failed[0].value}: {failed[0].error})")
+    return VaryReport(
+        name=name, low=vary.low, high=vary.high, step=vary.step, values=vary.values,
+        largest_fitting=largest, next_value=found.above,
+        boundary=largest is not None and found.above is not None,
+        searched=found.searched, monotonic=monotonic, curve=curve,
+        compiles=session.compiles - before, bisection_compiles=found.bisection_compiles,
+        refused=len(failed), note="; ".join(notes) or None,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -886,7 +933,7 @@ def plan_program(
     *,
     target: str = "v5e",
     topology: str | None = None,
-    vary: str | tuple[str, int, int] | None = None,
+    vary: str | VarySpec | tuple[str, int, int] | None = None,
     timeout_s: float = 900.0,
     limits: Limits | None = None,
     progress_file: Path | None = None,
@@ -905,12 +952,14 @@ def plan_program(
     program_spec = resolve_program(program)
     if isinstance(vary, str):
         vary = parse_vary(vary)
+    elif vary is not None:
+        vary = check_vary(vary)
     what = f"the plan of {program_spec.label}"
     result = run_job(
         "plan",
         {
             "program": str(program_spec), "generation": spec.generation,
-            "topology": spec.topology, "vary": list(vary) if vary else None,
+            "topology": spec.topology, "vary": vary.model_dump() if vary else None,
             "progress_file": str(progress_file) if progress_file else None,
         },
         timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
@@ -932,7 +981,7 @@ def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     progress = _file_progress(Path(payload["progress_file"])) if payload.get("progress_file") else None
     report = plan_factory(
         factory, target=str(payload["generation"]), topology=str(payload["topology"]),
-        vary=(str(vary[0]), int(vary[1]), int(vary[2])) if vary else None, progress=progress,
+        vary=VarySpec.model_validate(vary) if vary else None, progress=progress,
         program=str(payload["program"]),
     )
     return report.model_dump(mode="json")

@@ -58,6 +58,9 @@ class Generation(BaseModel):
     vmem_source: str | None = None
     scoped_vmem_default_bytes: int | None = Field(None, description="default scoped VMEM limit")
     scoped_vmem_source: str | None = None
+    vmem_hardware_note: str | None = Field(
+        None, description="where public reports from hardware disagree with the deviceless "
+                          "compiler's VMEM figure; said in every answer that relies on it")
 
 
 class TargetSpec(BaseModel):

@@ -28,9 +28,11 @@ PLAN_HELP = (
     "other TPU generations, and bfloat16 arguments (a what-if). Every fix marked verified was "
     "compiled; its figures are measured.\n\n"
     "--vary NAME=LO..HI: the factory takes an integer keyword argument NAME (batch size, "
-    "sequence length, block size); the plan finds the largest value that fits with O(log) "
-    "compiles and lists every value compiled (--plot draws the curve). Runs in one child "
-    "process with a timeout."
+    "sequence length, block size); the plan finds the largest value that fits, never with more "
+    "compiles than plain bisection (it says how many), and lists every value compiled (--plot "
+    "draws the curve). Values the factory refuses (it takes only multiples of 128, powers of "
+    "two, ...) are skipped by following their pattern; NAME=LO..HI:STEP or NAME=a,b,c names "
+    "the values to search. Runs in one child process with a timeout."
 )
 
 
@@ -44,7 +46,7 @@ def plan_command(
     tpu: TpuOption = None,
     topology: TopologyOption = None,
     vary: Annotated[
-        Optional[str], typer.Option("--vary", metavar="NAME=LO..HI",
+        Optional[str], typer.Option("--vary", metavar="NAME=LO..HI[:STEP]|NAME=a,b,c",
                                     help="find the largest value of the factory's argument NAME that fits")
     ] = None,
     as_json: JsonOption = False,
@@ -155,15 +157,23 @@ def print_plan(report, plot: Path | None = None) -> None:
                 out.print(f"  {escape(fix.note)}")
     else:
         out.print("no fix applies (nothing to donate, no kernel short of VMEM, and it fits)")
+    for fix in report.no_saving:
+        out.print(f"[yellow]no saving:[/] {escape(fix.title)}: {escape(fix.note or '')}")
     vary = report.vary
     if vary is not None:
-        if vary.largest_fitting is None:
-            out.print(f"[red]no value of {escape(vary.name)} in [{vary.low}, {vary.high}] fits[/]")
+        count = (f"{vary.compiles} compiles; plain bisection needs up to "
+                 f"{vary.bisection_compiles}")
+        if not vary.searched:
+            out.print(f"[red]could not search {escape(vary.name)}: no value the factory accepts "
+                      f"was found ({escape(count)})[/]")
+        elif vary.largest_fitting is None:
+            out.print(f"[red]no value of {escape(vary.name)} in [{vary.low}, {vary.high}] fits[/]"
+                      f" ({escape(count)})")
         else:
-            edge = (f"; {vary.name}={vary.largest_fitting + 1} does not"
-                    if vary.boundary else "")
+            edge = (f"; {vary.name}={vary.next_value} does not"
+                    if vary.boundary and vary.next_value is not None else "")
             out.print(f"[green bold]largest {escape(vary.name)} that fits: "
-                      f"{vary.largest_fitting}[/]{escape(edge)} ({vary.compiles} compiles)")
+                      f"{vary.largest_fitting}[/]{escape(edge)} ({escape(count)})")
         if vary.note:
             out.print(f"[yellow]note:[/] {escape(vary.note)}")
         compiled = [p for p in vary.curve if p.total_bytes is not None]
