@@ -342,9 +342,13 @@ def run_job(
             home = workdir / "home"
             files = []
             for file in home_files:
+                # a copy in memory, never a descriptor of the server's own file (through
+                # /proc/self/fd a job could reopen that for writing)
                 with contextlib.suppress(OSError):
-                    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                    data = Path(file).read_bytes()[: 1 << 20]  # small caches
+                    fd = os.memfd_create("oomkb-home-file", os.MFD_CLOEXEC)
                     pass_fds.append(fd)
+                    os.pwrite(fd, data, 0)
                     files.append((fd, home / Path(file).name))
             child_env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "OOMKB_HOME": str(home)})
             command = bwrap_command(tool, command, workdir=workdir, code_dirs=code_dirs(),

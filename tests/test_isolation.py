@@ -436,6 +436,18 @@ def test_a_fifo_or_link_named_result_json_neither_blocks_nor_answers(kind, isola
                    timeout_s=60).value == {"result": {"slept": 0}}
 
 
+def test_a_job_holds_no_descriptor_of_the_servers_files(tmp_path):
+    """Home files reach the sandbox as in-memory copies: a descriptor of the server's own file
+    could be reopened for writing through /proc/self/fd."""
+    require_bwrap()
+    cache = tmp_path / "tpu_hbm.json"
+    cache.write_text("{}")
+    links = run_job(JOB, {"program": f"{CASES}:open_descriptors"}, timeout_s=60, isolate=True,
+                    read_only=[CASES.parent], home_files=[cache]).value["result"]
+    assert links and not [v for v in links.values() if str(tmp_path) in v], links
+    assert any("memfd:oomkb-job-result" in v for v in links.values())
+
+
 def test_a_long_error_message_is_bounded():
     record = {"ok": False, "error": {"class": "x:y", "diagnostics": False, "message": "m" * 100_000}}
     with pytest.raises(JobFailed) as info:
