@@ -5,9 +5,11 @@ source lines) is :mod:`oomkb.diagnostics.program`'s.
 
 * :func:`run_job` runs a job of :mod:`oomkb.diagnostics.jobs` (by name; taking and returning a
   JSON-able dict) in a fresh ``python`` process with a wall-clock timeout, optional CPU and memory
-  limits, a private temporary working directory, an environment without secrets, and bounded
-  capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
-  crash, a ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
+  limits (held by a per-job cgroup where the machine gives one, :mod:`diagnostics.cgroups`), a
+  private temporary working directory, an allowlist environment (:data:`CHILD_ENV_NAMES`), and
+  bounded capture of stdout/stderr. The job's result or its error comes back as JSON through an
+  inherited memory file (no path the job could swap for a FIFO or a link); a crash, a
+  ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
   The caller makes itself non-dumpable and the child drops its capabilities (Linux), so the child
   cannot read the caller's secrets through ``/proc/<pid>/environ`` or ptrace either.
 * With ``isolate=True`` the child runs inside a bubblewrap sandbox (:mod:`diagnostics.isolation`):
