@@ -45,6 +45,11 @@ INSTALL_HINT = (
 
 #: Size of the sandbox's private /tmp (a tmpfs, so it is memory).
 TMP_BYTES = 256 << 20
+#: Size of its private /dev/shm (the host's is never seen: a job filling it would hold host memory
+#: outside every limit).
+SHM_BYTES = 64 << 20
+#: Size of its working folder: a tmpfs of the sandbox's own, so a job cannot fill the server's disk.
+WORK_BYTES = 256 << 20
 
 
 class IsolationUnavailable(ServiceError):
@@ -176,18 +181,27 @@ def bwrap_command(
     code_dirs: Iterable[Path],
     read_only: Iterable[Path] = (),
     writable: Iterable[Path] = (),
+    files: Iterable[tuple[int, Path]] = (),
+    read_only_files: Iterable[Path] = (),
+    dirs: Iterable[Path] = (),
 ) -> list[str]:
     """``command`` wrapped in a bubblewrap sandbox, to be started with the environment it needs.
 
-    ``workdir`` (read-write) becomes its working directory; ``read_only`` and ``writable`` are
-    further folders it sees at their own paths. Everything else is absent (see the module doc).
+    ``workdir`` becomes its working directory: a fresh tmpfs of :data:`WORK_BYTES` at that path
+    (nothing the job writes there reaches the host's disk), holding ``read_only_files`` (host files
+    bound read-only at their own paths inside it), empty folders ``dirs`` and ``files`` (``(fd, path)``: a writable copy of
+    what the inherited descriptor ``fd`` holds). ``read_only`` and ``writable`` are further folders
+    it sees at their own paths. ``/tmp`` and ``/dev/shm`` are private size-limited tmpfs. Everything
+    else is absent (see the module doc).
     """
+    workdir = Path(workdir).resolve()
     args = [tool, *_namespace_options()[1:], *_system_binds()]
     runtime = _outermost(_runtime_dirs(code_dirs))
     for path in runtime:
         if not str(path).startswith(("/usr/", "/tmp/")) and path != Path("/usr"):
             args += ["--ro-bind", str(path), str(path)]
     args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     # Binds under /tmp come after the tmpfs, or it would hide them.
     for path in runtime:
@@ -195,7 +209,14 @@ def bwrap_command(
             args += ["--ro-bind", str(path), str(path)]
     for path in _outermost(Path(p).resolve() for p in read_only):
         args += ["--ro-bind", str(path), str(path)]
-    for path in _outermost([Path(workdir).resolve(), *(Path(p).resolve() for p in writable)]):
+    args += ["--size", str(WORK_BYTES), "--tmpfs", str(workdir)]
+    for path in dirs:
+        args += ["--dir", str(path)]
+    for path in read_only_files:
+        args += ["--ro-bind", str(path), str(path)]
+    for fd, path in files:
+        args += ["--dir", str(Path(path).parent), "--file", str(fd), str(path)]
+    for path in _outermost(Path(p).resolve() for p in writable):
         args += ["--bind", str(path), str(path)]
-    args += ["--chdir", str(Path(workdir).resolve()), "--", *command]
+    args += ["--chdir", str(workdir), "--", *command]
     return args

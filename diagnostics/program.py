@@ -27,6 +27,7 @@ import os
 import re
 import sys
 import sysconfig
+import tempfile
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -153,9 +154,15 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def project_root(path: Path) -> Path | None:
     """The nearest folder above `path` holding a project marker, so that ``from mymodel import X``
-    works from a script in a subfolder; None when there is none (or it is the file's own folder)."""
+    works from a script in a subfolder; None when there is none (or it is the file's own folder).
+    The walk stops below the system's temporary folder (``tempfile.gettempdir()``)."""
     folder = path.resolve().parent
+    temp = Path(tempfile.gettempdir()).resolve()
     for candidate in (folder, *folder.parents):
+        if candidate == temp:
+            # Never the temporary folder or above it: anyone may put a marker in /tmp, and a
+            # submitted program (written to TMPDIR/oomkb-job-*) has no project at all.
+            break
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return None if candidate == folder else candidate
         if candidate == Path.home() or candidate.parent == candidate:

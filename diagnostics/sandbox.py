@@ -5,9 +5,11 @@ source lines) is :mod:`oomkb.diagnostics.program`'s.
 
 * :func:`run_job` runs a job of :mod:`oomkb.diagnostics.jobs` (by name; taking and returning a
   JSON-able dict) in a fresh ``python`` process with a wall-clock timeout, optional CPU and memory
-  limits, a private temporary working directory, an environment without secrets, and bounded
-  capture of stdout/stderr. The job's result or its error comes back as JSON through a file; a
-  crash, a ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
+  limits (held by a per-job cgroup where the machine gives one, :mod:`diagnostics.cgroups`), a
+  private temporary working directory, an allowlist environment (:data:`CHILD_ENV_NAMES`), and
+  bounded capture of stdout/stderr. The job's result or its error comes back as JSON through an
+  inherited memory file (no path the job could swap for a FIFO or a link); a crash, a
+  ``sys.exit`` or a kill becomes a clear error naming the exit status or signal.
   The caller makes itself non-dumpable and the child drops its capabilities (Linux), so the child
   cannot read the caller's secrets through ``/proc/<pid>/environ`` or ptrace either.
 * With ``isolate=True`` the child runs inside a bubblewrap sandbox (:mod:`diagnostics.isolation`):
@@ -30,8 +32,6 @@ TPU compiles, sets libtpu's variables before jax is imported).
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -56,6 +56,7 @@ from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.program import ProgramExited, ProgramNameError, load_program_object, user_location
 from oomkb.diagnostics.interpreter import check_interpreter, child_bootstrap
 from oomkb.diagnostics.jobs import JOBS, job_function
+from oomkb.diagnostics.cgroups import JobCgroup, job_cgroup
 from oomkb.diagnostics.isolation import bwrap_command, isolation_status
 from oomkb.units import format_bytes
 from oomkb.layout import code_dirs
@@ -124,12 +125,16 @@ class Limits(BaseModel):
     """Resource limits for a job's child process (``None`` means no limit)."""
 
     cpu_seconds: int | None = Field(default=None, gt=0)
-    memory_bytes: int | None = Field(default=None, gt=0, description="RLIMIT_AS")
+    memory_bytes: int | None = Field(
+        default=None, gt=0,
+        description="RLIMIT_AS of each process, and the memory limit of the job's cgroup where "
+        "there is one (all its processes, tmpfs and memfd pages included)")
     output_bytes: int = Field(default=64 * 1024, gt=0, description="kept per stream")
     processes: int | None = Field(
         default=1024, gt=0,
-        description="RLIMIT_NPROC: processes and threads the job may start beyond those its user "
-        "already runs (the kernel does not apply it to root)",
+        description="pids.max of the job's cgroup where there is one (binds root too); and "
+        "RLIMIT_NPROC: processes and threads the job may start beyond those its user already runs "
+        "(the kernel does not apply it to root)",
     )
     result_bytes: int = Field(default=4 << 20, gt=0,
                               description="largest result file the caller reads back")
@@ -163,24 +168,34 @@ def job_value(result: JobResult, model: type[_Model], what: str = "the program")
         ) from None
 
 
-# Environment names that look like credentials: never handed to a user's program.
+#: The environment a job's child inherits: an allowlist, in this one place. Exact names, then
+#: families by prefix: what Python, jax, XLA, libtpu and the GPU runtimes read. Anything else of the
+#: server's environment (database URLs, cloud keys, proxies with credentials, OOMKB_ADMINPASS ...)
+#: never reaches a submitted program.
+CHILD_ENV_NAMES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "HOME", "USER", "LOGNAME", "TMPDIR",
+    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONWARNINGS", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD", "OOMKB_HOME", "OOMKB_TEST_HOME",
+})
+CHILD_ENV_PREFIXES = ("LC_", "JAX_", "XLA_", "TPU_", "LIBTPU_", "TF_CPP_", "CUDA_", "NVIDIA_", "ROCM_")
+
+# A second net: a name that looks like a credential is dropped even inside an allowed family.
 _SECRET_NAME = re.compile(
-    r"^(SLACK_|AWS_|AZURE_|GH_|GITHUB_|OPENAI_|ANTHROPIC_|HF_TOKEN|HUGGING_FACE_HUB_TOKEN"
-    r"|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_API|NPM_TOKEN|PYPI_|TWINE_|DOCKER_AUTH|SSH_AUTH_SOCK)"
-    r"|(^|_)(TOKENS?|SECRETS?|KEYS?|PASSWORD|PASSWD|CREDENTIALS?|APIKEY|AUTH|DSN)($|_)",
+    r"(^|_)(TOKENS?|SECRETS?|KEYS?|PASSWORD|PASSWD|PASS|CREDENTIALS?|APIKEY|AUTH|DSN)($|_)",
     re.IGNORECASE,
 )
-# ... except a few that are harmless and which libraries need.
-_KEEP = {"PYTHONHASHSEED", "KEYTIMEOUT"}
 
 
 def clean_environment(
     base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """``base`` (default ``os.environ``) without credential-like variables, plus ``extra``."""
+    """The allowed variables of ``base`` (default ``os.environ``, see :data:`CHILD_ENV_NAMES`),
+    plus ``extra`` (what the caller sets for the job itself)."""
     env = {
         k: v for k, v in (os.environ if base is None else base).items()
-        if k in _KEEP or not _SECRET_NAME.search(k)
+        if (k in CHILD_ENV_NAMES or k.startswith(CHILD_ENV_PREFIXES)) and not _SECRET_NAME.search(k)
     }
     if extra:
         env.update(extra)
@@ -305,9 +320,14 @@ def run_job(
         read_only = [*read_only, *extra_path]
     tool = isolation_status().require() if isolate else None
     workdir = Path(tempfile.mkdtemp(prefix="oomkb-job-")).resolve()
+    # The result comes back through an anonymous memory file that the child inherits: there is no
+    # path the job could replace with a FIFO or a link, and its pages count against the job's
+    # memory cgroup, not the server's disk.
+    result_fd = os.memfd_create("oomkb-job-result", os.MFD_CLOEXEC)
+    pass_fds = [result_fd]
+    job_group: JobCgroup | None = None
     try:
         payload_path = workdir / "payload.json"
-        result_path = workdir / "result.json"
         payload_path.write_text(json.dumps({**payload, "workdir": str(workdir), "sys_path": extra_path}),
                                 "utf-8")
         child_env = clean_environment(extra=env)
@@ -317,25 +337,35 @@ def run_job(
         max_processes = (_user_task_count() + limits.processes) if limits.processes else None
         command = [
             interp.executable if interp is not None else sys.executable, "-c", child_bootstrap(interp),
-            job, str(payload_path), str(result_path), limits.model_dump_json(),
+            job, str(payload_path), str(result_fd), limits.model_dump_json(),
             str(max_processes or ""),
         ]
         if tool is not None:
             home = workdir / "home"
-            home.mkdir()
+            files = []
             for file in home_files:
+                # a copy in memory, never a descriptor of the server's own file (through
+                # /proc/self/fd a job could reopen that for writing)
                 with contextlib.suppress(OSError):
-                    shutil.copyfile(file, home / Path(file).name)
+                    data = Path(file).read_bytes()[: 1 << 20]  # small caches
+                    fd = os.memfd_create("oomkb-home-file", os.MFD_CLOEXEC)
+                    pass_fds.append(fd)
+                    os.pwrite(fd, data, 0)
+                    files.append((fd, home / Path(file).name))
             child_env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "OOMKB_HOME": str(home)})
             command = bwrap_command(tool, command, workdir=workdir, code_dirs=code_dirs(),
                                     read_only=[Path(p) for p in read_only],
-                                    writable=[Path(p) for p in writable])
+                                    writable=[Path(p) for p in writable],
+                                    read_only_files=[payload_path], dirs=[home], files=files)
+        job_group = job_cgroup(limits.memory_bytes, limits.processes)
+        if job_group is not None:
+            command = job_group.wrap(command)
         _prepare_parent()
         started = time.monotonic()
         proc = subprocess.Popen(
             command, cwd=workdir, env=child_env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=True, pass_fds=pass_fds,
         )
         out = _BoundedCapture(proc.stdout, limits.output_bytes)
         err = _BoundedCapture(proc.stderr, limits.output_bytes)
@@ -361,10 +391,11 @@ def run_job(
                 f"{what} ran longer than {timeout_s:g} s and was stopped; "
                 "raise the timeout if it is just slow"
             )
-        record = _read_result(result_path, limits.result_bytes, what)
+        record = _read_result(result_fd, limits.result_bytes, what)
         if record is None:
             raise _crash_error(_exit_status(proc.returncode, isolated=tool is not None),
-                               stderr, what, limits)
+                               stderr, what, limits,
+                               cgroup_oom=job_group is not None and job_group.out_of_memory())
         if not record.ok:
             raise _error_from_record(record.error or _ErrorRecord(), what)
         return JobResult(
@@ -374,6 +405,10 @@ def run_job(
             wall_seconds=wall,
         )
     finally:
+        if job_group is not None:
+            job_group.close()
+        for fd in pass_fds:
+            os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -562,26 +597,23 @@ class _ResultRecord(BaseModel):
     error: _ErrorRecord | None = None
 
 
-def _read_result(path: Path, limit: int, what: str) -> _ResultRecord | None:
-    """The child's result file, or None when it wrote none (it crashed). A file over ``limit``
-    bytes, not JSON, nested too deeply or of the wrong shape (the program can write it itself) is
-    an error record, never an exception of the caller."""
-    try:
-        size = path.stat().st_size
-    except OSError:
+def _read_result(fd: int, limit: int, what: str) -> _ResultRecord | None:
+    """The child's result (from the memory file ``fd``), or None when it wrote none (it crashed).
+
+    Read only after every process of the job is gone, so nothing changes it meanwhile; more than
+    ``limit`` bytes, not JSON, nested too deeply or of the wrong shape (the program can write it
+    itself) is an error record, never an exception of the caller."""
+    size = os.fstat(fd).st_size
+    if size == 0:
         return None
     if size > limit:
         message = f"{what} left a result larger than {format_bytes(limit)}; it is not read"
         return _ResultRecord(ok=False, error=_ErrorRecord(message=message, diagnostics=True,
                                                           class_=_qualname(JobFailed)))
     try:
-        with path.open("rb") as f:
-            raw = f.read(limit + 1)
-        return _ResultRecord.model_validate(json.loads(raw))
-    except OSError:
-        return None
+        return _ResultRecord.model_validate(json.loads(os.pread(fd, size, 0)))
     except (ValueError, RecursionError, ValidationError):
-        message = f"{what} left a result file that is not a result (malformed or forged)"
+        message = f"{what} left a result that is not a result (malformed or forged)"
         return _ResultRecord(ok=False, error=_ErrorRecord(message=message, diagnostics=True,
                                                           class_=_qualname(JobFailed)))
 
@@ -611,7 +643,7 @@ def _last_words(stderr: str) -> str:
 
 
 def _crash_error(returncode: int | None, stderr: str, what: str,
-                 limits: Limits | None = None) -> JobCrashed:
+                 limits: Limits | None = None, cgroup_oom: bool = False) -> JobCrashed:
     tail = stderr.strip()[-2000:]
     last = _last_words(stderr)
     said = f"; its last words: {last[:300]}" if last else ""
@@ -622,6 +654,10 @@ def _crash_error(returncode: int | None, stderr: str, what: str,
         if limits is not None and limits.memory_bytes is not None and _OUT_OF_MEMORY.search(stderr):
             message += (f"; it seems to have run out of memory under the sandbox's limit of "
                         f"{format_bytes(limits.memory_bytes)} of address space")
+        if cgroup_oom and limits is not None and limits.memory_bytes is not None:
+            message = (f"{what} was stopped: it used more than its limit of "
+                       f"{format_bytes(limits.memory_bytes)} of memory ({name}; the limit counts "
+                       "all its processes and the shared memory it writes)")
         if name == "SIGXCPU" and limits is not None and limits.cpu_seconds is not None:
             message = (f"{what} was stopped: it used more than its limit of {limits.cpu_seconds} s "
                        f"of CPU time ({name})")
@@ -632,7 +668,22 @@ def _crash_error(returncode: int | None, stderr: str, what: str,
     )
 
 
-_TRUSTED_PACKAGES = ("oomkb.diagnostics.",)
+def _known_error_classes() -> dict[str, type[DiagnosticsError]]:
+    """The error classes a job's record may name: ``module:qualname`` → class, for every
+    :class:`DiagnosticsError` subclass of ``oomkb.diagnostics`` that this process has defined.
+
+    Built by walking the class tree, never by importing: a record naming a module (``api.cli...``)
+    cannot make the caller import anything, and a name not in the table is a generic failure. A
+    job's own errors are here because the caller imported the job's module to run it."""
+    table: dict[str, type[DiagnosticsError]] = {}
+    pending: list[type] = [DiagnosticsError]
+    while pending:
+        cls = pending.pop()
+        if cls.__module__.startswith("oomkb.diagnostics."):
+            table[_qualname(cls)] = cls
+        pending.extend(cls.__subclasses__())
+    return table
+
 
 #: Longest message of a job's error that reaches the caller (the program's own exception message
 #: or one of ours; a compiler's message is in the job's value instead).
@@ -646,21 +697,16 @@ def _bounded(text: str, limit: int) -> str:
 def _error_from_record(error: _ErrorRecord, what: str) -> SandboxError | DiagnosticsError:
     """Rebuild the job's own error class when it is one of ours; else a :class:`JobFailed`.
 
-    The class is only ever one of this project's ``DiagnosticsError`` subclasses, built through
+    The class is only ever one of this project's ``DiagnosticsError`` subclasses, looked up in
+    :func:`_known_error_classes` (nothing is imported for a record), built through
     its constructor: an attribute is set only when the constructor takes it as a keyword (so a
     forged record can set nothing else), and the message is bounded."""
     message = _bounded(error.message or "unknown error", MESSAGE_CHARS)
     detail = _bounded(error.traceback, 20000)
-    if error.diagnostics and ":" in error.class_:
-        module_name, cls_name = error.class_.split(":", 1)
-        cls = None
-        if module_name.startswith(_TRUSTED_PACKAGES) and cls_name.isidentifier():
-            try:
-                cls = getattr(importlib.import_module(module_name), cls_name)
-            except (ImportError, AttributeError):
-                cls = None
-        if isinstance(cls, type) and issubclass(cls, DiagnosticsError):
-            return _construct(cls, message, error.attributes)
+    cls = _known_error_classes().get(error.class_) if error.diagnostics else None
+    if cls is not None:
+        return _construct(cls, message, error.attributes)
+    if error.diagnostics:
         return JobFailed(message, detail=detail)
     return JobFailed(f"{what} failed: {message}", detail=detail)
 
@@ -728,10 +774,11 @@ def _out_of_memory_message(exc: BaseException, at: str) -> str:
     return message
 
 
-def _write_json_atomic(path: Path, record: Mapping[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record), "utf-8")
-    os.replace(tmp, path)
+def _write_result(fd: int, record: Mapping[str, Any]) -> None:
+    """Replace the content of the result memory file ``fd`` with ``record`` as JSON."""
+    data = json.dumps(record).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
 
 
 def call_program_job(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -791,8 +838,11 @@ def _capability_sets() -> dict[str, str]:
 
 
 def _child_main() -> None:
-    """Entry point of the child: ``job payload.json result.json limits-json`` on the command line."""
-    job, payload_path, result_path, limits_json, max_processes = sys.argv[1:6]
+    """Entry point of the child: ``job payload.json RESULT-FD limits-json max-processes`` on its
+    command line (``RESULT-FD``: the inherited memory file its result goes to)."""
+    job, payload_path, result_fd_text, limits_json, max_processes = sys.argv[1:6]
+    result_fd = int(result_fd_text)
+    os.set_inheritable(result_fd, False)  # the job's own subprocesses do not get it
     _apply_limits(Limits.model_validate_json(limits_json),
                   int(max_processes) if max_processes else None)
     _drop_privileges()
@@ -808,6 +858,6 @@ def _child_main() -> None:
         record = {"ok": False, "error": _describe_exception(exc)}
     sys.stdout.flush()
     sys.stderr.flush()
-    _write_json_atomic(Path(result_path), record)
+    _write_result(result_fd, record)
     # Skip interpreter teardown: native libraries (libtpu) can be slow or noisy to unload.
     os._exit(0)

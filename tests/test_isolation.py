@@ -225,7 +225,10 @@ def test_a_normal_estimate_still_works_in_the_sandbox(assistant):
         assert r.status_code == 200, r.text
         assert r.json()["fits"] is True and r.json()["total_bytes"] > 128 * 128 * 4
         ready = client.get("/readyz").json()
-        assert ready["estimate"] == {"enabled": True, "sandbox": "bwrap", "isolated": True}
+        estimate = ready["estimate"]
+        assert {k: estimate[k] for k in ("enabled", "sandbox", "isolated")} == {
+            "enabled": True, "sandbox": "bwrap", "isolated": True}
+        assert set(estimate) == {"enabled", "sandbox", "isolated", "limits"}
 
 
 def test_a_crash_message_never_quotes_what_the_program_printed(assistant):
@@ -389,6 +392,63 @@ def test_a_forged_record_of_a_foreign_class_or_shape_is_a_plain_job_failure(reco
     with pytest.raises(JobFailed) as info:
         forge(record=record)
     assert type(info.value) is JobFailed
+
+
+def _not_yet_imported_diagnostics_module() -> str:
+    import pkgutil
+
+    import oomkb.diagnostics
+
+    names = [f"oomkb.diagnostics.{m.name}" for m in pkgutil.iter_modules(oomkb.diagnostics.__path__)]
+    fresh = [n for n in names if n not in sys.modules]
+    assert fresh, "every diagnostics module is imported already: this test would prove nothing"
+    return fresh[0]
+
+
+@pytest.mark.parametrize("module", ["trusted-prefix", "oomkb.api.cli.__main__", "api.cli.__main__"])
+def test_an_error_record_never_makes_the_caller_import_a_module(module):
+    """Issue 24 #1: a record naming `api.cli.__main__:X` made the caller import that module (a second
+    app, a reloaded assistant on every request). The class is looked up in a table of classes
+    already defined, never imported: not even a module of the trusted package gets imported."""
+    if module == "trusted-prefix":
+        module = _not_yet_imported_diagnostics_module()
+    before = set(sys.modules)
+    record = {"ok": False, "error": {"class": f"{module}:X", "diagnostics": True, "message": "m"}}
+    with pytest.raises(JobFailed) as info:
+        forge(record=record)
+    assert type(info.value) is JobFailed and str(info.value) == "m"
+    assert module not in set(sys.modules) - before
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["unisolated", "bwrap"])
+@pytest.mark.parametrize("kind", ["fifo", "link-existing", "link-missing"])
+def test_a_fifo_or_link_named_result_json_neither_blocks_nor_answers(kind, isolate):
+    """Issue 24 #2: the caller opened result.json and blocked forever on a FIFO; through a link it
+    told whether a server file exists. The result now comes back through an inherited memory file:
+    whatever the job leaves at that name is never opened, and both links read the same."""
+    if isolate:
+        require_bwrap()
+    started = time.monotonic()
+    with pytest.raises(JobCrashed) as info:
+        run_job(JOB, {"program": f"{CASES}:plant_result_path", "kwargs": {"kind": kind}},
+                timeout_s=60, isolate=isolate, read_only=[CASES.parent], what="planter")
+    assert time.monotonic() - started < 30
+    assert str(info.value) == "planter exited with status 0 before finishing"
+    # the next job runs as usual
+    assert run_job(JOB, {"program": f"{CASES}:sleep_then_return", "kwargs": {"seconds": 0}},
+                   timeout_s=60).value == {"result": {"slept": 0}}
+
+
+def test_a_job_holds_no_descriptor_of_the_servers_files(tmp_path):
+    """Home files reach the sandbox as in-memory copies: a descriptor of the server's own file
+    could be reopened for writing through /proc/self/fd."""
+    require_bwrap()
+    cache = tmp_path / "tpu_hbm.json"
+    cache.write_text("{}")
+    links = run_job(JOB, {"program": f"{CASES}:open_descriptors"}, timeout_s=60, isolate=True,
+                    read_only=[CASES.parent], home_files=[cache]).value["result"]
+    assert links and not [v for v in links.values() if str(tmp_path) in v], links
+    assert any("memfd:oomkb-job-result" in v for v in links.values())
 
 
 def test_a_long_error_message_is_bounded():

@@ -208,13 +208,13 @@ def test_a_program_printing_100_megabytes_still_gets_its_estimate(client):
 
 
 def test_a_forged_result_file_is_a_clear_error_not_a_500(client):
-    """The program runs in the job's process, so it can write the result file itself."""
+    """The program runs in the job's process, so it can write the result itself (to the memory
+    file whose descriptor is on the child's command line)."""
     r = estimate(client, program("""
-        import json, os
+        import json, os, sys
 
         def make():
-            with open("result.json", "w") as f:
-                json.dump({"ok": True, "value": {"fits": "maybe"}}, f)
+            os.write(int(sys.argv[3]), json.dumps({"ok": True, "value": {"fits": "maybe"}}).encode())
             os._exit(0)
     """))
     assert "returned a malformed EstimateReport" in detail_of(r, 400)

@@ -373,6 +373,15 @@ def sandbox_readiness(settings: Settings) -> dict[str, Any]:
             body["isolated"] = False
             body["detail"] = ("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without "
                               "isolation (resource limits only)")
+        from oomkb.diagnostics.cgroups import cgroup_support
+
+        held = cgroup_support()
+        body["limits"] = {
+            "cgroup": held.kind,
+            "memory": "cgroup" if held.memory else "RLIMIT_AS",
+            "processes": "cgroup" if held.pids else "RLIMIT_NPROC",
+            "detail": held.detail,
+        }
     return body
 
 

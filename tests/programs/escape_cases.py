@@ -41,8 +41,9 @@ def process_limit():
 
 
 def write_result_file(size_bytes=0, nesting=0, record=None):
-    """Write the job's result file itself, then leave before the job can write the real one."""
-    with open("result.json", "w") as f:
+    """Write the job's result itself (to the descriptor named on the child's command line, which
+    the program can read like any other), then leave before the job can write the real one."""
+    with os.fdopen(int(sys.argv[3]), "w", closefd=False) as f:
         if record is not None:
             json.dump(record, f)
         elif nesting:
@@ -50,6 +51,27 @@ def write_result_file(size_bytes=0, nesting=0, record=None):
         else:
             f.write('{"ok": true, "value": {"pad": "' + "x" * size_bytes + '"}}')
     os._exit(0)
+
+
+def plant_result_path(kind="fifo"):
+    """The attack on a result *file*: a FIFO (the parent's open() would block) or a link to a
+    server file (an oracle on its existence) named result.json in the working folder; then leave."""
+    if kind == "fifo":
+        os.mkfifo("result.json")
+    else:
+        os.symlink("/etc/passwd" if kind == "link-existing" else "/nonexistent", "result.json")
+    os._exit(0)
+
+
+def open_descriptors():
+    """Where every descriptor this process holds points."""
+    links = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            links[name] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            pass
+    return links
 
 
 def sleep_then_return(seconds=0.2):
