@@ -434,7 +434,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         holder.start_loading()
-        yield
+        async with contextlib.AsyncExitStack() as stack:
+            if app.state.mcp_lifespan is not None:  # the MCP session manager of /mcp
+                await stack.enter_async_context(app.state.mcp_lifespan)
+            yield
 
     app = FastAPI(
         title="oomkb",
@@ -535,6 +538,11 @@ def create_app(
     app.include_router(feedback_router)
     app.include_router(pages_router)
     app.mount("/static", PageFiles(directory=STATIC_DIR), name="static")
+
+    # /mcp: the MCP tools over streamable HTTP (api/mcp_server.py), when the `mcp` extra is installed
+    from oomkb.api.mcp_server import mount_mcp
+
+    app.state.mcp_lifespan = mount_mcp(app, settings, holder, app.state.estimate_gate)
 
     if settings.slack_enabled:
         from oomkb.api.http.slack import mount_slack
