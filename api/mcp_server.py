@@ -87,8 +87,11 @@ def summarize(report: Any) -> str:
     if isinstance(report, EstimateReport):
         lines = [f"{report.function} on {report.target.topology} ({report.target.device_kind})"]
         lines += [_plain(line) for line in verdict_lines(report)]
-        for b in report.buffers[:5]:
-            lines.append(f"  {_fb(b.bytes)} {b.kind} {b.shape or ''} {b.source or b.op_name or ''}".rstrip())
+        if report.top_buffers:
+            lines.append("largest buffers per device:")
+        for b in report.top_buffers[:5]:
+            lines.append(f"  {_fb(b.bytes)} {b.kind} {b.shape} {b.op_name or ''} {b.source or ''}".rstrip())
+        lines += [f"finding: {f}" for f in report.findings[:5]]
         return "\n".join(lines)
     if isinstance(report, PlanReport):
         lines = [f"{report.function} on {report.target.topology} ({report.target.device_kind}): "
