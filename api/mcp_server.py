@@ -204,7 +204,7 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
                       k: _field(SearchRequest, "k") = 5):
         req = _validated(SearchRequest, query=query, language=language, k=k)
         response = assistant().search(req)
-        lines = [f"{r.rank}. {r.doc_id}#{r.section_id} [{r.language}] {' '.join(r.text.split())[:200]}"
+        lines = [f"{r.rank}. {r.citation} [{r.language}] {r.section_title}: {' '.join(r.text.split())[:200]}"
                  for r in response.results]
         return _result(response, "\n".join(lines) or "no passage matched")
 

@@ -215,7 +215,7 @@ def test_http_tools_token_sandbox_and_timeout(searcher):
                 assert not r.is_error and r.structured_content["results"], _text(r)
                 r = await client.call_tool("diagnose_log", {"text": COMPILE_OOM_LOG})
                 assert not r.is_error and "compile" in r.structured_content["category"]
-                r = await client.call_tool("ask", {"question": "x" * 5000})
+                r = await client.call_tool("ask", {"question": "x" * 25_000})
                 assert r.is_error and "question" in _text(r)
                 # a program through the sandbox: the batch of 2^10 rows fits on v5e
                 r = await client.call_tool("estimate_program", {"source": source, "factory": "wide"})
