@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from rich.text import Text
 
-from oomkb.api.schemas import AskRequest, DiagnoseRequest, ProgramRequest, SearchRequest
+from oomkb.api.schemas import AskRequest, DiagnoseRequest, ProgramRequest, SearchRequest, validation_detail
 from oomkb.errors import OomkbError, UserInputError
 from oomkb.settings import Settings
 
@@ -143,12 +143,10 @@ def _result(model: BaseModel, summary: str) -> Any:
 
 def _validated(model: type[BaseModel], **fields: Any) -> Any:
     """The REST request model from the tool's arguments; its errors in the REST service's words."""
-    from oomkb.api.http.app import _validation_detail
-
     try:
         return model(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        raise McpInputError(_validation_detail(list(exc.errors()))) from None
+        raise McpInputError(validation_detail(list(exc.errors()))) from None
 
 
 def _read_file(path: str, what: str) -> str:
@@ -230,7 +228,7 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
         answer = assistant().ask(req)
         return _result(answer, answer.answer)
 
-    from oomkb.api.http.app import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal
+    from oomkb.api.http.jobs import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal
     from oomkb.api.http.plan import PlanRequest, VaryRequest, run_plan
 
     def run_program(kind: str, source: str, factory: str, tpu: str, topology: str | None,
