@@ -261,3 +261,26 @@ __all__ = [
     "JsonRequest", "ConversationTurn", "AskRequest", "AskResponse", "Citation", "Remedy", "SearchRequest",
     "DiagnoseRequest", "GuideInfo", "GuideSection", "GuidesResponse", "ErrorResponse",
 ]
+
+
+def validation_detail(errors: list[dict[str, Any]]) -> str:
+    """One readable sentence for pydantic/FastAPI validation errors (REST 422s, MCP tool errors)."""
+    parts = []
+    for e in errors[:10]:
+        if e.get("type") == "json_invalid":
+            reason = (e.get("ctx") or {}).get("error", "")
+            pos = e["loc"][-1] if e.get("loc") else "?"
+            parts.append(f"the request body is not valid JSON ({reason} at character {pos})")
+            continue
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+        where = ".".join(loc) if loc else "body"
+        msg = e.get("msg", "invalid value")
+        if where == "body" and e.get("type") in {"model_attributes_type", "dict_type"}:
+            msg += " (send a JSON object with Content-Type: application/json)"
+        elif e.get("type") == "missing" and where != "body":
+            msg = "this field is required"
+        parts.append(f"{where}: {msg}")
+    more = len(errors) - len(parts)
+    if more > 0:
+        parts.append(f"and {more} more problem(s)")
+    return "invalid request: " + "; ".join(parts)

@@ -140,6 +140,7 @@ class Settings(StorageSettings):
     retention_days: float | None = Field(default=90, gt=0, description="recorded answers older than this "
                                          "are deleted")
     admin_token: SecretStr | None = Field(default=None, description="enables /gaps for the operator")
+    mcp_token: SecretStr | None = Field(default=None, description="the bearer token of /mcp (MCP over HTTP); without it, OOMKB_ADMIN_TOKEN, and without either /mcp answers loopback clients only")
     torch_threads: int = Field(
         default=1, ge=1, le=256,
         description="intra-op threads of the embedding model in `oomkb serve`: requests already run "

@@ -25,6 +25,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     **dict.fromkeys(("fastapi", "starlette", "uvicorn", "slack_bolt", "slack_sdk", "httpx"), "serve"),
     **dict.fromkeys(("libtpu", "xprof"), "tpu"),
     "matplotlib": "plot",
+    **dict.fromkeys(("mcp", "mcp_types", "sse_starlette"), "mcp"),
 }
 
 

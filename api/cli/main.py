@@ -96,7 +96,7 @@ def _register_optional_commands() -> None:
     """Commands that live in their own modules (diagnostics, assistant, server)."""
     import importlib
 
-    for name in ("diagnose", "estimate", "plan", "diff", "profile", "run", "ask", "serve", "site"):
+    for name in ("diagnose", "estimate", "plan", "diff", "profile", "run", "ask", "serve", "site", "mcp"):
         try:
             module = importlib.import_module(f"oomkb.api.cli.{name}")
         except ModuleNotFoundError as exc:

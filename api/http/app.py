@@ -22,7 +22,6 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import Response
@@ -31,11 +30,13 @@ from oomkb.api.conversation import ConversationStore, turn_of
 from oomkb.api.http.feedback import absolute_links, record_answer, store_for
 from oomkb.api.http.feedback import router as feedback_router
 from oomkb.api.http.holder import AssistantHolder
-from oomkb.api.http.jobs import job_limits, submitted_program
+# EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal live in jobs.py (shared with MCP)
+from oomkb.api.http.jobs import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal  # noqa: F401
 from oomkb.api.http.pages import router as pages_router
 from oomkb.settings import Settings
 from oomkb.units import MIB, format_bytes
-from oomkb.errors import OomkbError, ServiceError
+from oomkb.errors import OomkbError
+from oomkb.api.schemas import validation_detail as _validation_detail
 from oomkb.api.schemas import (
     MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse,
     ProgramRequest, SearchRequest,
@@ -246,29 +247,6 @@ class PageFiles(StaticFiles):
 # Errors → responses
 
 
-def _validation_detail(errors: list[dict[str, Any]]) -> str:
-    """One readable sentence for pydantic/FastAPI validation errors."""
-    parts = []
-    for e in errors[:10]:
-        if e.get("type") == "json_invalid":
-            reason = (e.get("ctx") or {}).get("error", "")
-            pos = e["loc"][-1] if e.get("loc") else "?"
-            parts.append(f"the request body is not valid JSON ({reason} at character {pos})")
-            continue
-        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
-        where = ".".join(loc) if loc else "body"
-        msg = e.get("msg", "invalid value")
-        if where == "body" and e.get("type") in {"model_attributes_type", "dict_type"}:
-            msg += " (send a JSON object with Content-Type: application/json)"
-        elif e.get("type") == "missing" and where != "body":
-            msg = "this field is required"
-        parts.append(f"{where}: {msg}")
-    more = len(errors) - len(parts)
-    if more > 0:
-        parts.append(f"and {more} more problem(s)")
-    return "invalid request: " + "; ".join(parts)
-
-
 def _unreadable_body_detail(cause: BaseException) -> str:
     """Why a request body could not be parsed as JSON, in a sentence."""
     if isinstance(cause, UnicodeDecodeError):
@@ -320,43 +298,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 # POST /v1/estimate
 
 
-class EstimateRequest(ProgramRequest):
-    """A Python program whose factory is estimated on a TPU generation (the `estimate --json` shape)."""
-
-    donation_check: bool = True
-    top_n: int = Field(default=10, ge=1, le=100)
-
-
-class EstimateBusy(ServiceError):
-    """An estimate is already running; the service runs one at a time."""
-
-    http_status = 429
-    retry_after_s = 10
-    expected = True
-
-
 ESTIMATE_DISABLED = (
     "POST /v1/estimate runs the submitted program and is disabled on this server; the operator "
     "can enable it with OOMKB_ENABLE_ESTIMATE=1 (or run `oomkb estimate FILE.py:FACTORY` locally)"
 )
-
-
-def sandbox_refusal(settings: Settings) -> str | None:
-    """Why submitted programs cannot run now (isolation asked for, bubblewrap unusable), or None.
-
-    Every endpoint that runs submitted code answers 503 with this text; the log says what to
-    install. ``OOMKB_ESTIMATE_SANDBOX=none`` opts out of isolation (then this is always None)."""
-    from oomkb.diagnostics.isolation import INSTALL_HINT, isolation_status
-
-    if not settings.estimate_isolated:
-        return None
-    status = isolation_status()
-    if status.available:
-        return None
-    log.error("submitted programs are refused: %s; %s, or set OOMKB_ESTIMATE_SANDBOX=none to run "
-              "them without isolation", status.problem, INSTALL_HINT)
-    return (f"this server runs submitted programs only in an isolation sandbox, and it has none "
-            f"({status.problem}); the operator must install bubblewrap (the server log says how)")
 
 
 def sandbox_readiness(settings: Settings) -> dict[str, Any]:
@@ -383,19 +328,6 @@ def sandbox_readiness(settings: Settings) -> dict[str, Any]:
             "detail": held.detail,
         }
     return body
-
-
-def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semaphore) -> EstimateReport:
-    """Write the program to a private temporary folder and estimate it in the sandbox."""
-    from oomkb.diagnostics.estimate import estimate_program
-
-    busy = EstimateBusy("an estimate is already running on this server; retry in a moment")
-    with submitted_program(req.source, gate, busy) as path:
-        return estimate_program(
-            f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
-            timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
-            top_n=req.top_n, limits=job_limits(settings), isolate=settings.estimate_isolated,
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +386,10 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         holder.start_loading()
-        yield
+        async with contextlib.AsyncExitStack() as stack:
+            if app.state.mcp_lifespan is not None:  # the MCP session manager of /mcp
+                await stack.enter_async_context(app.state.mcp_lifespan)
+            yield
 
     app = FastAPI(
         title="oomkb",
@@ -573,6 +508,11 @@ def create_app(
     app.include_router(feedback_router)
     app.include_router(pages_router)
     app.mount("/static", PageFiles(directory=STATIC_DIR), name="static")
+
+    # /mcp: the MCP tools over streamable HTTP (api/mcp_server.py), when the `mcp` extra is installed
+    from oomkb.api.mcp_server import mount_mcp
+
+    app.state.mcp_lifespan = mount_mcp(app, settings, holder, app.state.estimate_gate)
 
     if settings.slack_enabled:
         from oomkb.api.http.slack import mount_slack
