@@ -67,7 +67,7 @@ class DiffReport(BaseModel):
     report_kind: Literal["diff"] = "diff"
     function_before: str
     function_after: str
-    target_before: str = Field(description="generation:topology of A")
+    target_before: str = Field(description="the topology of A, e.g. v5e:2x2")
     target_after: str
     libtpu_before: str
     libtpu_after: str
@@ -197,7 +197,7 @@ def diff_reports(before: EstimateReport, after: EstimateReport) -> DiffReport:
     changed = bool(buffers) or any(f.delta_bytes for f in figures) or before.fits != after.fits
     return DiffReport(
         function_before=before.function, function_after=after.function,
-        target_before=f"{ta.generation}:{ta.topology}", target_after=f"{tb.generation}:{tb.topology}",
+        target_before=ta.topology, target_after=tb.topology,
         libtpu_before=ta.libtpu_version, libtpu_after=tb.libtpu_version, same_target=same_target,
         fits_before=before.fits, fits_after=after.fits,
         total_delta_bytes=after.total_bytes - before.total_bytes,

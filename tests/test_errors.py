@@ -54,7 +54,7 @@ def test_every_project_error_is_either_the_users_fault_or_the_services():
     ("oomkb.diagnostics.sandbox", "JobTimeout", 2, 422),
     ("oomkb.diagnostics.sandbox", "ProgramOutOfMemory", 2, 422),
     ("oomkb.api.http.holder", "NotReady", 1, 503),
-    ("oomkb.api.http.app", "EstimateBusy", 1, 429),
+    ("oomkb.api.http.jobs", "EstimateBusy", 1, 429),
 ])
 def test_exit_code_and_http_status_come_from_the_most_specific_class(module, name, exit_code, status):
     cls = getattr(importlib.import_module(module), name)

@@ -30,8 +30,7 @@ from oomkb.api.conversation import ConversationStore, turn_of
 from oomkb.api.http.feedback import absolute_links, record_answer, store_for
 from oomkb.api.http.feedback import router as feedback_router
 from oomkb.api.http.holder import AssistantHolder
-# EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal live in jobs.py (shared with MCP)
-from oomkb.api.http.jobs import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal  # noqa: F401
+from oomkb.api.http.jobs import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal
 from oomkb.api.http.pages import router as pages_router
 from oomkb.settings import Settings
 from oomkb.units import MIB, format_bytes
