@@ -38,7 +38,7 @@ from oomkb.errors import OomkbError
 from oomkb.api.schemas import validation_detail as _validation_detail
 from oomkb.api.schemas import (
     MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse,
-    ProgramRequest, SearchRequest,
+    SearchRequest,
 )
 from oomkb.diagnostics.estimate import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
