@@ -19,7 +19,7 @@ from oomkb.api.schemas import (
     AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection,
     GuidesResponse, Remedy, SearchRequest,
 )
-from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport
 from oomkb.diagnostics.parse import ParsedError, parse_error

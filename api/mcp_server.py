@@ -80,7 +80,7 @@ def summarize(report: Any) -> str:
     from oomkb.api.cli.estimate import verdict_lines
     from oomkb.diagnostics.capture import CaptureReport
     from oomkb.diagnostics.diff import DiffReport
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
     from oomkb.diagnostics.plan import PlanReport
     from oomkb.diagnostics.profile import ProfileReport
 
@@ -317,7 +317,7 @@ def _report_types() -> Any:
     """The saved reports read_report reads (imported on first use: the imports are heavy)."""
     from oomkb.diagnostics.capture import CaptureReport
     from oomkb.diagnostics.diff import DiffReport
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
     from oomkb.diagnostics.plan import PlanReport
     from oomkb.diagnostics.profile import ProfileReport
 

@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from oomkb.diagnostics.capture import CaptureReport
-from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport

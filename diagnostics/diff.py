@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from oomkb.diagnostics.estimate import EstimateReport
-from oomkb.diagnostics.estimate import BufferInfo
+from oomkb.diagnostics.estimate.report import EstimateReport
+from oomkb.diagnostics.estimate.report import BufferInfo
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.units import ByteCount, format_bytes
 

@@ -40,20 +40,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from oomkb.diagnostics import tpu
-from oomkb.diagnostics.estimate import (
-    EstimateReport,
-    TargetInfo,
-    _argument_names,
-    _as_spec,
-    _compile,
-    _donation_plan,
-    _is_jitted,
-    _leaf_path,
-    _memory_totals,
-    _total,
-    _trace,
-    estimate_factory,
+from oomkb.diagnostics.estimate import estimate_factory
+from oomkb.diagnostics.estimate.arguments import argument_names, as_spec, leaf_path
+from oomkb.diagnostics.estimate.compiling import (
+    compile_traced,
+    is_jitted,
+    memory_totals,
+    total_of,
+    trace,
 )
+from oomkb.diagnostics.estimate.donation import donation_plan
+from oomkb.diagnostics.estimate.report import EstimateReport, TargetInfo
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.parse import parse_error
 from oomkb.diagnostics.program import (
@@ -250,19 +247,19 @@ class _Session:
         capacity = self.hbm(spec)
         default = (NamedSharding(mesh, PartitionSpec()) if mesh is not None
                    else SingleDeviceSharding(device))
-        specs = jax.tree_util.tree_map(lambda leaf: _as_spec(leaf, default), (args, kwargs))
+        specs = jax.tree_util.tree_map(lambda leaf: as_spec(leaf, default), (args, kwargs))
         if cast_bf16:
             specs = jax.tree_util.tree_map(_to_bf16, specs)
         name = callable_name(fn)
         if jit_kwargs:
             jitted = jax.jit(fn, **jit_kwargs)
         else:
-            jitted = fn if _is_jitted(fn) else jax.jit(fn)
+            jitted = fn if is_jitted(fn) else jax.jit(fn)
         self.progress(f"compiling {what or name} for {spec.topology}")
         try:
-            traced = _trace(jitted, specs[0], specs[1], name, device)
+            traced = trace(jitted, specs[0], specs[1], name, device)
             self.compiles += 1
-            outcome = _compile(traced, device, None, name, options)
+            outcome = compile_traced(traced, device, None, name, options)
         except DiagnosticsError as err:
             return _Measured(status="error", error=str(err), capacity_bytes=capacity)
         if outcome.compiled is None:
@@ -279,7 +276,7 @@ class _Session:
                 error=(parsed.message or text.strip().split("\n", 1)[0])[:600],
                 vmem_needed=used if space == "vmem" else None, vmem_kind=kind,
             )
-        total = _total(_memory_totals(outcome.compiled))
+        total = total_of(memory_totals(outcome.compiled))
         return _Measured(status="fits" if total <= capacity else "does_not_fit",
                          total_bytes=total, capacity_bytes=capacity, compiled=True)
 
@@ -534,14 +531,14 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
     device = session.devices(spec)[0]
     default = (NamedSharding(mesh, PartitionSpec()) if mesh is not None
                else SingleDeviceSharding(device))
-    specs = jax.tree_util.tree_map(lambda leaf: _as_spec(leaf, default), (args, kwargs))
-    jitted = fn if _is_jitted(fn) else jax.jit(fn)
+    specs = jax.tree_util.tree_map(lambda leaf: as_spec(leaf, default), (args, kwargs))
+    jitted = fn if is_jitted(fn) else jax.jit(fn)
     name = callable_name(fn)
     try:
-        traced = _trace(jitted, specs[0], specs[1], name, device)
+        traced = trace(jitted, specs[0], specs[1], name, device)
     except DiagnosticsError:
         return []
-    donated, candidates, _ = _donation_plan(traced, _argument_names(fn, len(args)))
+    donated, candidates, _ = donation_plan(traced, argument_names(fn, len(args)))
     if not candidates:
         return []
     positions = sorted({k[1] for k in donated if k[0] == "pos"}
@@ -829,12 +826,12 @@ def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
 
     fn, args, kwargs, mesh = program
     # The estimate's argument labels ("params['w1']", not "args[0][0]['w1']").
-    arg_names = _argument_names(fn, len(args))
+    arg_names = argument_names(fn, len(args))
     paths = []
     for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
         dtype = getattr(leaf, "dtype", None)
         if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and jnp.dtype(dtype).itemsize > 2:
-            paths.append(_leaf_path(path, arg_names))
+            paths.append(leaf_path(path, arg_names))
     if not paths:
         return []
     before = session.compiles

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from oomkb.units import format_bytes
 
 if TYPE_CHECKING:
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
 
 __all__ = ["KIND_COLOURS", "plot_estimate"]
 

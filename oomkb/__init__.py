@@ -32,7 +32,7 @@ layout.install_source_floors()  # in a checkout, oomkb.kb & co. are the top-leve
 if TYPE_CHECKING:  # pragma: no cover
     from oomkb.api.schemas import AskResponse
     from oomkb.diagnostics.diff import DiffReport
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
     from oomkb.diagnostics.parse import ParsedError
     from oomkb.diagnostics.profile import ProfileReport
     from oomkb.kb.search import SearchResponse

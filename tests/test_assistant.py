@@ -116,7 +116,7 @@ def test_an_unsupported_language_is_answered_in_english_saying_so(assistant):
 
 
 def test_an_estimate_report_drives_remedies_with_its_measured_figures(assistant):
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
 
     report = EstimateReport.model_validate_json((ROOT / "tests/data/estimate_report.json").read_text())
     r = assistant.ask(AskRequest(question="Will this fit?", report=report))

@@ -25,12 +25,9 @@ sys.path.insert(0, str(PROGRAMS))
 
 import estimate_programs as programs  # noqa: E402
 
-from oomkb.diagnostics.estimate import (  # noqa: E402
-    FactoryError,
-    TraceError,
-    estimate,
-    estimate_factory,
-)
+from oomkb.diagnostics.estimate import estimate, estimate_factory  # noqa: E402
+from oomkb.diagnostics.estimate.compiling import TraceError  # noqa: E402
+from oomkb.diagnostics.program import FactoryError  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it
 
@@ -391,12 +388,13 @@ def test_cli_bad_input_is_a_clear_message_without_traceback(cli, target, options
 
 
 def test_verdict_compiler_accepted_with_the_peak_heap_under_capacity_fits_without_over_by():
-    from oomkb.diagnostics.estimate import VERDICT_RULE, DonationReport, PaddingReport, _findings, verdict
+    from oomkb.diagnostics.estimate import report_findings
+    from oomkb.diagnostics.estimate.report import VERDICT_RULE, DonationReport, PaddingReport, verdict
 
     hbm = 16 * 2**30
     decided = verdict(True, total=hbm + 2**30, hbm=hbm, peak_heap=hbm - 2**30)
     assert (decided.fits, decided.basis, decided.headroom_bytes) == (True, "peak_heap_bytes", 2**30)
-    notes = _findings(decided, hbm + 2**30, PaddingReport(waste_bytes=0), DonationReport(), [], [])
+    notes = report_findings(decided, hbm + 2**30, PaddingReport(waste_bytes=0), DonationReport(), [], [])
     assert not any("over by" in n for n in notes) and "peak heap" in notes[0]
     assert "peak heap decides" in VERDICT_RULE
     # Over HBM by both figures: does not fit, decided by the total, over by the difference.
@@ -405,7 +403,7 @@ def test_verdict_compiler_accepted_with_the_peak_heap_under_capacity_fits_withou
 
 
 def test_verdict_of_a_vmem_failure_never_has_positive_headroom():
-    from oomkb.diagnostics.estimate import verdict
+    from oomkb.diagnostics.estimate.report import verdict
     from oomkb.diagnostics.parse import parse_error
 
     error = parse_error("Scoped allocation with size 36.25M and limit 32.00M exceeded scoped vmem "

@@ -661,7 +661,7 @@ def test_unchanged_copy_of_the_catalogue_loads(tmp_path):
 
 
 def _estimate_report(**overrides):
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
 
     data = {
         "function": "train_step", "compile_seconds": 1.5,

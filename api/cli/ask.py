@@ -52,7 +52,7 @@ def _fit_log(text: str) -> str:
 
 def _read_report(path: Path):
     from oomkb.diagnostics.capture import CaptureReport
-    from oomkb.diagnostics.estimate import EstimateReport
+    from oomkb.diagnostics.estimate.report import EstimateReport
     from oomkb.diagnostics.plan import PlanReport
     from oomkb.diagnostics.profile import ProfileReport
 

@@ -109,7 +109,7 @@ def _write_timeline(report, path: Path) -> None:
 
 def verdict_lines(report) -> list[str]:
     """The fits / does-not-fit lines (rich markup), naming the memory space that ran out."""
-    from oomkb.diagnostics.estimate import vmem_summary
+    from oomkb.diagnostics.estimate.vmem import vmem_summary
     from oomkb.units import format_bytes as fb
 
     target = report.target

@@ -40,7 +40,7 @@ from oomkb.api.schemas import (
     MAX_CONVERSATION_TURNS, AskRequest, AskResponse, DiagnoseRequest, ErrorResponse, GuidesResponse,
     SearchRequest,
 )
-from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.kb.search import SearchResponse
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from oomkb.api.schemas import ProgramRequest
 from oomkb.errors import ServiceError
 from oomkb.settings import Settings
-from oomkb.diagnostics.estimate import EstimateReport
+from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.sandbox import Limits
 
 log = logging.getLogger("oomkb.api")
