@@ -815,14 +815,13 @@ def render(
     template: str,
     facts: Mapping[str, Any],
     format_bytes: Callable[[int], str],
-    catalogue: Catalogue | None = None,
+    catalogue: Catalogue,
     language: str = FALLBACK,
 ) -> str:
     """Fill `template`'s placeholders from `facts` in human units (bytes via `format_bytes`,
     fractions as percentages), plural forms by `language`'s rules. Raises MissingValue when a
     placeholder has no value, so a raw `{...}` never reaches the user."""
-    cat = catalogue or load_catalogue()
-    return _fill(template, display_values(cat, facts, format_bytes), language)
+    return _fill(template, display_values(catalogue, facts, format_bytes), language)
 
 
 def _best_variant(variants: list[Texts], language: str, shown: Mapping[str, str]) -> str | None:
