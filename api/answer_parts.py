@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.remedies.rendering import remedy_text
+from oomkb.kb.remedies.schema import Catalogue, MissingValue, Remedy
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
 from oomkb.kb.next_steps import NextStep, NextSteps, load_next_steps, names_from_log
 from oomkb.kb.snippets import Snippets, load_snippets, snippet_markdown
@@ -18,7 +19,7 @@ __all__ = ["AnswerParts"]
 class AnswerParts:
     """Figures, snippets and next steps for one remedy catalogue, loaded and checked once."""
 
-    def __init__(self, catalogue: catalogue_api.Catalogue):
+    def __init__(self, catalogue: Catalogue):
         self.catalogue = catalogue
         self.figures: Figures = load_figures(catalogue)
         self.snippets: Snippets = load_snippets(catalogue)
@@ -28,7 +29,7 @@ class AnswerParts:
         return self.figures.answer(question, language)
 
     def figure_remedies(self, figures: list[FigureAnswer], language: str, format_bytes,
-                        already: set[str]) -> list[tuple[catalogue_api.Remedy, str]]:
+                        already: set[str]) -> list[tuple[Remedy, str]]:
         """(remedy, text) for the remedies that act on the figures asked for, not yet chosen."""
         out = []
         for rid in dict.fromkeys(r for f in figures for r in f.remedies):
@@ -36,8 +37,8 @@ class AnswerParts:
                 continue
             remedy = self.catalogue.remedy(rid)
             try:
-                text = catalogue_api.remedy_text(self.catalogue, remedy, {}, language, format_bytes)
-            except catalogue_api.MissingValue:
+                text = remedy_text(self.catalogue, remedy, {}, language, format_bytes)
+            except MissingValue:
                 continue
             out.append((remedy, text))
         return out

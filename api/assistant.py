@@ -25,7 +25,10 @@ from oomkb.diagnostics.profile import ProfileReport
 from oomkb.diagnostics.parse import ParsedError, parse_error
 from oomkb.units import format_bytes
 from oomkb.kb import grounding
-from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.choice import choose_remedies
+from oomkb.kb.remedies.rendering import diagnosis_line, message, remedy_text
+from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
@@ -55,7 +58,7 @@ class Assistant:
     def __init__(self, index: Searcher | LiveIndex, catalogue=None):
         self.live = index if isinstance(index, LiveIndex) else None
         self._fixed = index if isinstance(index, Searcher) else None
-        self.catalogue = catalogue or catalogue_api.load_catalogue()
+        self.catalogue = catalogue or load_catalogue()
         self.parts = AnswerParts(self.catalogue)
         self.rules = load_rules(self.catalogue)
 
@@ -143,7 +146,7 @@ class Assistant:
         info = self.catalogue.categories.get(category)
         foreign = info is not None and not info.jax_remedies_apply
         chosen = (
-            catalogue_api.choose_remedies(self.catalogue, facts, category,
+            choose_remedies(self.catalogue, facts, category,
                                           limit=len(self.catalogue.remedies))
             if category != "unknown" and not foreign else []
         )
@@ -160,8 +163,8 @@ class Assistant:
         remedies = []
         for r in chosen:
             try:
-                text = catalogue_api.remedy_text(self.catalogue, r, shown, language, format_bytes)
-            except catalogue_api.MissingValue:  # a blank value in the evidence: skip the step
+                text = remedy_text(self.catalogue, r, shown, language, format_bytes)
+            except MissingValue:  # a blank value in the evidence: skip the step
                 continue
             snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
@@ -362,12 +365,12 @@ class Assistant:
         when the evidence lacks a value the line needs (e.g. a report with blank fields)."""
         try:
             return self._diagnosis_text(diagnosis, facts, report, language)
-        except catalogue_api.MissingValue:
+        except MissingValue:
             return None
 
     def _diagnosis_text(self, diagnosis, facts, report, language) -> str | None:
         if diagnosis is not None or facts.get("category"):
-            return catalogue_api.diagnosis_line(self.catalogue, facts, language, format_bytes)
+            return diagnosis_line(self.catalogue, facts, language, format_bytes)
         if isinstance(report, EstimateReport):
             return self._msg("estimate_fits", language, target=_as_code(report.target.topology),
                              total=format_bytes(report.total_bytes),
@@ -380,7 +383,7 @@ class Assistant:
         return None
 
     def _msg(self, key: str, language: str, **values) -> str:
-        return catalogue_api.message(self.catalogue, key, language, **values)
+        return message(self.catalogue, key, language, **values)
 
 
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
@@ -461,7 +464,7 @@ def plan_lines(msg, report: PlanReport, language: str) -> list[str]:
     def lenient(key, lang, **values):
         try:
             return msg(key, lang, **values)
-        except catalogue_api.MissingValue:
+        except MissingValue:
             return None
 
     return [line for line in _plan_lines(lenient, report, language) if line is not None]

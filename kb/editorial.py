@@ -41,7 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from oomkb.kb.cards import SectionCard, load_cards
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.language import SUPPORTED
-from oomkb.kb.remedies import Catalogue, load_catalogue
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.schema import Catalogue
 
 __all__ = [
     "Glossary",

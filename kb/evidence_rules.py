@@ -26,7 +26,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from oomkb.diagnostics.tpu import generations
-from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.conditions import evaluate
+from oomkb.kb.remedies.rendering import best_variant, display_values
+from oomkb.kb.remedies.schema import Catalogue, Condition
+from oomkb.kb.remedies.validation import CatalogueValidator, _first_error
 from oomkb.kb.catalogue_file import read_yaml
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.language import FALLBACK
@@ -65,7 +69,7 @@ class Rule(BaseModel):
 
     id: str
     category: list[str] = Field(default_factory=list, description="empty: any category")
-    when: catalogue_api.Condition
+    when: Condition
     verdict: list[dict[str, str]] = Field(default_factory=list,
                                           description="variants, most specific first")
     cite: str | None = None
@@ -119,7 +123,7 @@ class EvidenceRules:
     """The validated rules and framework markers."""
 
     def __init__(self, rules: list[Rule], frameworks: list[Framework], jax_markers: list[str],
-                 catalogue: catalogue_api.Catalogue, text_facts: list[TextFact] = ()):
+                 catalogue: Catalogue, text_facts: list[TextFact] = ()):
         self.rules = rules
         self.text_facts = list(text_facts)
         self.frameworks = frameworks
@@ -133,15 +137,15 @@ class EvidenceRules:
         """The verdict (in `language`) and the ordering of the rules that hold for `facts`."""
         out = Outcome()
         lang = self.catalogue.language(language)
-        shown = catalogue_api.display_values(self.catalogue, facts, format_bytes)
+        shown = display_values(self.catalogue, facts, format_bytes)
         for rule in self.rules:
             if rule.category and category not in rule.category:
                 continue
-            if not catalogue_api.evaluate(rule.when, facts):
+            if not evaluate(rule.when, facts):
                 continue
             out.rules.append(rule.id)
             if out.verdict is None and rule.verdict:
-                text = catalogue_api._best_variant(rule.verdict, lang, shown)
+                text = best_variant(rule.verdict, lang, shown)
                 if text is not None:
                     out.verdict, out.cite = text, rule.cite
             out.lead += [r for r in rule.lead if r not in out.lead]
@@ -275,21 +279,21 @@ class _RulesFile(BaseModel):
     jax_markers: list[str] = Field(min_length=1)
 
 
-def load_rules(catalogue: catalogue_api.Catalogue | None = None) -> EvidenceRules:
+def load_rules(catalogue: Catalogue | None = None) -> EvidenceRules:
     """The rules of the catalogue's folder, checked against its facts, remedies and guides."""
     return _load(catalogue.path if catalogue is not None else "")
 
 
 @lru_cache(maxsize=8)
 def _load(folder: str) -> EvidenceRules:
-    catalogue = catalogue_api.load_catalogue(folder or None)
+    catalogue = load_catalogue(folder or None)
     folder = catalogue.path
     path = Path(folder) / FILE
     try:
         data = _RulesFile.model_validate(read_yaml(path))
     except ValidationError as exc:
-        raise CatalogueError(f"{path}: {catalogue_api._first_error(exc)}") from exc
-    checker = catalogue_api._Validator(Path(folder), {}, _guides(), catalogue.languages)
+        raise CatalogueError(f"{path}: {_first_error(exc)}") from exc
+    checker = CatalogueValidator(Path(folder), {}, _guides(), catalogue.languages)
     checker.displays = catalogue.displays()
     remedy_ids = {r.id for r in catalogue.remedies}
     seen: set[str] = set()

@@ -19,7 +19,9 @@ from oomkb.diagnostics.tpu import Generation, generations
 from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.errors import CatalogueError
-from oomkb.kb.remedies import Catalogue, load_catalogue, placeholders
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.plurals import placeholders
+from oomkb.kb.remedies.schema import Catalogue
 from oomkb.kb.translations import check_texts
 
 __all__ = ["FigureAnswer", "Figures", "load_figures"]

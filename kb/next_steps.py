@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.errors import CatalogueError
-from oomkb.kb.remedies import Catalogue, Condition, evaluate, load_catalogue, placeholders
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.conditions import evaluate
+from oomkb.kb.remedies.plurals import placeholders
+from oomkb.kb.remedies.schema import Catalogue, Condition
 from oomkb.kb.translations import check_texts
 
 __all__ = ["NextStep", "NextSteps", "load_next_steps", "names_from_log"]

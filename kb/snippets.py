@@ -16,7 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from oomkb.kb.errors import CatalogueError
-from oomkb.kb.remedies import Catalogue, default_catalogue_dir, load_catalogue
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.kb.remedies.schema import Catalogue
 
 __all__ = ["Snippet", "Snippets", "load_snippets", "snippet_markdown"]
 

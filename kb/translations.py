@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from oomkb.kb.language import SUPPORTED
-from oomkb.kb.remedies import Texts, _Validator
+from oomkb.kb.remedies.schema import Texts
+from oomkb.kb.remedies.validation import CatalogueValidator
 
 __all__ = ["check_texts"]
 
@@ -17,4 +18,4 @@ def check_texts(path: Path | str, item: str, texts: Texts, allowed: Any,
     """Every language present and non-blank, only `allowed` placeholders, the same ones in every
     language; else a CatalogueError naming `path` and `item`."""
     path = Path(path)
-    _Validator(path.parent, {}, [], languages)._check_texts(path.name, item, texts, allowed)
+    CatalogueValidator(path.parent, {}, [], languages)._check_texts(path.name, item, texts, allowed)

@@ -8,7 +8,7 @@ import yaml
 from oomkb.api.assistant import Assistant
 from oomkb.api.schemas import AskRequest
 from oomkb.units import format_bytes
-from oomkb.kb import remedies
+from oomkb.kb.remedies.rendering import message
 from oomkb.kb.errors import QueryError
 from oomkb.kb.language import detect_language
 from tests.conftest import ROOT
@@ -54,7 +54,7 @@ def test_answers_in_the_question_language_and_cites_the_right_guide(assistant, l
     assert r.language == lang
     assert r.grounded
     assert doc_id in [c.doc_id for c in r.citations]  # top-1 accuracy: test_retrieval_quality
-    heading = remedies.message(assistant.catalogue, "from_the_guides", lang)
+    heading = message(assistant.catalogue, "from_the_guides", lang)
     assert heading in r.answer
     assert detect_language(_prose(r.answer)).language == lang
 
@@ -72,7 +72,7 @@ def test_a_non_english_question_with_a_pasted_english_error_is_answered_in_its_l
     r = assistant.ask(AskRequest(question="Почему программа не компилируется?", error_log=HBM_LOG))
     assert r.language == "ru"
     assert "17.34 GiB" in r.answer
-    assert remedies.message(assistant.catalogue, "what_to_do", "ru") in r.answer
+    assert message(assistant.catalogue, "what_to_do", "ru") in r.answer
 
 
 def test_an_error_pasted_into_the_question_is_diagnosed_too(assistant):
@@ -98,14 +98,14 @@ def test_off_topic_questions_are_not_grounded_and_say_so_in_the_users_language(a
     r = assistant.ask(AskRequest(question=item["q"]))
     assert r.grounded is False
     assert r.language == item["lang"]
-    assert remedies.message(assistant.catalogue, "not_covered", item["lang"]) in r.answer
+    assert message(assistant.catalogue, "not_covered", item["lang"]) in r.answer
     assert r.citations == []
 
 
 def test_an_explicit_language_wins_over_detection(assistant):
     r = assistant.ask(AskRequest(question="What does --xla_tpu_scoped_vmem_limit_kib do?", language="ja"))
     assert r.language == "ja"
-    assert remedies.message(assistant.catalogue, "from_the_guides", "ja") in r.answer
+    assert message(assistant.catalogue, "from_the_guides", "ja") in r.answer
 
 
 def test_an_unsupported_language_is_answered_in_english_saying_so(assistant):

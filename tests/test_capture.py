@@ -312,12 +312,14 @@ def test_profile_leak_suspect_is_held_by_the_module_level_list(tmp_path):
     assert facts["leak_suspect_held_by"].startswith("HISTORY[")
     # The assistant's step names the holder (a profile without an error is read as a runtime leak).
     from oomkb.units import format_bytes
-    from oomkb.kb import remedies as catalogue_api
+    from oomkb.kb.remedies import load_catalogue
+    from oomkb.kb.remedies.choice import choose_remedies
+    from oomkb.kb.remedies.rendering import remedy_text
 
-    catalogue = catalogue_api.load_catalogue()
-    chosen = catalogue_api.choose_remedies(catalogue, facts, "runtime_allocation")
+    catalogue = load_catalogue()
+    chosen = choose_remedies(catalogue, facts, "runtime_allocation")
     leak = next(r for r in chosen if r.id == "rt-leak-references")
-    text = catalogue_api.remedy_text(catalogue, leak, facts, "fr", format_bytes)
+    text = remedy_text(catalogue, leak, facts, "fr", format_bytes)
     assert "HISTORY[" in text and "leaky_train" in text and "maintenus en vie par" in text
     module.HISTORY.clear()
 

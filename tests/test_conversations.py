@@ -17,7 +17,7 @@ from oomkb.api.assistant import Assistant
 from oomkb.api.conversation import ConversationStore, UnknownConversation, merge, tried
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskRequest, ConversationTurn
-from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.remedies.rendering import message
 from oomkb.settings import Settings
 from tests.conftest import LOCAL, ROOT
 from tests.test_slack import SECRET, TOKEN, block_text, mention, post_event
@@ -42,7 +42,7 @@ def client(assistant):
 
 
 def _not_covered(assistant, language: str) -> str:
-    return catalogue_api.message(assistant.catalogue, "not_covered", language)
+    return message(assistant.catalogue, "not_covered", language)
 
 
 def _ask(client, body: dict, status: int = 200) -> dict:

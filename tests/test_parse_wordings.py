@@ -234,13 +234,15 @@ def test_smem_overflow_without_numbers():
 def test_uncovered_category_is_said_honestly_with_its_numbers_and_the_nearest_section(log, language, numbers, nearest):
     from oomkb.api.evidence import facts_from
     from oomkb.units import format_bytes
-    from oomkb.kb import remedies as catalogue_api
+    from oomkb.kb.remedies import load_catalogue
+    from oomkb.kb.remedies.choice import choose_remedies
+    from oomkb.kb.remedies.rendering import diagnosis_line, remedy_text
 
-    catalogue = catalogue_api.load_catalogue()
+    catalogue = load_catalogue()
     facts = facts_from(parse_error(log))
-    line = catalogue_api.diagnosis_line(catalogue, facts, language, format_bytes)
+    line = diagnosis_line(catalogue, facts, language, format_bytes)
     assert all(n in line for n in numbers), line
-    chosen = catalogue_api.choose_remedies(catalogue, facts, facts["category"])
+    chosen = choose_remedies(catalogue, facts, facts["category"])
     assert nearest in [r.cite for r in chosen]
-    note = catalogue_api.remedy_text(catalogue, chosen[0], facts, "en", format_bytes)
+    note = remedy_text(catalogue, chosen[0], facts, "en", format_bytes)
     assert note.startswith("The guides do not treat")

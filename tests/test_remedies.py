@@ -15,18 +15,11 @@ from oomkb.units import format_bytes
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.language import SUPPORTED
-from oomkb.kb.remedies import (
-    REQUIRED_MESSAGES,
-    FactError,
-    choose_remedies,
-    default_catalogue_dir,
-    diagnosis_line,
-    load_catalogue,
-    message,
-    placeholders,
-    remedy_text,
-    render,
-)
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.kb.remedies.choice import choose_remedies
+from oomkb.kb.remedies.plurals import placeholders
+from oomkb.kb.remedies.rendering import diagnosis_line, message, remedy_text, render
+from oomkb.kb.remedies.schema import REQUIRED_MESSAGES, FactError
 
 GiB = 2**30
 MiB = 2**20
@@ -700,7 +693,7 @@ def _profile_report():
 def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(catalogue):
     from oomkb.api.evidence import facts_from
     from oomkb.diagnostics.parse import parse_error
-    from oomkb.kb.remedies import check_facts
+    from oomkb.kb.remedies.conditions import check_facts
 
     logs = [
         "Ran out of memory in memory space hbm. Used 49.34G of 32.00G hbm. Exceeded hbm capacity by 17.34G.",
@@ -757,7 +750,7 @@ def test_profile_summary_counts_agree_with_the_number_in_each_language(catalogue
 
 
 def test_a_plural_without_the_forms_its_language_needs_is_rejected(tmp_path):
-    from oomkb.kb.remedies import plural_categories
+    from oomkb.kb.remedies.plurals import plural_categories
 
     assert plural_categories("ru") == {"one", "few", "many"}
     assert plural_categories("zh") == {"other"}

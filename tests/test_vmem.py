@@ -142,12 +142,13 @@ def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capa
     assert all(v >= 0 for k, v in facts.items() if k.endswith("_bytes"))
 
     from oomkb.units import format_bytes
-    from oomkb.kb import remedies
+    from oomkb.kb.remedies import load_catalogue
+    from oomkb.kb.remedies.rendering import diagnosis_line
 
-    catalogue = remedies.load_catalogue()
-    line = remedies.diagnosis_line(catalogue, facts, "en", format_bytes)
+    catalogue = load_catalogue()
+    line = diagnosis_line(catalogue, facts, "en", format_bytes)
     assert "16.50 MiB of VMEM" in line and "physical VMEM" in line and "no limit can help" in line
-    line = remedies.diagnosis_line(catalogue, facts_from(None, scoped_report), "en", format_bytes)
+    line = diagnosis_line(catalogue, facts_from(None, scoped_report), "en", format_bytes)
     assert "32.00 MiB of scoped VMEM" in line and "16.00 MiB limit by 16.00 MiB" in line
 
 

@@ -86,7 +86,8 @@ class AssistantHolder:
 
     def not_ready_text(self, language: str = "en") -> str:
         """Why there is no assistant yet, from the catalogue's messages in `language`."""
-        from oomkb.kb.remedies import load_catalogue, message
+        from oomkb.kb.remedies import load_catalogue
+        from oomkb.kb.remedies.rendering import message
 
         catalogue = load_catalogue()
         if self.error:

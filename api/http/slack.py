@@ -448,7 +448,8 @@ def _language_of(text: str) -> str:
 
 
 def _message(key: str, language: str, **values: Any) -> str:
-    from oomkb.kb.remedies import load_catalogue, message
+    from oomkb.kb.remedies import load_catalogue
+    from oomkb.kb.remedies.rendering import message
 
     return message(load_catalogue(), key, language, **values)
 
