@@ -21,8 +21,8 @@ suffix in human units (`{exceeded_by}`), a `*_fraction` fact as a percentage
 
 The package, one module per concept: :mod:`.schema` (the catalogue's models), :mod:`.plurals`
 (placeholders and ICU plural forms), :mod:`.validation` (the load-time checks), :mod:`.conditions`
-(evaluating `when`), :mod:`.choice` (the remedies that apply), :mod:`.rendering` (filling texts and the answer's fixed
-strings); this module loads the catalogue.
+(evaluating `when`), :mod:`.choice` (the remedies that apply), :mod:`.rendering` (filling texts and
+the answer's fixed strings); this module loads the catalogue.
 """
 
 from __future__ import annotations
