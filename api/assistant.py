@@ -29,6 +29,8 @@ from oomkb.kb.errors import QueryError
 from oomkb.kb.language import (FALLBACK, Detection, base_language, detect_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
+from oomkb.kb import question as question_api
+from oomkb.kb.question import QuestionAnalysis, analyse
 from oomkb.kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence shown with an answer: the best dense cosine between the question and a
@@ -119,13 +121,19 @@ class Assistant:
         results = (searcher.search(query, k=5, query_language=language, query_vector=vector).results
                    if query else [])
         confidence = _confidence(results)
+        # What is asked, about what, and what was tried: the vector is the question's own only
+        # when no log was appended to the retrieval query.
+        analysis = analyse(question, language, searcher=searcher,
+                           query_vector=vector if query == question else None)
         chosen = (
             catalogue_api.choose_remedies(self.catalogue, facts, category)
             if category != "unknown" else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
-        grounded = bool(chosen) or grounding.decide(
+        # A remedy the asker already applied is not offered again as new (its `why` is shown).
+        chosen = [r for r in chosen if r.id not in analysis.tried_remedies]
+        grounded = bool(chosen) or bool(analysis.tried) or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
         ).grounded
@@ -138,6 +146,9 @@ class Assistant:
                 continue
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
+        lead = self._lead(analysis, language, {r.id for r in remedies}) if grounded else None
+        if lead is not None:
+            remedies.insert(0, lead)
         figures = self.parts.figures_for(question, language)
         if grounded:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
@@ -150,7 +161,8 @@ class Assistant:
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, results if grounded else [], citations, grounded,
-                               figures=figures, next_steps=next_steps)
+                               figures=figures, next_steps=next_steps, lead=lead,
+                               analysis=analysis)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -167,6 +179,22 @@ class Assistant:
         )
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _lead(self, analysis: QuestionAnalysis, language: str, chosen: set[str]) -> Remedy | None:
+        """The remedy that answers the topic asked about, to lead the answer; None when no topic
+        names one, when it was tried already, or when the evidence chose it as a step anyway."""
+        for topic_id in analysis.topics:
+            rid = question_api.topic(topic_id).remedy
+            if rid is None or rid in analysis.tried_remedies or rid in chosen:
+                continue
+            r = self.catalogue.remedy(rid)
+            try:
+                text = catalogue_api.remedy_text(self.catalogue, r, {}, language, format_bytes)
+            except catalogue_api.MissingValue:
+                continue
+            return Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
+                          snippet=self.parts.snippet(r.id))
+        return None
 
     @staticmethod
     def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:
@@ -214,7 +242,7 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded, figures=(), next_steps=()) -> str:
+                 grounded, figures=(), next_steps=(), lead=None, analysis=None) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -224,24 +252,30 @@ class Assistant:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if isinstance(report, PlanReport):  # a plan leads with what was verified to fit
             lines += plan_lines(self._msg, report, language)
-        if not grounded:
+        if not grounded:  # an off-topic question is not asked for an error log
             lines.append(self._msg("not_covered", language))
-            if diagnosis is None:
-                lines += ["", self._msg("paste_log_hint", language)]
             return "\n".join(lines).strip() + "\n"
-        if remedies:
+        shown_code: set[str] = set()
+        if lead is not None:  # the answer to what was asked, before the steps
+            lines += [f"{lead.text} [`{lead.cite}`]", ""]
+            if analysis is not None and "snippet" in analysis.asks:
+                lines += self.parts.snippet_lines(lead.snippet, shown_code)
+        for tried_id in (analysis.tried if analysis is not None else []):
+            lines += [question_api.tried_item(tried_id).why[language], ""]
+        steps = [r for r in remedies if lead is None or r.id != lead.id]
+        if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
-            shown_code: set[str] = set()
-            for n, r in enumerate(remedies, start=1):
+            for n, r in enumerate(steps, start=1):
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
                 lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
-        cards = [r for r in results if r.card is not None][: 1 if remedies else MAX_CARDS]
+        cards = [r for r in results if r.card is not None][: 1 if steps else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:
                 lines += [f"**{r.card.title}** [`{r.citation}`]", "", r.card.summary, ""]
-                if not remedies:
+                # A card's actions repeat the guide's general list: not after "I already tried".
+                if not steps and not (analysis is not None and analysis.tried):
                     lines += [f"{n}. {a}" for n, a in enumerate(r.card.actions, start=1)]
                     if r.card.actions:
                         lines.append("")
