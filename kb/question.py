@@ -58,7 +58,7 @@ class Tried(_Strict):
 
 class Intents(_Strict):
     clause_breaks: list[str] = Field(min_length=1)
-    negation: list[str] = Field(min_length=1)
+    negation: dict[str, list[str]] = Field(min_length=1)
     already: list[str] = Field(min_length=1)
     asks: list[AskKind] = Field(min_length=1)
     topics: list[Topic] = Field(min_length=1)
@@ -100,8 +100,12 @@ def _boundary(part: str) -> str:
     return re.escape(part) if attached or not first.isalnum() else _WORD_START + re.escape(part)
 
 
-def _pattern(words: list[str]) -> re.Pattern[str]:
-    return re.compile("|".join(_boundary(w.lower()) for w in sorted(words, key=len, reverse=True)))
+def _pattern(words: list[str], whole: bool = False) -> re.Pattern[str]:
+    """One regex for `words`; `whole`: a word of a space-separated script must also end there
+    ("pas" is not "pasé")."""
+    parts = [_boundary(w.lower()) + (r"(?!\w)" if whole and _boundary(w.lower()) != re.escape(w.lower())
+                                     else "") for w in sorted(words, key=len, reverse=True)]
+    return re.compile("|".join(parts))
 
 
 class _Matcher:
@@ -110,7 +114,8 @@ class _Matcher:
     def __init__(self, intents: Intents):
         self.intents = intents
         self.breaks = re.compile("|".join(intents.clause_breaks), re.IGNORECASE)
-        self.negation = _pattern(intents.negation)
+        self.negation = {lang: _pattern(words, whole=True) for lang, words in intents.negation.items()}
+        self.any_negation = _pattern([w for words in intents.negation.values() for w in words], whole=True)
         self.asks = [(a.id, _pattern(a.cues)) for a in intents.asks]
         self.topics = [(t.id, _pattern(t.cues)) for t in intents.topics]
         already = _pattern(intents.already)
@@ -151,20 +156,22 @@ def _topic_vectors(searcher, intents: Intents) -> np.ndarray:
 
 def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray | None = None,
             searcher=None, path: str = str(INTENTS_FILE)) -> QuestionAnalysis:
-    """The parsed question. `language` is accepted for callers that know it; cues of every
-    language are tried (mixed-language chat is common, and cue phrases rarely collide).
+    """The parsed question. Cues of every language are tried (mixed-language chat is common, and
+    technical cue phrases rarely collide); negation words only of `language` when it is given
+    (Spanish "no" is Portuguese "in the").
     `query_vector` and `searcher`: the question's embedding and the searcher that made it, for
     matching a topic by meaning when no cue names one."""
     m = load_intents(path)
     clauses = m.clauses(text or "")
-    whole = " ".join(clauses)
+    whole = " " + (text or "").lower() + " "
+    negation = m.negation.get(language or "", m.any_negation)
 
     tried: list[str] = []
     tried_remedies: list[str] = []
     for item, subject, done, already in m.tried:
         for clause in clauses:
             if (subject.search(clause) and (done.search(clause) or already.search(clause))
-                    and not m.negation.search(clause)):
+                    and not negation.search(clause)):
                 tried.append(item.id)
                 tried_remedies += [r for r in item.remedies if r not in tried_remedies]
                 break
