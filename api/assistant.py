@@ -193,7 +193,8 @@ class Assistant:
             except catalogue_api.MissingValue:
                 continue
             return Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                          snippet=self.parts.snippet(r.id))
+                          snippet=_filled(self.parts.snippet(r.id), question_api.topic(topic_id).fill,
+                                          analysis))
         return None
 
     @staticmethod
@@ -335,6 +336,15 @@ def _user_text_as_code(facts: dict) -> dict:
     """The facts as shown in an answer: text that came from the user as code spans."""
     return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS else v
             for k, v in facts.items()}
+
+
+def _filled(code: str | None, literal: str | None, analysis: QuestionAnalysis) -> str | None:
+    """`code` with its example size replaced by the size the asker named (rounded up to whole
+    MiB), when they name one and have not said they tried it already."""
+    if not code or not literal or literal not in code or not analysis.sizes or analysis.tried:
+        return code
+    mib = -(-analysis.sizes[0] // (1 << 20))
+    return code.replace(literal, f"{mib} * 1024 * 1024")
 
 
 def _confidence(results: list[SearchResult]) -> float:

@@ -22,6 +22,7 @@ from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.remedies import Catalogue, Texts
 from oomkb.kb.translations import check_texts
+from oomkb.units import parse_size
 
 __all__ = ["Intents", "QuestionAnalysis", "analyse", "load_intents", "INTENTS_FILE"]
 
@@ -44,6 +45,7 @@ class AskKind(_Strict):
 class Topic(_Strict):
     id: str
     remedy: str | None = None
+    fill: str | None = None
     description: str = Field(min_length=10)
     cues: list[str] = Field(min_length=1)
 
@@ -81,6 +83,7 @@ class QuestionAnalysis(BaseModel):
     topics: list[str] = []
     tried: list[str] = []
     tried_remedies: list[str] = []
+    sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
 
     @property
     def topic(self) -> str | None:
@@ -89,6 +92,15 @@ class QuestionAnalysis(BaseModel):
 
 # Not preceded by a letter of a space-separated script (a Han or kana neighbour does not count).
 _WORD_START = r"(?<![0-9A-Za-z_\u00c0-\u024f\u0370-\u04ff])"
+
+
+# A size typed in prose: a number and a unit, binary as XLA reports them (French Mo/Go too).
+_SIZE_IN_TEXT = re.compile(r"(?<![\w.])(\d{1,6}(?:[.,]\d{1,3})?)\s?([kmgt])(?:i?b|o)?(?![a-z])", re.IGNORECASE)
+
+
+def sizes_in(text: str) -> list[int]:
+    """The byte sizes named in `text`."""
+    return [parse_size(f"{n.replace(',', '.')}{unit.upper()}") for n, unit in _SIZE_IN_TEXT.findall(text)]
 
 
 def _boundary(part: str) -> str:
@@ -168,6 +180,7 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
 
     tried: list[str] = []
     tried_remedies: list[str] = []
+    sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
     for item, subject, done, already in m.tried:
         for clause in clauses:
             if (subject.search(clause) and (done.search(clause) or already.search(clause))
@@ -190,7 +203,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
         best = int(np.argmax(sims))
         if sims[best] >= TOPIC_COSINE and m.intents.topics[best].id not in topics:
             asked = [m.intents.topics[best].id]
-    return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies)
+    return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
+                            sizes=sizes_in(text or ""))
 
 
 def topic(topic_id: str, path: str = str(INTENTS_FILE)) -> Topic:

@@ -93,3 +93,11 @@ def test_an_off_topic_refusal_does_not_ask_for_a_log(client):
     assert not body["grounded"]
     hint = catalogue_api.message(catalogue_api.load_catalogue(), "paste_log_hint", "en")
     assert hint not in body["answer"]
+
+
+def test_a_requested_snippet_is_filled_with_the_askers_size(client):
+    body = client.post("/v1/ask", json={
+        "question": "Me passa o código pra definir vmem_limit_bytes = 48 MiB num kernel Pallas?"}).json()
+    assert body["language"] == "pt"
+    assert "vmem_limit_bytes=48 * 1024 * 1024" in body["answer"]
+    assert "64 * 1024 * 1024" not in body["answer"]
