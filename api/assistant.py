@@ -146,7 +146,10 @@ class Assistant:
                 continue
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=self.parts.snippet(r.id)))
-        lead = self._lead(analysis, language, {r.id for r in remedies}) if grounded else None
+        # Without evidence the answer leads with the remedy that answers the topic asked about;
+        # with a log or report the evidence orders the steps.
+        lead = (self._lead(analysis, language, {r.id for r in remedies})
+                if grounded and diagnosis is None and not facts else None)
         if lead is not None:
             remedies.insert(0, lead)
         figures = self.parts.figures_for(question, language)
@@ -154,7 +157,8 @@ class Assistant:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(
-                             figures, language, format_bytes, {r.id for r in remedies})]
+                             figures, language, format_bytes,
+                             {r.id for r in remedies} | set(analysis.tried_remedies))]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         citations = self._citations(searcher, remedies, results if grounded else [])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
