@@ -261,12 +261,13 @@ class Assistant:
             lines.append(self._msg("not_covered", language))
             return "\n".join(lines).strip() + "\n"
         shown_code: set[str] = set()
+        # "I already did X, what now?": first why X was not enough, then what to do instead.
+        for tried_id in (analysis.tried if analysis is not None else []):
+            lines += [question_api.tried_item(tried_id).why[language], ""]
         if lead is not None:  # the answer to what was asked, before the steps
             lines += [f"{lead.text} [`{lead.cite}`]", ""]
             if analysis is not None and "snippet" in analysis.asks:
                 lines += self.parts.snippet_lines(lead.snippet, shown_code)
-        for tried_id in (analysis.tried if analysis is not None else []):
-            lines += [question_api.tried_item(tried_id).why[language], ""]
         steps = [r for r in remedies if lead is None or r.id != lead.id]
         if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
