@@ -266,8 +266,7 @@ class Assistant:
             lines += [question_api.tried_item(tried_id).why[language], ""]
         if lead is not None:  # the answer to what was asked, before the steps
             lines += [f"{lead.text} [`{lead.cite}`]", ""]
-            if analysis is not None and "snippet" in analysis.asks:
-                lines += self.parts.snippet_lines(lead.snippet, shown_code)
+            lines += self.parts.snippet_lines(lead.snippet, shown_code)  # as a step would show it
         steps = [r for r in remedies if lead is None or r.id != lead.id]
         if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]

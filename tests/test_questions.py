@@ -59,7 +59,9 @@ def _report(name, scores):
     return totals
 
 
-@pytest.mark.parametrize("item", TRAIN, ids=[f"{q['lang']}-{i}" for i, q in enumerate(TRAIN)])
+@pytest.mark.parametrize("item", [
+    pytest.param(q, marks=pytest.mark.xfail(strict=True, reason=q["gap"])) if q.get("gap") else q
+    for q in TRAIN], ids=[f"{q['lang']}-{i}" for i, q in enumerate(TRAIN)])
 def test_tuning_questions_are_answered_first(client, item):
     score = _score(client, item)
     assert all(score.values()), (score, item["q"])
