@@ -35,6 +35,8 @@ from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
 from oomkb.kb.prose import detect_prose_language
+from oomkb.kb import question as question_api
+from oomkb.kb.question import QuestionAnalysis, analyse
 from oomkb.kb.search import SearchResponse, SearchResult, Searcher
 
 # Retrieval confidence shown with an answer: the best dense cosine between the question and a
@@ -145,17 +147,27 @@ class Assistant:
         # guides' JAX/XLA remedies and passages are not offered as if they applied.
         info = self.catalogue.categories.get(category)
         foreign = info is not None and not info.jax_remedies_apply
+        # What is asked, about what, and what was tried: the vector is the question's own only
+        # when no log was appended to the retrieval query.
+        analysis = analyse(question, language, searcher=searcher,
+                           query_vector=vector if query == question else None)
+        if context.tried_items:  # what earlier turns said was tried is still tried
+            analysis = analysis.model_copy(update={
+                "tried": list(dict.fromkeys([*analysis.tried, *context.tried_items])),
+                "tried_remedies": list(dict.fromkeys([*analysis.tried_remedies, *context.tried]))})
         chosen = (
-            choose_remedies(self.catalogue, facts, category,
-                                          limit=len(self.catalogue.remedies))
+            choose_remedies(self.catalogue, facts, category, limit=len(self.catalogue.remedies))
             if category != "unknown" and not foreign else []
         )
         if evidence_only:
             chosen = [r for r in chosen if r.evidence]
+        # A remedy the asker already applied is not offered again as new (its `why` is shown).
+        chosen = [r for r in chosen if r.id not in analysis.tried_remedies]
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
-        grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or grounding.decide(
+        grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
+                                    or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
         ).grounded)
@@ -169,12 +181,19 @@ class Assistant:
             snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=snippet))
+        # Without evidence the answer leads with the remedy that answers the topic asked about;
+        # with a log or report the evidence orders the steps.
+        lead = (self._lead(analysis, language, {r.id for r in remedies})
+                if grounded and diagnosis is None and not facts else None)
+        if lead is not None:
+            remedies.insert(0, lead)
         figures = self.parts.figures_for(question, language)
         if grounded:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(
-                             figures, language, format_bytes, {r.id for r in remedies})
+                             figures, language, format_bytes,
+                             {r.id for r in remedies} | set(analysis.tried_remedies))
                          if r.id not in outcome.exclude]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
@@ -184,7 +203,8 @@ class Assistant:
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, results if grounded else [], citations, grounded,
-                               figures=figures, next_steps=next_steps, verdict=outcome.verdict)
+                               figures=figures, next_steps=next_steps, verdict=outcome.verdict,
+                               lead=lead, analysis=analysis)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -253,6 +273,23 @@ class Assistant:
                  or self.parts.figures.generations_in(log[:GENERATION_CHARS]))
         return named[0] if named else None
 
+    def _lead(self, analysis: QuestionAnalysis, language: str, chosen: set[str]) -> Remedy | None:
+        """The remedy that answers the topic asked about, to lead the answer; None when no topic
+        names one, when it was tried already, or when the evidence chose it as a step anyway."""
+        for topic_id in analysis.topics:
+            rid = question_api.topic(topic_id).remedy
+            if rid is None or rid in analysis.tried_remedies or rid in chosen:
+                continue
+            r = self.catalogue.remedy(rid)
+            try:
+                text = remedy_text(self.catalogue, r, {}, language, format_bytes)
+            except MissingValue:
+                continue
+            return Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
+                          snippet=_filled(self.parts.snippet(r.id), question_api.topic(topic_id).fill,
+                                          analysis))
+        return None
+
     @staticmethod
     def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:
         """(answer language, language seen, message key explaining a fallback or None), from the
@@ -303,7 +340,7 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded, figures=(), next_steps=(), verdict=None) -> str:
+                 grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -315,26 +352,32 @@ class Assistant:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if isinstance(report, PlanReport):  # a plan leads with what was verified to fit
             lines += plan_lines(self._msg, report, language)
-        if not grounded:
+        if not grounded:  # an off-topic question is not asked for an error log
             lines.append(self._msg("not_covered", language))
-            if diagnosis is None:
-                lines += ["", self._msg("paste_log_hint", language)]
             return "\n".join(lines).strip() + "\n"
-        if remedies:
+        shown_code: set[str] = set()
+        # "I already did X, what now?": first why X was not enough, then what to do instead.
+        for tried_id in (analysis.tried if analysis is not None else []):
+            lines += [question_api.tried_item(tried_id).why[language], ""]
+        if lead is not None:  # the answer to what was asked, before the steps
+            lines += [f"{lead.text} [`{lead.cite}`]", ""]
+            lines += self.parts.snippet_lines(lead.snippet, shown_code)  # as a step would show it
+        steps = [r for r in remedies if lead is None or r.id != lead.id]
+        if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
-            shown_code: set[str] = set()
-            for n, r in enumerate(remedies, start=1):
+            for n, r in enumerate(steps, start=1):
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
                 lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
         # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
         shown_cards = [] if verdict and not remedies else results
-        cards = [r for r in shown_cards if r.card is not None][: 1 if remedies else MAX_CARDS]
+        cards = [r for r in shown_cards if r.card is not None][: 1 if steps else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:
                 lines += [f"**{r.card.title}** [`{r.citation}`]", "", r.card.summary, ""]
-                if not remedies:
+                # A card's actions repeat the guide's general list: not after "I already tried".
+                if not steps and not (analysis is not None and analysis.tried):
                     lines += [f"{n}. {a}" for n, a in enumerate(r.card.actions, start=1)]
                     if r.card.actions:
                         lines.append("")
@@ -419,6 +462,15 @@ def _card_text(searcher: Searcher, doc_id: str, section: str, language: str | No
     card = getattr(searcher, "cards", {}).get((doc_id, section))
     text = card.texts.get(language) if card is not None else None
     return _quote(text.summary, limit=QUOTE_CHARS * 2) if text is not None and text.summary else None
+
+
+def _filled(code: str | None, literal: str | None, analysis: QuestionAnalysis) -> str | None:
+    """`code` with its example size replaced by the size the asker named (rounded up to whole
+    MiB), when they name one and have not said they tried it already."""
+    if not code or not literal or literal not in code or not analysis.sizes or analysis.tried:
+        return code
+    mib = -(-analysis.sizes[0] // (1 << 20))
+    return code.replace(literal, f"{mib} * 1024 * 1024")
 
 
 def _confidence(results: list[SearchResult]) -> float:

@@ -28,6 +28,7 @@ from oomkb.api.schemas import MAX_CONVERSATION_TURNS, AskRequest, ConversationTu
 from oomkb.errors import UserInputError
 from oomkb.kb.catalogue_file import YAML_LOADER
 from oomkb.kb.errors import CatalogueError
+from oomkb.kb.question import analyse
 
 #: Defaults of the server-side store (settings may narrow them).
 MAX_CONVERSATIONS = 2_000
@@ -147,13 +148,15 @@ class Context(BaseModel):
     subject: str = Field(default="", description="the earlier questions, most recent last")
     inherited: list[str] = Field(default_factory=list, description="evidence taken from earlier turns")
     tried: list[str] = Field(default_factory=list, description="remedy ids the user says they tried")
+    tried_items: list[str] = Field(default_factory=list, description="what they tried (intents.yaml ids)")
 
 
 def merge(turns: list[ConversationTurn], request: AskRequest) -> tuple[AskRequest, Context]:
     """The effective request (the new turn's evidence, else the most recent earlier one's) and
     the context it was asked in."""
     if not turns:
-        return request, Context(tried=tried(request.question))
+        said = analyse(request.question)
+        return request, Context(tried=said.tried_remedies, tried_items=said.tried)
     update: dict[str, Any] = {}
     inherited: list[str] = []
     if not (request.error_log or "").strip():
@@ -168,10 +171,12 @@ def merge(turns: list[ConversationTurn], request: AskRequest) -> tuple[AskReques
             inherited.append("report")
     questions = [t.question.strip() for t in turns if t.question.strip()]
     subject = "\n".join(q[:SUBJECT_CHARS] for q in questions[-SUBJECT_TURNS:])
-    said = [*questions, request.question]
-    done = sorted({r for q in said for r in tried(q)})
+    said = [analyse(q) for q in [*questions, request.question]]
+    done = sorted({r for a in said for r in a.tried_remedies})
+    items = sorted({t for a in said for t in a.tried})
     effective = request.model_copy(update=update) if update else request
-    return effective, Context(follow_up=True, subject=subject, inherited=inherited, tried=done)
+    return effective, Context(follow_up=True, subject=subject, inherited=inherited, tried=done,
+                              tried_items=items)
 
 
 def _log_of(turn: ConversationTurn) -> str | None:
@@ -194,24 +199,22 @@ def turns_from(history: list[Any]) -> list[ConversationTurn]:
 
 
 # -- the conversation's words ---------------------------------------------------------------
-# `tried` is MINIMAL, to be replaced by kb/question.py (issue 21 item 1: `tried` detection with
-# negation and tense) when it lands. Both read kb/catalogue/conversation.yaml.
+# What was tried is read by the question analysis (kb/question.py); kb/catalogue/conversation.yaml
+# holds the words that point back at the conversation.
 
 CATALOGUE_FILE = Path(__file__).resolve().parent.parent / "kb" / "catalogue" / "conversation.yaml"
 
 
 class _Catalogue(BaseModel):
     follow_up_cues: list[str]
-    tried: dict[str, list[str]]
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> tuple[list[re.Pattern[str]], dict[str, list[re.Pattern[str]]]]:
+def _patterns() -> list[re.Pattern[str]]:
     try:
         data = _Catalogue.model_validate(
             yaml.load(CATALOGUE_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER))
-        return ([re.compile(p, re.IGNORECASE) for p in data.follow_up_cues],
-                {rid: [re.compile(p, re.IGNORECASE) for p in pats] for rid, pats in data.tried.items()})
+        return [re.compile(p, re.IGNORECASE) for p in data.follow_up_cues]
     except (OSError, yaml.YAMLError, ValidationError, re.error) as exc:
         raise CatalogueError(f"{CATALOGUE_FILE.name} unreadable: {exc}") from exc
 
@@ -219,9 +222,4 @@ def _patterns() -> tuple[list[re.Pattern[str]], dict[str, list[re.Pattern[str]]]
 def refers_back(question: str) -> bool:
     """Whether `question` holds words that point back at the conversation ("what next?",
     "still", "that flag")."""
-    return any(p.search(question) for p in _patterns()[0])
-
-
-def tried(question: str) -> list[str]:
-    """Remedy ids `question` says were already tried (reduced the batch, donation on, ...)."""
-    return [rid for rid, pats in _patterns()[1].items() if any(p.search(question) for p in pats)]
+    return any(p.search(question) for p in _patterns())

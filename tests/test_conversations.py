@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 
 from oomkb.api.assistant import Assistant
-from oomkb.api.conversation import ConversationStore, UnknownConversation, merge, tried
+from oomkb.api.conversation import ConversationStore, UnknownConversation, merge
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskRequest, ConversationTurn
 from oomkb.kb.remedies.rendering import message
@@ -234,8 +234,9 @@ def test_merge_inherits_the_most_recent_evidence_and_keeps_the_new_turns_own():
     ("Уменьшил батч, всё равно падает", "hbm-batch-size"),
     ("Já ativei donate_argnums e ainda dá erro", "hbm-donate"),
 ])
-def test_minimal_tried_detection(text, rid):
-    assert rid in tried(text)
+def test_what_a_follow_up_says_was_tried_comes_from_the_question_analysis(text, rid):
+    _, context = merge([ConversationTurn(question="compile OOM on v5e")], AskRequest(question=text))
+    assert rid in context.tried
 
 
 # ------------------------------------------------------------------ Slack threads

@@ -1,0 +1,214 @@
+"""What a question asks, what it is about and what the asker already tried, read from the
+catalogue kb/catalogue/intents.yaml in every supported language (no per-language code).
+
+`analyse(text)` returns a `QuestionAnalysis`; the assistant leads its answer with it (the remedy
+that answers the topic asked about, its snippet when a snippet is asked for) and shows why a
+tried remedy was not enough instead of offering it again. Cue phrases decide first; when none
+names a topic, the question's embedding (the one the search already computed) is compared with
+the topics' embedded descriptions, so no model call is added to a request.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.remedies.schema import Catalogue, Texts
+from oomkb.kb.translations import check_texts
+from oomkb.units import parse_size
+
+__all__ = ["Intents", "QuestionAnalysis", "analyse", "load_intents", "INTENTS_FILE"]
+
+INTENTS_FILE = Path(__file__).with_name("catalogue") / "intents.yaml"
+Ask = Literal["snippet", "figure", "flag", "why", "next", "yes_no", "how"]
+# A question whose embedding is at least this close to a topic's description is about it when no
+# cue names a topic (e5 cosines; calibrated on tests/data/questions_train.yaml).
+TOPIC_COSINE = 0.86
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AskKind(_Strict):
+    id: Ask
+    cues: list[str] = Field(min_length=1)
+
+
+class Topic(_Strict):
+    id: str
+    remedy: str | None = None
+    fill: str | None = None
+    description: str = Field(min_length=10)
+    cues: list[str] = Field(min_length=1)
+
+
+class Tried(_Strict):
+    id: str
+    remedies: list[str] = Field(min_length=1)
+    subject: list[str] = Field(min_length=1)
+    done: list[str] = Field(min_length=1)
+    why: Texts
+
+
+class Intents(_Strict):
+    clause_breaks: list[str] = Field(min_length=1)
+    negation: dict[str, list[str]] = Field(min_length=1)
+    already: list[str] = Field(min_length=1)
+    asks: list[AskKind] = Field(min_length=1)
+    topics: list[Topic] = Field(min_length=1)
+    tried: list[Tried] = Field(min_length=1)
+
+    @field_validator("clause_breaks")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            re.compile(pattern)
+        return v
+
+
+class QuestionAnalysis(BaseModel):
+    """The parsed question: what kind of answer (`asks`, most specific first, `how` when
+    nothing else is asked), the topics it is about (best first) and the tried items (ids of
+    intents.yaml `tried`) with the remedy ids they cover."""
+
+    asks: list[Ask] = ["how"]
+    topics: list[str] = []
+    tried: list[str] = []
+    tried_remedies: list[str] = []
+    sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
+
+    @property
+    def topic(self) -> str | None:
+        return self.topics[0] if self.topics else None
+
+
+# Not preceded by a letter of a space-separated script (a Han or kana neighbour does not count).
+_WORD_START = r"(?<![0-9A-Za-z_\u00c0-\u024f\u0370-\u04ff])"
+
+
+# A size typed in prose: a number and a unit, binary as XLA reports them (French Mo/Go too).
+_SIZE_IN_TEXT = re.compile(r"(?<![\w.])(\d{1,6}(?:[.,]\d{1,3})?)\s?([kmgt])(?:i?b|o)?(?![a-z])", re.IGNORECASE)
+
+
+def sizes_in(text: str) -> list[int]:
+    """The byte sizes named in `text`."""
+    return [parse_size(f"{n.replace(',', '.')}{unit.upper()}") for n, unit in _SIZE_IN_TEXT.findall(text)]
+
+
+def _boundary(part: str) -> str:
+    """A cue part as a regex: it must start a word unless its script attaches words (Han, kana,
+    Arabic) or it starts with a non-letter."""
+    first = part[0]
+    attached = ("\u3040" <= first <= "\u30ff" or "\u4e00" <= first <= "\u9fff"
+                or "\u0600" <= first <= "\u06ff")
+    return re.escape(part) if attached or not first.isalnum() else _WORD_START + re.escape(part)
+
+
+def _pattern(words: list[str], whole: bool = False) -> re.Pattern[str]:
+    """One regex for `words`; `whole`: a word of a space-separated script must also end there
+    ("pas" is not "pasé")."""
+    parts = [_boundary(w.lower()) + (r"(?!\w)" if whole and _boundary(w.lower()) != re.escape(w.lower())
+                                     else "") for w in sorted(words, key=len, reverse=True)]
+    return re.compile("|".join(parts))
+
+
+class _Matcher:
+    """The catalogue's cue lists compiled once."""
+
+    def __init__(self, intents: Intents):
+        self.intents = intents
+        self.breaks = re.compile("|".join(intents.clause_breaks), re.IGNORECASE)
+        self.negation = {lang: _pattern(words, whole=True) for lang, words in intents.negation.items()}
+        self.any_negation = _pattern([w for words in intents.negation.values() for w in words], whole=True)
+        self.asks = [(a.id, _pattern(a.cues)) for a in intents.asks]
+        self.topics = [(t.id, _pattern(t.cues)) for t in intents.topics]
+        already = _pattern(intents.already)
+        self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
+
+    def clauses(self, text: str) -> list[str]:
+        return [c for c in self.breaks.split(" " + text.lower() + " ") if c.strip()]
+
+
+@lru_cache(maxsize=4)
+def load_intents(path: str = str(INTENTS_FILE)) -> _Matcher:
+    intents = read_model(path, Intents)
+    for t in intents.tried:
+        check_texts(path, f"tried.{t.id}.why", t.why, set())
+    return _Matcher(intents)
+
+
+def check_against(catalogue: Catalogue, path: str = str(INTENTS_FILE)) -> None:
+    """Every remedy id named in intents.yaml exists in the remedy catalogue."""
+    intents = load_intents(path).intents
+    known = {r.id for r in catalogue.remedies}
+    named = [t.remedy for t in intents.topics if t.remedy] + [r for t in intents.tried for r in t.remedies]
+    missing = sorted(set(named) - known)
+    if missing:
+        raise CatalogueError(f"{path}: unknown remedy ids: {', '.join(missing)}")
+
+
+_VECTORS: dict[int, np.ndarray] = {}
+
+
+def _topic_vectors(searcher, intents: Intents) -> np.ndarray:
+    """The topics' descriptions, embedded once per embedding model and process."""
+    key = id(searcher.embedder)
+    if key not in _VECTORS:
+        _VECTORS[key] = searcher.embed_queries([t.description for t in intents.topics])
+    return _VECTORS[key]
+
+
+def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray | None = None,
+            searcher=None, path: str = str(INTENTS_FILE)) -> QuestionAnalysis:
+    """The parsed question. Cues of every language are tried (mixed-language chat is common, and
+    technical cue phrases rarely collide); negation words only of `language` when it is given
+    (Spanish "no" is Portuguese "in the").
+    `query_vector` and `searcher`: the question's embedding and the searcher that made it, for
+    matching a topic by meaning when no cue names one."""
+    m = load_intents(path)
+    clauses = m.clauses(text or "")
+    whole = " " + (text or "").lower() + " "
+    negation = m.negation.get(language or "", m.any_negation)
+
+    tried: list[str] = []
+    tried_remedies: list[str] = []
+    for item, subject, done, already in m.tried:
+        for clause in clauses:
+            if (subject.search(clause) and (done.search(clause) or already.search(clause))
+                    and not negation.search(clause)):
+                tried.append(item.id)
+                tried_remedies += [r for r in item.remedies if r not in tried_remedies]
+                break
+
+    asks: list[Ask] = [kind for kind, pattern in m.asks if pattern.search(whole)]
+    if tried and "next" not in asks:
+        asks.append("next")  # "I did X" is asking what else to do
+    asks.append("how")
+
+    topics = [tid for tid, pattern in m.topics if pattern.search(whole)]
+    # A topic named only as something tried is not what is asked about.
+    by_id = {t.id: t for t in m.intents.topics}
+    asked = [t for t in topics if by_id[t].remedy is None or by_id[t].remedy not in tried_remedies]
+    if not asked and query_vector is not None and searcher is not None:
+        sims = _topic_vectors(searcher, m.intents) @ np.asarray(query_vector)
+        best = int(np.argmax(sims))
+        if sims[best] >= TOPIC_COSINE and m.intents.topics[best].id not in topics:
+            asked = [m.intents.topics[best].id]
+    return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
+                            sizes=sizes_in(text or ""))
+
+
+def topic(topic_id: str, path: str = str(INTENTS_FILE)) -> Topic:
+    return next(t for t in load_intents(path).intents.topics if t.id == topic_id)
+
+
+def tried_item(tried_id: str, path: str = str(INTENTS_FILE)) -> Tried:
+    return next(t for t in load_intents(path).intents.tried if t.id == tried_id)
