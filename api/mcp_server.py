@@ -420,19 +420,25 @@ class McpEndpoint:
 
 
 def mount_mcp(app: Any, settings: Settings, holder: "AssistantHolder", gate: threading.Semaphore) -> Any:
-    """Add `/mcp` to the FastAPI `app`; returns the lifespan context the app must enter (the
-    SDK's session manager). Without the `mcp` package, nothing is added and None is returned."""
+    """Add `/mcp` to the FastAPI `app`; returns a function giving the lifespan context the app must
+    enter each time it starts (a fresh SDK session manager: one runs only once). Without the `mcp`
+    package, nothing is added and None is returned."""
     try:
         from mcp.server.transport_security import TransportSecuritySettings
     except ModuleNotFoundError:
         return None
     server = build_server(settings, holder, gate, remote=True)
-    # The app's TrustedHosts already refuses foreign Host headers (DNS rebinding).
-    server.streamable_http_app(stateless_http=True, json_response=True,
-                               transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+    def lifespan():
+        # The app's TrustedHosts already refuses foreign Host headers (DNS rebinding).
+        server.streamable_http_app(stateless_http=True, json_response=True,
+                                   transport_security=TransportSecuritySettings(
+                                       enable_dns_rebinding_protection=False))
+        return server.session_manager.run()
+
     app.add_route("/mcp", McpEndpoint(server, settings), methods=["GET", "POST", "DELETE"],
                   include_in_schema=False)
-    return server.session_manager.run()
+    return lifespan
 
 
 def _version() -> str:

@@ -387,7 +387,7 @@ def create_app(
         holder.start_loading()
         async with contextlib.AsyncExitStack() as stack:
             if app.state.mcp_lifespan is not None:  # the MCP session manager of /mcp
-                await stack.enter_async_context(app.state.mcp_lifespan)
+                await stack.enter_async_context(app.state.mcp_lifespan())
             yield
 
     app = FastAPI(
