@@ -170,6 +170,7 @@ class Assistant:
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
+            names_topic=analysis.topics_named,
         ).grounded)
 
         remedies = []

@@ -84,6 +84,8 @@ class GroundingModel(BaseModel):
     weights: list[float]
     bias: float
     threshold: float = 0.5
+    #: the bar for a question that names one of the guides' topics by a cue phrase
+    named_topic_threshold: float = 0.5
     trained_on: dict[str, int] = {}
 
     def probability(self, x: dict[str, float]) -> float:
@@ -289,15 +291,18 @@ def unknown_names(question: str, searcher, language: str | None = None) -> float
 
 
 def decide(question: str, results, searcher=None, model: GroundingModel | None = None,
-           query_vector: np.ndarray | None = None, language: str | None = None) -> Decision:
+           query_vector: np.ndarray | None = None, language: str | None = None,
+           names_topic: bool = False) -> Decision:
     """Whether the guides cover `question`, with the probability and the features behind it
-    (`query_vector`, `language`: see `features`)."""
+    (`query_vector`, `language`: see `features`; `names_topic`: the question analysis found one of
+    the guides' topics named by a cue phrase, which lowers the bar to `named_topic_threshold`)."""
     if not results or not question.strip():
         return Decision(grounded=False, probability=0.0, features={})
     model = model or load_model()
     x = features(question, results, searcher, query_vector=query_vector, language=language)
     p = model.probability(x)
-    return Decision(grounded=p >= model.threshold, probability=round(p, 4),
+    bar = min(model.threshold, model.named_topic_threshold) if names_topic else model.threshold
+    return Decision(grounded=p >= bar, probability=round(p, 4),
                     features={k: round(v, 4) for k, v in x.items()})
 
 

@@ -84,6 +84,8 @@ class QuestionAnalysis(BaseModel):
     tried: list[str] = []
     tried_remedies: list[str] = []
     sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
+    #: whether a cue phrase named the topics (not only a resemblance by meaning)
+    topics_named: bool = False
 
     @property
     def topic(self) -> str | None:
@@ -197,13 +199,14 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
     # A topic named only as something tried is not what is asked about.
     by_id = {t.id: t for t in m.intents.topics}
     asked = [t for t in topics if by_id[t].remedy is None or by_id[t].remedy not in tried_remedies]
+    named = bool(asked)
     if not asked and query_vector is not None and searcher is not None:
         sims = _topic_vectors(searcher, m.intents) @ np.asarray(query_vector)
         best = int(np.argmax(sims))
         if sims[best] >= TOPIC_COSINE and m.intents.topics[best].id not in topics:
             asked = [m.intents.topics[best].id]
     return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
-                            sizes=sizes_in(text or ""))
+                            sizes=sizes_in(text or ""), topics_named=named)
 
 
 def topic(topic_id: str, path: str = str(INTENTS_FILE)) -> Topic:

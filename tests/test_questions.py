@@ -13,7 +13,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from oomkb.api.http.app import create_app
-from oomkb.kb import remedies as catalogue_api
+from oomkb.kb.remedies import load_catalogue
+from oomkb.kb.remedies.rendering import message
 from oomkb.kb.question import analyse, check_against, load_intents
 from oomkb.settings import Settings
 from tests.conftest import LOCAL, ROOT
@@ -86,14 +87,14 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
 
 
 def test_the_intents_catalogue_names_only_known_remedies():
-    check_against(catalogue_api.load_catalogue())
+    check_against(load_catalogue())
     assert load_intents().intents.tried
 
 
 def test_an_off_topic_refusal_does_not_ask_for_a_log(client):
     body = client.post("/v1/ask", json={"question": "How long should I boil an egg for a soft yolk?"}).json()
     assert not body["grounded"]
-    hint = catalogue_api.message(catalogue_api.load_catalogue(), "paste_log_hint", "en")
+    hint = message(load_catalogue(), "paste_log_hint", "en")
     assert hint not in body["answer"]
 
 
