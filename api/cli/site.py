@@ -68,7 +68,7 @@ def gaps_command(
         records = store.unhelpful_or_unanswered(since)
         if records:  # the model and index load only when there is something to group
             embed, nearest = searcher_functions(open_searcher())
-            report = group_questions(records, embed, nearest, since_days=since)
+            report = group_questions(records, embed, nearest, since_days=since, store=store)
         else:
             report = GapsReport(since_days=since, questions=0, groups=[])
     if as_json:
