@@ -229,3 +229,80 @@ def test_old_duplicate_verdicts_are_folded_into_the_latest_on_migration(tmp_path
     assert store.schema_version() == SCHEMA_VERSION
     [record] = store.unhelpful_or_unanswered()
     assert record.helpful is False and record.comments == ["c2"]
+
+
+# ------------------------------------------------------------------ 11: files `oomkb diagnose` reads
+
+
+def _oomkb(*args: str, stdin=None, timeout: float = 120):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "oomkb.api.cli", *args], stdin=stdin, capture_output=True,
+                          text=True, timeout=timeout, env={**__import__("os").environ, "COLUMNS": "200"})
+
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from oomkb.api.cli.main import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/dev/null"])
+def test_diagnose_refuses_devices_and_fifos_with_exit_2(tmp_path, target):
+    """Before: /dev/zero grew the process to 2.7 GB and ended in MemoryError (exit 70); a FIFO hung."""
+    import os
+
+    if target == "fifo":
+        target = str(tmp_path / "log.fifo")
+        os.mkfifo(target)
+    r = _cli("diagnose", target)
+    assert r.exit_code == 2 and "is not a regular file" in r.output and r.exception.__class__ is SystemExit
+
+
+def test_diagnose_of_empty_input_is_exit_2():
+    """README: bad input exits 2. Before: an empty log printed 'no OOM message found' and exit 0."""
+    import subprocess
+
+    r = _oomkb("diagnose", "-", stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "is empty" in r.stderr
+
+
+def test_diagnose_of_endless_standard_input_stops_with_exit_2():
+    r = _oomkb("diagnose", "-", stdin=open("/dev/zero", "rb"), timeout=60)
+    assert r.returncode == 2 and "more than 256 MiB" in r.stderr
+
+
+def test_diagnose_reads_the_tail_of_a_long_log(tmp_path):
+    """Before: a 178 MB log took 13.5 s and 2.2 GB; now its last 8 MiB are read."""
+    from oomkb.api.cli.files import LOG_TAIL_BYTES
+
+    log = tmp_path / "long.log"
+    line = b"I0101 12:00:00.000 step 1234 loss 0.123 examples/s 1234.5\n"
+    with open(log, "wb") as f:
+        f.write(b"RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB\n")  # an old one
+        f.write(line * (3 * LOG_TAIL_BYTES // len(line)))
+        f.write(b"RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB.\n")
+    r = _cli("diagnose", "--json", str(log))
+    assert r.exit_code == 0, r.output
+    assert '"requested_bytes": 2147483648' in r.stdout and "reading its last 8 MiB" in r.stderr
+
+
+# ------------------------------------------------------------------ 14: a damaged index exits 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damaged", ["vectors.faiss", "lexical.npz"])
+def test_a_damaged_index_exits_1_without_terminate(index_copy, damaged):
+    """Before: the right message, then 'terminate called without an active exception', exit 134:
+    the query model was still loading in a background thread when the process exited."""
+    generation = next(index_copy.glob("gen-*"))
+    target = generation / damaged
+    target.unlink()
+    target.write_bytes(b"\x00" * 100)
+    for command in (["ask", "what is vmem"], ["search", "vmem"]):
+        r = _oomkb(*command, "--index", str(index_copy))
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "rebuild it with `oomkb index`" in r.stderr and "terminate called" not in r.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -72,18 +71,12 @@ def diagnose_command(
 
 
 def _read_input(log: str) -> str:
-    """The log text from the file named ``log``, or from standard input for '-'."""
-    from oomkb.diagnostics.parse import decode_log, read_log
+    """The log text from the file named ``log``, or from standard input for '-': a regular file
+    only, its last 8 MiB when longer; exit 2 for an empty log (api/cli/files.py)."""
+    from oomkb.api.cli.files import read_log_bytes
+    from oomkb.diagnostics.parse import decode_log
 
-    if log != "-":
-        return read_log(log)
-    stdin = sys.stdin
-    if stdin is None:
-        return ""
-    if stdin.isatty():
-        typer.echo("reading the log from standard input (end with Ctrl-D)...", err=True)
-    binary = getattr(stdin, "buffer", None)
-    return decode_log(binary.read()) if binary is not None else stdin.read()
+    return decode_log(read_log_bytes(log))
 
 
 def _size(value: int) -> str:
