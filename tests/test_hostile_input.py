@@ -306,3 +306,24 @@ def test_a_damaged_index_exits_1_without_terminate(index_copy, damaged):
         r = _oomkb(*command, "--index", str(index_copy))
         assert r.returncode == 1, (r.returncode, r.stderr)
         assert "rebuild it with `oomkb index`" in r.stderr and "terminate called" not in r.stderr
+
+
+# ------------------------------------------------------------------ 10: terminal escapes
+
+ESCAPES = ("\x1b]8;;https://evil.example/\x1b\\click me\x1b]8;;\x1b\\ \x1b[2J\x1b[31mred\x1b[0m "
+           "\x9b31m c1 \x07bell how do I run jax on a toaster")
+
+
+def test_oomkb_gaps_text_output_carries_no_control_characters(tmp_path, searcher, monkeypatch):
+    """Before: a question's OSC-8 link, clear-screen and colour codes reached the operator's terminal."""
+    import re
+
+    import oomkb.kb.search as search_module
+
+    db = tmp_path / "esc.sqlite"
+    _record(FeedbackStore(db), 1, lambda i: ESCAPES)
+    monkeypatch.setattr(search_module, "open_searcher", lambda *a, **k: searcher)
+    r = _cli("gaps", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert "click me" in r.output and "toaster" in r.output
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", r.output), repr(r.output)

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 
 from oomkb.api.cli.options import JsonOption
-from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, terminal_safe, user_errors
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
             return
         from rich.markdown import Markdown
 
-        Console().print(Markdown(response.answer))
+        Console().print(Markdown(terminal_safe(response.answer)))
 
 
 __all__ = ["register"]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from oomkb.api.cli.options import JsonOption
-from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, terminal_safe, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -80,7 +80,7 @@ def gaps_command(
         return
     out.print(f"[bold]{report.questions}[/] questions in {len(report.groups)} groups")
     for n, g in enumerate(report.groups, 1):
-        out.print(f"\n[bold]{n}.[/] {g.size} × ({', '.join(g.languages)}) nearest: "
-                  f"{escape(g.nearest_section or '—')}")
-        for e in g.examples:
-            out.print(f"   • {escape(e)}")
+        out.print(f"\n[bold]{n}.[/] {g.size} × ({escape(terminal_safe(', '.join(g.languages)))}) nearest: "
+                  f"{escape(terminal_safe(g.nearest_section or '—'))}")
+        for e in g.examples:  # askers' text: no escape sequence reaches the operator's terminal
+            out.print(f"   • {escape(terminal_safe(e))}")
