@@ -327,3 +327,84 @@ def test_oomkb_gaps_text_output_carries_no_control_characters(tmp_path, searcher
     assert r.exit_code == 0, r.output
     assert "click me" in r.output and "toaster" in r.output
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", r.output), repr(r.output)
+
+
+# ------------------------------------------------------------------ 8, 16: connections and headers
+
+
+@pytest.fixture
+def live(searcher, tmp_path, monkeypatch):
+    """The real app under uvicorn on 127.0.0.1, with `oomkb serve`'s connection limits."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    import oomkb.api.http.app as app_module
+    from oomkb.api.assistant import Assistant
+    from oomkb.api.cli.serve import CONNECTION_LIMITS
+
+    monkeypatch.setattr(app_module, "BODY_READ_SECONDS", 1.5)
+    app = create_app(Settings(db=tmp_path / "live.sqlite"), Assistant(searcher))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    limits = {**CONNECTION_LIMITS, "limit_concurrency": 20}
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **limits))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(600):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _half_body(port: int):
+    import socket
+
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST /v1/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 100000\r\n\r\n" + b'{"error_log": "' + b"x" * 1000)
+    return s
+
+
+def test_a_stalled_body_gets_408_and_its_connection_closed(live):
+    """Before: a half-sent body held its connection and buffer for as long as the client liked."""
+    s = _half_body(live)
+    t = time.perf_counter()
+    reply = b""
+    while chunk := s.recv(65536):
+        reply += chunk
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 408") and time.perf_counter() - t < 10
+
+
+def test_many_stalled_clients_never_stop_healthz(live):
+    """Before: stalled connections piled up to the fd limit and /healthz timed out. Now the excess is
+    answered 503 at once and, once the stalled bodies time out, /healthz answers 200 again."""
+    import httpx
+
+    stalled = [_half_body(live) for _ in range(30)]
+    try:
+        codes = set()
+        for _ in range(20):
+            try:
+                codes.add(httpx.get(f"http://127.0.0.1:{live}/healthz", timeout=5).status_code)
+            except httpx.HTTPError as exc:  # a timeout here is the failure this test is about
+                codes.add(type(exc).__name__)
+            if 200 in codes:
+                break
+            time.sleep(0.25)
+        assert codes <= {200, 503} and 200 in codes, codes
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_json_answers_carry_nosniff(client):
+    for r in (client.get("/healthz"), client.post("/v1/search", json={"query": "vmem"}),
+              client.post("/v1/ask", json={})):
+        assert r.headers.get("x-content-type-options") == "nosniff", r.url
