@@ -408,3 +408,57 @@ def test_json_answers_carry_nosniff(client):
     for r in (client.get("/healthz"), client.post("/v1/search", json={"query": "vmem"}),
               client.post("/v1/ask", json={})):
         assert r.headers.get("x-content-type-options") == "nosniff", r.url
+
+
+# ------------------------------------------------------------------ 12, 13: the exported site
+
+
+def test_export_site_replaces_links_in_its_folder_and_never_writes_through_them(tmp_path):
+    """Before: a link named index.html overwrote its target; a dangling one created a file anywhere."""
+    from oomkb.indexer.guides import load_guides
+
+    site, victim, elsewhere = tmp_path / "site", tmp_path / "victim.txt", tmp_path / "elsewhere"
+    (site / "guides").mkdir(parents=True)
+    elsewhere.mkdir()
+    victim.write_text("precious")
+    (site / "index.html").symlink_to(victim)
+    doc_id = load_guides()[0].doc_id
+    (site / "guides" / f"{doc_id}.html").symlink_to(elsewhere / "created.html")
+    r = _cli("export-site", str(site))
+    assert r.exit_code == 0, r.output
+    assert victim.read_text() == "precious" and not (elsewhere / "created.html").exists()
+    assert not (site / "index.html").is_symlink() and "oomkb guides" in (site / "index.html").read_text()
+    assert not list(site.rglob("*.tmp"))
+
+
+def test_export_site_refuses_a_linked_subfolder(tmp_path):
+    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    site.mkdir()
+    elsewhere.mkdir()
+    (site / "guides").symlink_to(elsewhere, target_is_directory=True)
+    r = _cli("export-site", str(site))
+    assert r.exit_code == 1 and "symbolic link" in r.output and not list(elsewhere.iterdir())
+
+
+@pytest.mark.parametrize("field, value", [("doc_id", "../../pwned"), ("doc_id", "a/b"),
+                                          ("language", 'en" onmouseover="alert(1)'), ("language", "e n")])
+def test_forged_front_matter_is_refused_before_anything_is_written(tmp_path, field, value):
+    """Before: `doc_id: "../../pwned"` wrote outside the export folder; a `language` value broke out
+    of the `lang` attribute."""
+    import json as _json
+
+    from oomkb.indexer.guides import default_docs_dir
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for guide in default_docs_dir().glob("*.md"):
+        (docs / guide.name).write_text(guide.read_text(encoding="utf-8"), encoding="utf-8")
+    first = sorted(docs.glob("*.md"))[0]
+    text = first.read_text(encoding="utf-8")
+    start = text.index(f"\n{field}:") + 1
+    end = text.index("\n", start)
+    first.write_text(text[:start] + f"{field}: {_json.dumps(value)}" + text[end:], encoding="utf-8")
+    site = tmp_path / "out" / "site"
+    r = _cli("export-site", str(site), "--docs", str(docs))
+    assert r.exit_code == 2 and field in r.output, r.output
+    assert not (tmp_path / "pwned.html").exists() and not site.exists()
