@@ -13,7 +13,6 @@ client-side search over the cards and sections, no server needed).
 from __future__ import annotations
 
 import contextlib
-import errno
 import html
 import json
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from oomkb.errors import UserInputError
 from oomkb.indexer.guides import Guide, Section
 from oomkb.kb.cards import SectionCard
 from oomkb.kb.language import FALLBACK, LANGUAGES, base_language, is_supported, language_name
@@ -198,10 +198,10 @@ def export_site(target: Path, guides: Sequence[Guide], cards: Sequence[SectionCa
     Each file is written to a new temporary file beside it and renamed over the old one, so a link
     already in the folder is replaced, never followed (a link there overwrote a victim file, a
     dangling one created a file anywhere); a folder of the site that is a link is refused
-    (ExportRefused, an OSError)."""
+    (ExportRefused)."""
     for folder in (target, target / "guides", target / "static"):
         if folder.is_symlink():
-            raise ExportRefused(errno.ELOOP, f"{folder} is a symbolic link; oomkb writes only into real folders")
+            raise ExportRefused(f"{folder} is a symbolic link; oomkb writes only into real folders")
         folder.mkdir(parents=True, exist_ok=True)
     for name in SITE_ASSETS:
         _write(target / "static" / name, (STATIC_DIR / name).read_bytes())
@@ -216,7 +216,7 @@ def export_site(target: Path, guides: Sequence[Guide], cards: Sequence[SectionCa
     return pages
 
 
-class ExportRefused(OSError):
+class ExportRefused(UserInputError):
     """The export folder holds something oomkb will not write through (a symbolic link)."""
 
 

@@ -39,7 +39,8 @@ def export_site_command(
         guides = load_guides(docs)
         cards = load_cards()
     try:
-        pages = export_site(target, guides, cards, reader=code)
+        with user_errors():  # a linked site folder: exit 2
+            pages = export_site(target, guides, cards, reader=code)
     except OSError as exc:
         fail(f"cannot write the site into {target}: {exc.strerror or exc}", 1)
     Console(stderr=True).print(f"wrote {len(pages)} pages; open {escape(str(target / 'index.html'))}")
