@@ -28,9 +28,12 @@ from oomkb.errors import ServiceError, UserInputError
 
 log = logging.getLogger("oomkb.feedback")
 
-MAX_COMMENT_CHARS = 4000
+MAX_COMMENT_CHARS = 2000
 MAX_QUESTION_CHARS = 4000
 MAX_LOG_CHARS = 64_000
+#: The answers table keeps at most this many rows (feedback rows hang off them, one per answer);
+#: past it the oldest are dropped, so anonymous `/v1/ask` traffic cannot grow the file without end.
+MAX_ANSWERS = 50_000
 
 #: Each entry moves the schema from version N-1 to N; never edit a released step, add one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -62,6 +65,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX answers_grounded ON answers(grounded, created)",
         "CREATE INDEX feedback_answer ON feedback(answer_id)",
     ),
+    (  # 3: one verdict per answer (the latest wins); each question's vector, kept for the gaps report
+        """DELETE FROM feedback WHERE id NOT IN (
+               SELECT (SELECT f.id FROM feedback f WHERE f.answer_id = g.answer_id
+                       ORDER BY f.created DESC, f.id DESC LIMIT 1)
+               FROM (SELECT DISTINCT answer_id FROM feedback) g)""",
+        "DROP INDEX feedback_answer",
+        "CREATE UNIQUE INDEX feedback_one_per_answer ON feedback(answer_id)",
+        "ALTER TABLE answers ADD COLUMN vector BLOB",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -90,13 +102,17 @@ class AnswerRecord(BaseModel):
     cited: list[str] = Field(default_factory=list)
     helpful: bool | None = Field(default=None, description="the latest verdict, if any")
     comments: list[str] = Field(default_factory=list)
+    vector: bytes | None = Field(default=None, exclude=True, repr=False,
+                                 description="the question's float32 vector, once the gaps report stored it")
 
 
 class FeedbackStore:
     """The SQLite file at `path`; every call opens its own short connection (thread- and process-safe)."""
 
-    def __init__(self, path: Path, *, store_logs: bool = False, retention_days: float | None = 90):
+    def __init__(self, path: Path, *, store_logs: bool = False, retention_days: float | None = 90,
+                 max_answers: int = MAX_ANSWERS):
         self.path = Path(path)
+        self.max_answers = max_answers
         self.store_logs = store_logs
         self.retention_days = retention_days
         self._ready = False
@@ -158,7 +174,8 @@ class FeedbackStore:
         log_text = error_log[:MAX_LOG_CHARS] if (self.store_logs and error_log) else None
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO answers (answer_id, created, source, question, language, category, "
+                "grounded, confidence, cited, error_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (answer_id, time.time(), source[:32], question[:MAX_QUESTION_CHARS], language, category,
                  int(grounded), float(confidence), json.dumps(cited[:20]), log_text),
             )
@@ -166,30 +183,58 @@ class FeedbackStore:
 
     def record_feedback(self, answer_id: str, helpful: bool, comment: str | None = None, *,
                         source: str, dedupe_key: str | None = None) -> bool:
-        """Attach a verdict to an answer; False when `dedupe_key` was seen before (a replay).
+        """Set an answer's verdict: one per answer, the latest replaces the one before. False when
+        `dedupe_key` was seen before (a replay) or the same verdict and comment are already stored.
 
         Raises :class:`UnknownAnswer` for an id that was never recorded."""
+        comment = (comment or None) and comment[:MAX_COMMENT_CHARS]
         with self._connect() as conn:
-            if conn.execute("SELECT 1 FROM answers WHERE answer_id = ?", (answer_id,)).fetchone() is None:
-                raise UnknownAnswer(f"no answer with id {answer_id!r} is known to this service")
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO feedback (answer_id, created, helpful, comment, source, dedupe_key) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (answer_id, time.time(), int(helpful), (comment or None) and comment[:MAX_COMMENT_CHARS],
-                 source[:32], dedupe_key),
-            )
-            return cursor.rowcount == 1
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("SELECT 1 FROM answers WHERE answer_id = ?", (answer_id,)).fetchone() is None:
+                    raise UnknownAnswer(f"no answer with id {answer_id!r} is known to this service")
+                if dedupe_key is not None and conn.execute(
+                        "SELECT 1 FROM feedback WHERE dedupe_key = ?", (dedupe_key,)).fetchone():
+                    changed = False
+                else:
+                    cursor = conn.execute(
+                        "INSERT INTO feedback (answer_id, created, helpful, comment, source, dedupe_key) "
+                        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(answer_id) DO UPDATE SET "
+                        "created = excluded.created, helpful = excluded.helpful, comment = excluded.comment, "
+                        "source = excluded.source, dedupe_key = excluded.dedupe_key "
+                        "WHERE helpful IS NOT excluded.helpful OR comment IS NOT excluded.comment",
+                        (answer_id, time.time(), int(helpful), comment, source[:32], dedupe_key),
+                    )
+                    changed = cursor.rowcount == 1
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return changed
+
+    def store_vectors(self, vectors: dict[str, bytes]) -> None:
+        """Keep questions' vectors (answer_id → float32 bytes) so each is embedded once, not per report."""
+        if vectors:
+            with self._connect() as conn:
+                conn.execute("BEGIN IMMEDIATE")  # one transaction, not one per row
+                conn.executemany("UPDATE answers SET vector = ? WHERE answer_id = ?",
+                                 [(v, k) for k, v in vectors.items()])
+                conn.execute("COMMIT")
 
     def _purge(self, conn: sqlite3.Connection) -> None:
-        if self.retention_days is None:
-            return
-        cutoff = time.time() - self.retention_days * 86400
-        conn.execute("DELETE FROM answers WHERE created < ?", (cutoff,))
+        if self.retention_days is not None:
+            cutoff = time.time() - self.retention_days * 86400
+            conn.execute("DELETE FROM answers WHERE created < ?", (cutoff,))
+        # The row cap: the oldest answers (and their verdicts, by cascade) go first.
+        conn.execute("DELETE FROM answers WHERE answer_id IN (SELECT answer_id FROM answers "
+                     "ORDER BY created DESC LIMIT -1 OFFSET ?)", (self.max_answers,))
 
     # -- reading ------------------------------------------------------------------------------
 
-    def unhelpful_or_unanswered(self, since_days: float | None = None) -> list[AnswerRecord]:
-        """Answers given `grounded: false` or marked unhelpful (latest verdict), newest first."""
+    def unhelpful_or_unanswered(self, since_days: float | None = None,
+                                limit: int = MAX_ANSWERS) -> list[AnswerRecord]:
+        """Answers given `grounded: false` or marked unhelpful (latest verdict), newest first, of the
+        newest `limit` recorded."""
         since = time.time() - since_days * 86400 if since_days is not None else 0.0
         with self._connect() as conn:
             rows = conn.execute(
@@ -198,10 +243,11 @@ class FeedbackStore:
                           (SELECT helpful FROM feedback f WHERE f.answer_id = a.answer_id
                            ORDER BY f.created DESC, f.id DESC LIMIT 1) AS helpful,
                           (SELECT json_group_array(comment) FROM feedback f
-                           WHERE f.answer_id = a.answer_id AND comment IS NOT NULL) AS comments
+                           WHERE f.answer_id = a.answer_id AND comment IS NOT NULL) AS comments,
+                          a.vector
                    FROM answers a WHERE a.created >= ?
-                   ORDER BY a.created DESC""",
-                (since,),
+                   ORDER BY a.created DESC LIMIT ?""",
+                (since, limit),
             ).fetchall()
         out = []
         for r in rows:
@@ -211,7 +257,7 @@ class FeedbackStore:
             out.append(AnswerRecord(
                 answer_id=r[0], created=r[1], source=r[2], question=r[3], language=r[4], category=r[5],
                 grounded=bool(r[6]), confidence=r[7], cited=json.loads(r[8] or "[]"), helpful=helpful,
-                comments=[c for c in json.loads(r[10] or "[]") if c],
+                comments=[c for c in json.loads(r[10] or "[]") if c], vector=r[11],
             ))
         return out
 

@@ -12,15 +12,18 @@ client-side search over the cards and sections, no server needed).
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
 import re
-import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from oomkb.errors import UserInputError
 from oomkb.indexer.guides import Guide, Section
 from oomkb.kb.cards import SectionCard
 from oomkb.kb.language import FALLBACK, LANGUAGES, base_language, is_supported, language_name
@@ -100,7 +103,7 @@ def _section_html(guide: Guide, section: Section, card: SectionCard | None, read
         f'aria-label="link to this section">#</a></h{level}>')
     return (
         f'<section class="guide-section" id="{html.escape(section.id)}">'
-        f'<div class="guide-text" lang="{guide.language}" dir="{gdir}">{heading}'
+        f'<div class="guide-text" lang="{html.escape(guide.language)}" dir="{gdir}">{heading}'
         f"{render_markdown(section.text)}</div>"
         f"{_card_html(card, reader)}</section>"
     )
@@ -138,7 +141,7 @@ def render_guide(guide: Guide, cards: Iterable[SectionCard], reader: str, *, sta
     gdir = direction(guide.language)
     sections = "".join(_section_html(guide, s, by_section.get(s.id), reader) for s in guide.sections)
     heading = (
-        f'<h1 lang="{guide.language}" dir="{gdir}">{html.escape(guide.title)}</h1>'
+        f'<h1 lang="{html.escape(guide.language)}" dir="{gdir}">{html.escape(guide.title)}</h1>'
         f'<p class="meta">{html.escape(guide.title_en)} · {html.escape(language_name(guide.language, reader))}'
         f" · <code>{html.escape(guide.doc_id)}</code></p>"
     )
@@ -154,7 +157,7 @@ def render_index(guides: Sequence[Guide], reader: str, *, static: bool = False, 
     for g in guides:
         url = guide_url(g.doc_id, static=static)
         items.append(
-            f'<li><a href="{url}" lang="{g.language}" dir="{direction(g.language)}">{html.escape(g.title)}</a>'
+            f'<li><a href="{url}" lang="{html.escape(g.language)}" dir="{direction(g.language)}">{html.escape(g.title)}</a>'
             f' <span class="meta">{html.escape(g.title_en)} · {html.escape(language_name(g.language, reader))}'
             f"</span></li>"
         )
@@ -190,21 +193,46 @@ EXPORT_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src '
 
 def export_site(target: Path, guides: Sequence[Guide], cards: Sequence[SectionCard],
                 reader: str = FALLBACK) -> list[Path]:
-    """Write the static site into `target` (created; existing oomkb files replaced). Returns the pages."""
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "guides").mkdir(exist_ok=True)
-    (target / "static").mkdir(exist_ok=True)
+    """Write the static site into `target` (created; existing oomkb files replaced). Returns the pages.
+
+    Each file is written to a new temporary file beside it and renamed over the old one, so a link
+    already in the folder is replaced, never followed (a link there overwrote a victim file, a
+    dangling one created a file anywhere); a folder of the site that is a link is refused
+    (ExportRefused)."""
+    for folder in (target, target / "guides", target / "static"):
+        if folder.is_symlink():
+            raise ExportRefused(f"{folder} is a symbolic link; oomkb writes only into real folders")
+        folder.mkdir(parents=True, exist_ok=True)
     for name in SITE_ASSETS:
-        shutil.copyfile(STATIC_DIR / name, target / "static" / name)
+        _write(target / "static" / name, (STATIC_DIR / name).read_bytes())
     pages = [target / "index.html"]
-    pages[0].write_text(render_index(guides, reader, static=True, csp=EXPORT_CSP), encoding="utf-8")
+    _write(pages[0], render_index(guides, reader, static=True, csp=EXPORT_CSP))
     data = json.dumps(search_records(guides, cards), ensure_ascii=False).replace("</", "<\\/")
-    (target / "search-data.js").write_text(f"window.OOMKB_SEARCH = {data};\n", encoding="utf-8")
+    _write(target / "search-data.js", f"window.OOMKB_SEARCH = {data};\n")
     for g in guides:
         page = target / "guides" / f"{g.doc_id}.html"
-        page.write_text(render_guide(g, cards, reader, static=True, csp=EXPORT_CSP), encoding="utf-8")
+        _write(page, render_guide(g, cards, reader, static=True, csp=EXPORT_CSP))
         pages.append(page)
     return pages
+
+
+class ExportRefused(UserInputError):
+    """The export folder holds something oomkb will not write through (a symbolic link)."""
+
+
+def _write(path: Path, content: str | bytes) -> None:
+    """`content` into `path` by a new file (O_EXCL, no link followed) renamed over whatever is there."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 __all__ = ["EXPORT_CSP", "direction", "export_site", "guide_url", "page_html", "reader_language", "render_guide",

@@ -31,6 +31,11 @@ class Section(BaseModel):
     end_char: int
 
 
+#: What a guide's `doc_id` and `language` may be (checked when a guide is read).
+DOC_ID = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?")
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}")
+
+
 class Guide(BaseModel):
     """A source guide as written: front matter, raw Markdown and its sections in order."""
 
@@ -91,6 +96,14 @@ def parse_guide(path: Path) -> Guide:
     for key in ("doc_id", "title", "language"):
         if not meta.get(key):
             raise GuideError(f"{path}: front matter lacks {key!r}")
+    # The id names files and URLs, the language goes into `lang` attributes: both are checked here,
+    # once, so no page or export trusts front matter (`doc_id: ../../x` wrote outside the site).
+    if not DOC_ID.fullmatch(str(meta["doc_id"])):
+        raise GuideError(f"{path}: doc_id {str(meta['doc_id'])[:80]!r} is not a lower-case name of letters, "
+                         "digits and hyphens (it names files and URLs)")
+    if not LANGUAGE_TAG.fullmatch(str(meta["language"])):
+        raise GuideError(f"{path}: language {str(meta['language'])[:80]!r} is not a language code such as "
+                         "en, pt or zh-Hant")
     sections = _split_sections(text, m.end(), str(meta["title"]), path)
     return Guide(
         doc_id=str(meta["doc_id"]),

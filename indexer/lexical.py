@@ -38,18 +38,29 @@ STOPWORDS = frozenset(
 )
 
 
+#: _TECH matches only within a stretch of its own characters (ASCII letters, digits and `_.:/-`),
+#: so it is applied one such stretch at a time, and only to stretches holding a digit or one of
+#: `_.:/-` (without one it cannot match). It rescans a stretch from each position it tries (a
+#: 20,000-letter question took 1.1 s), so a stretch longer than MAX_TECH_CHARS is read in pieces of
+#: that length: the cost stays linear in the text. The guides' tokens are the same either way
+#: (tests/test_lexical.py checks).
+MAX_TECH_CHARS = 128
+_STRETCH = regex.compile(r"[A-Za-z0-9_.:/-]+")
+_TECH_NEEDS = regex.compile(r"[0-9_.:/-]")
+
+
 def tokenize(text: str) -> list[str]:
     """Tokens for BM25: whole technical tokens (+ their parts), CJK bigrams, normalised words."""
     text = unicodedata.normalize("NFKC", text)
     tokens: list[str] = []
-    for m in _TECH.finditer(text):
-        tok = m.group().lstrip("-").lower()
-        if len(tok) >= 2:
-            tokens.append(tok)
-            parts = _PARTS.findall(tok)
-            if len(parts) > 1:
-                tokens.extend(p for p in parts if len(p) >= 2 and p not in STOPWORDS)
-    rest = _TECH.sub(" ", text)
+
+    def technical(stretch: regex.Match) -> str:
+        s = stretch.group()
+        if _TECH_NEEDS.search(s) is None:
+            return s
+        return "".join(_technical(s[i : i + MAX_TECH_CHARS], tokens) for i in range(0, len(s), MAX_TECH_CHARS))
+
+    rest = _STRETCH.sub(technical, text)
     for m in _CJK.finditer(rest):
         run = m.group()
         if len(run) == 1:
@@ -63,6 +74,18 @@ def tokenize(text: str) -> list[str]:
         if len(word) >= 2 and word not in STOPWORDS:
             tokens.append(word)
     return tokens
+
+
+def _technical(piece: str, tokens: list[str]) -> str:
+    """`piece` with its technical tokens replaced by a space; the tokens (+ parts) go to `tokens`."""
+    for m in _TECH.finditer(piece):
+        tok = m.group().lstrip("-").lower()
+        if len(tok) >= 2:
+            tokens.append(tok)
+            parts = _PARTS.findall(tok)
+            if len(parts) > 1:
+                tokens.extend(p for p in parts if len(p) >= 2 and p not in STOPWORDS)
+    return _TECH.sub(" ", piece)
 
 
 def _import_bm25s():

@@ -13,12 +13,14 @@ into each generation, so rebuilding the index after a guide changed costs no exp
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import shutil
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -286,6 +288,7 @@ class QueryEncoder:
         # `oomkb search` reads the guides and builds its lexical index meanwhile.
         self._loader = threading.Thread(target=self._load, name="oomkb-query-model", daemon=True)
         self._loader.start()
+        _LOADERS.add(self._loader)
         if not background:
             self.wait()
 
@@ -419,6 +422,19 @@ def load_query_encoder(index: StoredIndex, threads: int | None = None,
     ``background`` returns at once and loads meanwhile; the first query waits for it."""
     return query_encoder_for(index.path, index.manifest, threads=threads, batch=batch,
                              background=background)
+
+
+#: Loader threads not yet known to be finished. A process that exits while one is inside ONNX
+#: Runtime's session constructor tears down the runtime under it: "terminate called without an
+#: active exception", exit 134 (a CLI reporting a damaged index did, every time). At exit, each is
+#: joined first: the load ends within seconds, by itself.
+_LOADERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _join_loaders() -> None:
+    for thread in list(_LOADERS):
+        thread.join(timeout=120)
 
 
 _prefetched: dict[Path, QueryEncoder] = {}

@@ -79,18 +79,31 @@ _MIN_SCRIPT_CHARS = 2
 # Things a user pastes that say nothing about the language they write in.
 _CODE_SPAN = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 _LOG_LINE = re.compile(
-    r"^\s*(?:Traceback|File \"|[A-Z]\d{4} \d\d:\d\d|\w+(?:\.\w+)*(?:Error|Exception)\b|"
+    r"^[ \t]*(?:Traceback|File \"|[A-Z]\d{4} \d\d:\d\d|\w+(?:\.\w+)*(?:Error|Exception)\b|"
     r"RESOURCE_EXHAUSTED|at |\$ |>>> |%|#\s*include|import |from \S+ import|def |\w+\[\d).*$",
     re.MULTILINE,
 )
-_TOKEN = re.compile(
-    r"\S*[_/\\=<>{}\[\]()@#$]\S*"  # identifiers, paths, flags, shapes
-    r"|--?\S+"  # command-line flags
-    r"|\S*\d\S*"  # numbers, sizes, versions
-    r"|\b[A-Z][A-Z0-9]+\b"  # acronyms: HBM, TPU, OOM
+# Every pattern here reads user text, so each is linear in its length: a token is cut out whole
+# (`\S+`) and judged by itself, never found by `\S*X\S*`, which rescans a long run of letters from
+# every position (quadratic: 40k letters took 15 s). Tests time them on hostile inputs.
+_WORD = re.compile(r"\S+")
+_TECHNICAL = re.compile(r"[_/\\=<>{}\[\]()@#$\d]")  # identifiers, paths, shapes, numbers, versions
+_NAME = re.compile(
+    r"\b[A-Z][A-Z0-9]+\b"  # acronyms: HBM, TPU, OOM
     r"|\b\w+[a-z][A-Z]\w*\b"  # camelCase / CamelCase names
     r"|\b\w+\.\w+(?:\.\w+)*\b"  # dotted names: jax.jit
 )
+#: Language detection reads this much of a question (a pasted log in front of the prose fits); the
+#: prose it scores is cut to _MAX_PROSE_CHARS, which is plenty to tell a language.
+MAX_DETECT_CHARS = 8_000
+_MAX_PROSE_CHARS = 2_000
+
+
+def _prose_token(m: re.Match[str]) -> str:
+    token = m.group()
+    if token.startswith("-") or _TECHNICAL.search(token):  # flags, identifiers, numbers: all of it
+        return " "
+    return _NAME.sub(" ", token)
 
 
 class Detection(BaseModel):
@@ -128,14 +141,14 @@ def strip_code(text: str) -> str:
     """The prose of `text`: without code spans, pasted log lines and technical tokens."""
     text = _CODE_SPAN.sub(" ", text)
     text = _LOG_LINE.sub(" ", text)
-    text = _TOKEN.sub(" ", text)
-    return re.sub(r"\s+", " ", text).strip()
+    text = _WORD.sub(_prose_token, text)
+    return " ".join(text.split())
 
 
 def detect_language(text: str) -> Detection:
     """Detect the language of a question; unsupported or undecidable → English, flagged."""
-    text = unicodedata.normalize("NFC", text or "")
-    prose = strip_code(text)
+    text = unicodedata.normalize("NFC", (text or "")[:MAX_DETECT_CHARS])
+    prose = strip_code(text)[:_MAX_PROSE_CHARS]
     for code, pattern in _SCRIPTS:
         if len(pattern.findall(prose)) >= _MIN_SCRIPT_CHARS:
             return Detection(language=code, detected=code, supported=True, method="script")

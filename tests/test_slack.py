@@ -350,3 +350,27 @@ def test_seen_events_remember_ids_and_forget_the_oldest_past_the_bound():
     for e in "bcd":
         assert seen.first_time(e)
     assert seen.first_time("a")  # evicted by size, so new again
+
+
+def test_a_replayed_slash_command_is_answered_once(client, slack_api):
+    """Issue 24: a slash command has no event id; the same signed request sent again within the
+    signature's 5 minutes was answered again."""
+    form = urlencode({"command": "/oom", "text": "What is E1000?", "team_id": "T0TEST", "user_id": "U0ASKER",
+                      "channel_id": "C0CHANNEL", "response_url": slack_api.url + "commands/T0TEST/9/replay",
+                      "trigger_id": "9.9.9"})
+    headers = signed(form, content_type="application/x-www-form-urlencoded")
+    assert client.post("/slack/events", content=form, headers=headers).status_code == 200
+    slack_api.wait_for("commands/T0TEST/9/replay")
+    assert client.post("/slack/events", content=form, headers=headers).status_code == 200
+    time.sleep(2.0)
+    assert len(slack_api.posts("commands/T0TEST/9/replay")) == 1
+
+
+def test_a_lone_surrogate_in_a_mention_gets_a_clean_input_error(client, slack_api, caplog):
+    """Issue 24: "\\ud800" in a mention got "Sorry, something went wrong" and a logged traceback."""
+    body = event_body(mention("HBM OOM \\ud800 help", ts="1700000009.000100")).replace("\\\\ud800", "\\ud800")
+    assert "\\ud800" in body
+    assert client.post("/slack/events", content=body, headers=signed(body)).status_code == 200
+    (posted,) = slack_api.wait_for("chat.postMessage")
+    assert "cannot be read" in posted["text"] and "went wrong" not in posted["text"]
+    assert not [r for r in caplog.records if r.exc_info]

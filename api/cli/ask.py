@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,20 +10,16 @@ from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 
 from oomkb.api.cli.options import JsonOption
-from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, terminal_safe, user_errors
 
 
 def _read_text(path: Path, what: str) -> str:
-    if str(path) == "-":
-        return sys.stdin.buffer.read().decode("utf-8", "replace")
-    if not path.exists():
-        fail(f"{what} file not found: {path}", EXIT_USAGE)
-    if path.is_dir():
-        fail(f"{what} path is a folder, not a file: {path}", EXIT_USAGE)
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except OSError as exc:
-        fail(f"cannot read {what} file {path}: {exc.strerror or exc}", EXIT_USAGE)
+    """A --log or --report file ('-': standard input): a regular file only; a log's last 8 MiB,
+    a report whole up to 16 MiB (api/cli/files.py)."""
+    from oomkb.api.cli.files import read_log_bytes, read_whole
+
+    data = read_log_bytes(str(path), what) if what == "log" else read_whole(str(path), what)
+    return data.decode("utf-8", "replace")
 
 
 def _fit_log(text: str) -> str:
@@ -94,7 +89,7 @@ def register(app: typer.Typer) -> None:
             return
         from rich.markdown import Markdown
 
-        Console().print(Markdown(response.answer))
+        Console().print(Markdown(terminal_safe(response.answer)))
 
 
 __all__ = ["register"]

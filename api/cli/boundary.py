@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import NoReturn
 
 import typer
@@ -39,8 +40,21 @@ def missing_extra_message(exc: ModuleNotFoundError) -> str | None:
             f"install it with: pip install 'oomkb[{extra}]'")
 
 
+# Escape sequences (CSI colours and cursor moves, OSC titles and hyperlinks, two-byte escapes),
+# then every other C0/C1 control character but tab and newline. Bounded repeats: linear.
+_ESCAPE = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-_]"
+                     r"|\x9b[0-?]{0,64}[ -/]{0,8}[@-~]|\x9d[^\x07\x1b\x9c]{0,4096}[\x07\x9c]?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` (a user's question, a log's line) without the control characters a terminal acts
+    on: a question carrying OSC-8 links, clear-screen or colour codes prints as plain text."""
+    return _CONTROL.sub("", _ESCAPE.sub("", text))
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    _err.print(f"[red]error:[/] {escape(message)}")
+    _err.print(f"[red]error:[/] {escape(terminal_safe(message))}")
     raise typer.Exit(code)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from oomkb.api.cli.options import JsonOption
-from oomkb.api.cli.boundary import EXIT_USAGE, fail
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, terminal_safe
 from oomkb.units import format_bytes
 
 if TYPE_CHECKING:  # the parser compiles its patterns on import: only when diagnose runs
@@ -72,18 +71,12 @@ def diagnose_command(
 
 
 def _read_input(log: str) -> str:
-    """The log text from the file named ``log``, or from standard input for '-'."""
-    from oomkb.diagnostics.parse import decode_log, read_log
+    """The log text from the file named ``log``, or from standard input for '-': a regular file
+    only, its last 8 MiB when longer; exit 2 for an empty log (api/cli/files.py)."""
+    from oomkb.api.cli.files import read_log_bytes
+    from oomkb.diagnostics.parse import decode_log
 
-    if log != "-":
-        return read_log(log)
-    stdin = sys.stdin
-    if stdin is None:
-        return ""
-    if stdin.isatty():
-        typer.echo("reading the log from standard input (end with Ctrl-D)...", err=True)
-    binary = getattr(stdin, "buffer", None)
-    return decode_log(binary.read()) if binary is not None else stdin.read()
+    return decode_log(read_log_bytes(log))
 
 
 def _size(value: int) -> str:
@@ -119,7 +112,7 @@ def _render(result: ParsedError, console: Console) -> None:
     for name, label in _TEXT_FIELDS:
         value = getattr(result, name)
         if value:
-            table.add_row(label, Text(value))
+            table.add_row(label, Text(terminal_safe(value)))
     shown = {name for name, _ in _MAIN_SIZES}
     for name, value in result:
         if name.endswith("_bytes") and name not in shown and value is not None:
@@ -140,11 +133,11 @@ def _render(result: ParsedError, console: Console) -> None:
             allocations.add_row(
                 str(item.rank or ""),
                 format_bytes(item.size_bytes) if item.size_bytes is not None else "",
-                Text(item.shape or ""),
+                Text(terminal_safe(item.shape or "")),
                 padding,
-                Text(where),
+                Text(terminal_safe(where)),
             )
         console.print(allocations)
 
     if result.message:
-        console.print(Panel(Text(result.message), title="matched message", title_align="left"))
+        console.print(Panel(Text(terminal_safe(result.message)), title="matched message", title_align="left"))

@@ -89,9 +89,19 @@ def serve_command(
         console.print("Slack events at /slack/events")
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
-                    workers=workers if workers > 1 else None, factory=workers > 1)
+                    workers=workers if workers > 1 else None, factory=workers > 1, **CONNECTION_LIMITS)
     except OSError as exc:  # e.g. the port is taken
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)
+
+
+#: What one server process holds open for clients (uvicorn's options; see the README's deployment
+#: section): past `limit_concurrency` connections and requests at once, new ones get 503 at once
+#: instead of exhausting file descriptors (where /healthz itself stopped answering); an idle
+#: keep-alive connection closes after 5 s; request headers over 64 KiB close the connection. A
+#: request body must arrive within BODY_READ_SECONDS (api/http/app.py: 408). Header read time is not
+#: bounded by uvicorn: a reverse proxy in front should bound it (and buffer slow clients).
+CONNECTION_LIMITS = {"limit_concurrency": 256, "timeout_keep_alive": 5,
+                     "h11_max_incomplete_event_size": 64 * 1024}
 
 
 def _prepare_process(settings, log_level: str) -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from oomkb.api.cli.options import JsonOption
-from oomkb.api.cli.boundary import EXIT_USAGE, fail, user_errors
+from oomkb.api.cli.boundary import EXIT_USAGE, fail, terminal_safe, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +39,8 @@ def export_site_command(
         guides = load_guides(docs)
         cards = load_cards()
     try:
-        pages = export_site(target, guides, cards, reader=code)
+        with user_errors():  # a linked site folder: exit 2
+            pages = export_site(target, guides, cards, reader=code)
     except OSError as exc:
         fail(f"cannot write the site into {target}: {exc.strerror or exc}", 1)
     Console(stderr=True).print(f"wrote {len(pages)} pages; open {escape(str(target / 'index.html'))}")
@@ -68,7 +69,7 @@ def gaps_command(
         records = store.unhelpful_or_unanswered(since)
         if records:  # the model and index load only when there is something to group
             embed, nearest = searcher_functions(open_searcher())
-            report = group_questions(records, embed, nearest, since_days=since)
+            report = group_questions(records, embed, nearest, since_days=since, store=store)
         else:
             report = GapsReport(since_days=since, questions=0, groups=[])
     if as_json:
@@ -80,7 +81,7 @@ def gaps_command(
         return
     out.print(f"[bold]{report.questions}[/] questions in {len(report.groups)} groups")
     for n, g in enumerate(report.groups, 1):
-        out.print(f"\n[bold]{n}.[/] {g.size} × ({', '.join(g.languages)}) nearest: "
-                  f"{escape(g.nearest_section or '—')}")
-        for e in g.examples:
-            out.print(f"   • {escape(e)}")
+        out.print(f"\n[bold]{n}.[/] {g.size} × ({escape(terminal_safe(', '.join(g.languages)))}) nearest: "
+                  f"{escape(terminal_safe(g.nearest_section or '—'))}")
+        for e in g.examples:  # askers' text: no escape sequence reaches the operator's terminal
+            out.print(f"   • {escape(terminal_safe(e))}")

@@ -84,6 +84,32 @@ DRAIN_BYTES = 16 * MIB
 DRAIN_SECONDS = 10.0
 
 
+class NoSniff:
+    """Every response says `X-Content-Type-Options: nosniff` (JSON, errors and pages alike), so no
+    browser reads a JSON answer carrying a question's text as HTML or script."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_nosniff(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-content-type-options"]
+                message = {**message, "headers": [*headers, (b"x-content-type-options", b"nosniff")]}
+            await send(message)
+
+        await self.app(scope, receive, send_nosniff)
+
+
+#: A request body must arrive within this long: a client that sends half a body and stalls gets
+#: 408 and its connection closed, instead of holding a buffer and a connection indefinitely.
+BODY_READ_SECONDS = 30.0
+
+
 class BodyLimitMiddleware:
     """Answer 413 to any request whose body is over `max_bytes`.
 
@@ -99,9 +125,11 @@ class BodyLimitMiddleware:
     """
 
     def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int,
-                 drain_bytes: int = DRAIN_BYTES, drain_seconds: float = DRAIN_SECONDS):
+                 drain_bytes: int = DRAIN_BYTES, drain_seconds: float = DRAIN_SECONDS,
+                 read_seconds: float | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.read_seconds = BODY_READ_SECONDS if read_seconds is None else read_seconds
         self.drain_bytes = drain_bytes
         self.drain_seconds = drain_seconds
 
@@ -115,8 +143,15 @@ class BodyLimitMiddleware:
             return
         chunks: list[bytes] = []
         size = 0
+        deadline = asyncio.get_running_loop().time() + self.read_seconds
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                await JSONResponse(
+                    {"detail": f"the request body did not arrive within {self.read_seconds:g} s"},
+                    status_code=408, headers={"Connection": "close"})({"type": "http"}, _no_receive, send)
+                return
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")
@@ -409,7 +444,8 @@ def create_app(
     elif settings.enable_estimate:
         sandbox_refusal(settings)  # says in the log, at start-up, what to install
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts)  # outermost: checked first
+    app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts)  # checked first
+    app.add_middleware(NoSniff)  # outermost: on every response, refusals included
     _install_error_handlers(app)
 
     app.state.conversations = ConversationStore()

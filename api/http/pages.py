@@ -91,7 +91,8 @@ def gaps_page(request: Request, since: Annotated[float | None, Query(gt=0, le=36
     store = request.app.state.feedback_store
     searcher = request.app.state.holder.require().searcher
     embed, nearest = searcher_functions(searcher)
-    report = group_questions(store.unhelpful_or_unanswered(since), embed, nearest, since_days=since)
+    report = group_questions(store.unhelpful_or_unanswered(since), embed, nearest, since_days=since,
+                             store=store)
     items = []
     for g in report.groups:
         examples = "".join(f'<li dir="auto">{html.escape(e)}</li>' for e in g.examples)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_bolt.adapter.starlette.handler import to_starlette_response
 from slack_bolt.authorization import AuthorizeResult
@@ -336,8 +337,13 @@ class SlackBot:
                                bot_token=self._token, bot_user_id=self.bot_user_id)
 
     def _skip_repeats(self, body: dict, request, next) -> BoltResponse | None:
-        """Let each Events API delivery through once; a retry of one already taken is acked only."""
+        """Let each Events API delivery through once; a retry of one already taken is acked only.
+        A slash command has no event id: a replay of one (the same signed request, accepted for
+        the signature's 5 minutes) is known by its signature, unique to timestamp and body."""
         event_id = body.get("event_id") if isinstance(body, dict) else None
+        if not event_id and isinstance(body, dict) and body.get("command"):
+            signature = request.headers.get("x-slack-signature", [""])[0]
+            event_id = f"command:{signature}" if signature else None
         if event_id and not self.seen.first_time(str(event_id)):
             retry = request.headers.get("x-slack-retry-num", ["?"])[0]
             log.info("ignoring repeated delivery of %s (retry %s)", event_id, retry)
@@ -369,6 +375,9 @@ class SlackBot:
             return _notice(f":hourglass: {exc}")
         except OomkbError as exc:
             return _notice(f":warning: {exc}")
+        except ValidationError as exc:  # text the request model refuses (a lone surrogate): the asker's
+            first = exc.errors()[0]
+            return _notice(f":warning: the message cannot be read: {first['msg']}")
         except Exception:
             log.exception("answering a Slack message failed")
             return _notice(":warning: " + _message("internal_error", language))
