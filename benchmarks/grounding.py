@@ -57,7 +57,7 @@ def heldout_set() -> list[dict]:
 
 def feature_rows(searcher, items: list[dict]) -> list[dict[str, float]]:
     """Features as the assistant computes them (language, then search, then kb.grounding)."""
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.kb.grounding import features
     from oomkb.kb.language import detect_language
 
@@ -132,7 +132,7 @@ def main() -> None:
                     help="evaluate the held-out part only (the training part takes minutes)")
     args = ap.parse_args()
 
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.kb import grounding
     from oomkb.kb.search import open_searcher
 

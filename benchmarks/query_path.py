@@ -153,7 +153,7 @@ def serve_run(workers: int, batch: bool, requests: int, concurrency: int) -> dic
 
 def profile_answers(rounds: int = 3) -> dict:
     """cProfile of answering the question set in-process; seconds per answer, by stage."""
-    from oomkb.api.assistant import load_assistant
+    from oomkb.api.core.assistant import load_assistant
     from oomkb.api.schemas import AskRequest
 
     assistant = load_assistant()
@@ -175,7 +175,7 @@ def profile_answers(rounds: int = 3) -> dict:
         return sum(v[3] for (f, _, fn), v in stats.items() if fragment in f and fn == name)
 
     stages = {
-        "answer_total": cum("api/assistant.py", "ask"),
+        "answer_total": cum("api/core/assistant.py", "ask"),
         "search_total": cum("kb/search.py", "search"),
         "query_embedding": cum("indexer/query_model.py", "embed_queries"),
         "dense_faiss": cum("kb/search.py", "_dense_scores") - cum("indexer/query_model.py",

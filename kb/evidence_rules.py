@@ -1,7 +1,7 @@
 """Verdicts, remedy order and computed settings from the user's own figures, as data.
 
 `kb/catalogue/evidence_rules.yaml` holds rules on the facts (the same declarative conditions as
-the remedy catalogue, kb/remedies.py). A rule that holds may give the answer's first sentence (a
+the remedy catalogue, kb/remedies/). A rule that holds may give the answer's first sentence (a
 verdict with the user's numbers), put remedies first (`lead`), drop remedies its figures make
 pointless (`exclude`), and fill a remedy's snippet with a computed value. The first rule that
 holds and has a verdict gives the verdict; every rule that holds orders and excludes.

@@ -98,7 +98,7 @@ def _assistant():
     global _ASSISTANT
     if _ASSISTANT is None:
         _prepare()
-        from oomkb.api.assistant import load_assistant
+        from oomkb.api.core.assistant import load_assistant
 
         _ASSISTANT = load_assistant()
     return _ASSISTANT

@@ -217,7 +217,7 @@ def test_names_that_could_carry_markup_are_not_put_into_commands():
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

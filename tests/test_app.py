@@ -32,7 +32,7 @@ MIB = 1 << 20
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

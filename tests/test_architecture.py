@@ -83,7 +83,7 @@ def _floor(module: str) -> float:
 
 def test_the_walk_sees_the_whole_house():
     assert {"oomkb.kb.search", "oomkb.diagnostics.estimate", "oomkb.api.http.app", "oomkb.units"} <= set(MODULES)
-    assert "oomkb.diagnostics.parse" in GRAPH["oomkb.api.assistant"]
+    assert "oomkb.diagnostics.parse" in GRAPH["oomkb.api.core.assistant"]
 
 
 def test_imports_only_point_down():

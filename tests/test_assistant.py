@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from oomkb.api.assistant import Assistant
+from oomkb.api.core.assistant import Assistant
 from oomkb.api.schemas import AskRequest
 from oomkb.units import format_bytes
 from oomkb.kb.remedies.rendering import message

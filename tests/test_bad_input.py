@@ -53,7 +53,7 @@ def vmem_log(custom_call_target: str) -> str:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from oomkb.api.evidence import facts_from
+from oomkb.api.core.evidence import facts_from
 from oomkb.diagnostics.capture import CaptureReport, capture, is_oom
 
 pytestmark = pytest.mark.slow  # real compiles, subprocesses, a browser or load: `make test-quick` skips it

@@ -6,15 +6,14 @@ expiry, callers) are tested on the store and through the app."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 from slack_sdk import WebClient
 
-from oomkb.api.assistant import Assistant
-from oomkb.api.conversation import ConversationStore, UnknownConversation, merge
+from oomkb.api.core.assistant import Assistant
+from oomkb.api.core.conversation import ConversationStore, UnknownConversation, merge
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskRequest, ConversationTurn
 from oomkb.kb.remedies.rendering import message

@@ -78,7 +78,7 @@ SHORT_OF_FREE_LOG = ("ValueError: RESOURCE_EXHAUSTED: Error allocating device bu
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

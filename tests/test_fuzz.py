@@ -54,7 +54,7 @@ CASES = [(method, path, mode) for (method, path), modes in BUDGET.items() for mo
 
 @pytest.fixture(scope="module")
 def app(searcher, tmp_path_factory):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     # schemathesis calls an ASGI app with `Host: testserver`; the trusted-host check has its own
     # tests (test_http_security.py), here the API behind it is fuzzed.

@@ -3,7 +3,7 @@ held-out questions (written after the model was fitted) must meet the goals of i
 
 import pytest
 
-from oomkb.api.assistant import Assistant
+from oomkb.api.core.assistant import Assistant
 from oomkb.api.schemas import AskRequest
 from benchmarks.grounding import heldout_set, training_set
 from oomkb.kb import grounding

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from oomkb.api.feedback import MIGRATIONS, SCHEMA_VERSION, FeedbackStore
+from oomkb.api.core.feedback import MIGRATIONS, SCHEMA_VERSION, FeedbackStore
 from oomkb.api.http.app import create_app
 from oomkb.settings import Settings
-from oomkb.api.site import reader_language, render_markdown
+from oomkb.api.core.site import reader_language, render_markdown
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.cards import load_cards
 
@@ -38,7 +38,7 @@ class _Ids(HTMLParser):
 
 @pytest.fixture
 def client(searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     settings = Settings(db=tmp_path / "db" / "oomkb.sqlite", admin_token="op-token-123")
     with TestClient(create_app(settings, Assistant(searcher)), base_url="http://127.0.0.1") as c:
@@ -120,7 +120,7 @@ def test_every_citation_carries_the_url_of_its_section(client):
 
 
 def test_citations_are_absolute_when_the_public_url_is_known(searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     settings = Settings(db=tmp_path / "x.sqlite", public_url="https://oomkb.example.org/")
     with TestClient(create_app(settings, Assistant(searcher)), base_url="http://127.0.0.1") as c:
@@ -142,7 +142,7 @@ def test_feedback_attaches_to_a_recorded_answer_and_an_unknown_id_is_404(client,
 
 
 def test_the_raw_error_log_is_kept_only_when_the_operator_opts_in(searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     log = "Error allocating device buffer: Attempting to allocate 8.00M. That was not possible. There are 6.43M free."
     for opt_in in (False, True):
@@ -161,7 +161,7 @@ def test_a_100_kb_comment_is_refused_with_422_and_nothing_is_stored(client):
 
 @pytest.mark.parametrize("damage", ["corrupt", "directory"])
 def test_a_broken_database_never_stops_answers_and_feedback_says_503(searcher, tmp_path, damage):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     path = tmp_path / "oomkb.sqlite"
     if damage == "corrupt":
@@ -177,7 +177,7 @@ def test_a_broken_database_never_stops_answers_and_feedback_says_503(searcher, t
 
 
 def test_a_read_only_database_file_gives_503_for_feedback(searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     path = tmp_path / "ro.sqlite"
     FeedbackStore(path).schema_version()
@@ -212,7 +212,7 @@ def test_an_old_schema_is_migrated_forward_and_its_rows_kept(tmp_path):
 def test_two_processes_write_to_one_database_at_once_without_losing_a_row(tmp_path):
     path = tmp_path / "shared.sqlite"
     code = (
-        "import sys; from oomkb.api.feedback import FeedbackStore\n"
+        "import sys; from oomkb.api.core.feedback import FeedbackStore\n"
         "s = FeedbackStore(sys.argv[1])\n"
         "for i in range(150):\n"
         "    aid = f'{sys.argv[2]}-{i}'\n"
@@ -269,7 +269,7 @@ def _record_unanswered(store: FeedbackStore) -> None:
 
 
 def test_gaps_group_the_same_question_across_languages_biggest_group_first(searcher, tmp_path):
-    from oomkb.api.gaps import group_questions, searcher_functions
+    from oomkb.api.core.gaps import group_questions, searcher_functions
 
     store = FeedbackStore(tmp_path / "g.sqlite")
     _record_unanswered(store)
@@ -300,7 +300,7 @@ def test_oomkb_gaps_json_reads_the_database(searcher, tmp_path):
 
 
 def test_the_gaps_page_is_off_without_a_token_and_behind_it_otherwise(client, searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     with TestClient(create_app(Settings(db=tmp_path / "n.sqlite"), Assistant(searcher)), base_url="http://127.0.0.1") as off:
         assert off.get("/gaps").status_code == 404

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-import tracemalloc
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from oomkb.api.feedback import FeedbackStore
+from oomkb.api.core.feedback import FeedbackStore
 from oomkb.api.http.app import create_app
 from oomkb.settings import Settings
 
@@ -21,7 +20,7 @@ LOCAL = "http://127.0.0.1"
 
 @pytest.fixture
 def client(searcher, tmp_path):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     settings = Settings(db=tmp_path / "db" / "oomkb.sqlite", admin_token="op-token-123")
     with TestClient(create_app(settings, Assistant(searcher)), base_url=LOCAL) as c:
@@ -112,7 +111,7 @@ def _record(store: FeedbackStore, n: int, question, grounded: bool = False) -> N
 def test_gaps_embed_in_bounded_batches_and_store_each_vector_once(client, searcher, monkeypatch):
     """Before: every unanswered question went to the model in one batch, whole (25 questions of
     4,000 characters: 1.9 GB), and again on every report."""
-    from oomkb.api.gaps import EMBED_BATCH, MAX_EMBED_CHARS
+    from oomkb.api.core.gaps import EMBED_BATCH, MAX_EMBED_CHARS
 
     store = client.app.state.feedback_store
     _record(store, 20, lambda i: f"question {i} " + "how to run jax on a toaster " * 150)
@@ -139,7 +138,7 @@ def test_gaps_embed_in_bounded_batches_and_store_each_vector_once(client, search
 
 def test_grouping_2000_questions_is_near_linear(tmp_path):
     """Before: 2,000 short questions took 28 s to group (a cubic loop over a full matrix)."""
-    from oomkb.api.gaps import group_questions
+    from oomkb.api.core.gaps import group_questions
 
     store = FeedbackStore(tmp_path / "g.sqlite")
     store.schema_version()
@@ -183,7 +182,7 @@ def test_oomkb_gaps_on_25_long_questions_stays_small(tmp_path):
 
 
 def test_one_verdict_per_answer_the_last_wins_and_comments_are_bounded(client):
-    from oomkb.api.feedback import MAX_COMMENT_CHARS
+    from oomkb.api.core.feedback import MAX_COMMENT_CHARS
 
     answer_id = client.post("/v1/ask", json={"question": "What is E1000?"}).json()["answer_id"]
     results = [client.post("/v1/feedback", json={"answer_id": answer_id, "helpful": i % 2 == 0,
@@ -211,7 +210,7 @@ def test_the_answers_table_is_capped_and_the_oldest_rows_go_first(tmp_path):
 
 
 def test_old_duplicate_verdicts_are_folded_into_the_latest_on_migration(tmp_path):
-    from oomkb.api.feedback import MIGRATIONS, SCHEMA_VERSION
+    from oomkb.api.core.feedback import MIGRATIONS, SCHEMA_VERSION
 
     path = tmp_path / "v2.sqlite"
     db = sqlite3.connect(path)
@@ -341,7 +340,7 @@ def live(searcher, tmp_path, monkeypatch):
     import uvicorn
 
     import oomkb.api.http.app as app_module
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.api.cli.serve import CONNECTION_LIMITS
 
     monkeypatch.setattr(app_module, "BODY_READ_SECONDS", 1.5)

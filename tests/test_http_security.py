@@ -46,7 +46,7 @@ TOO_BIG = '{"detail":"the request body is larger than the limit of 1.00 MiB"}'
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 
@@ -418,7 +418,7 @@ def test_a_failed_load_is_explained_in_readyz_and_503s_without_paths(tmp_path, c
 
 
 def test_a_damaged_new_generation_shows_in_readyz_as_degraded_without_paths(index_copy, embedder, caplog):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.indexer.store import CURRENT, VECTORS, load_index
     from oomkb.kb.corpus import load_corpus
     from oomkb.kb.live import LiveIndex

@@ -137,7 +137,7 @@ def fake_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow  # real compiles and subprocesses
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

@@ -1,9 +1,8 @@
-"""The MCP server (api/mcp_server.py), driven by the `mcp` SDK's own client: over stdio (`python -m
+"""The MCP server (api/mcp/server.py), driven by the `mcp` SDK's own client: over stdio (`python -m
 oomkb mcp` in a child process) and over HTTP (`/mcp` of a live uvicorn on 127.0.0.1)."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -62,7 +61,7 @@ def run(fn, *args):
 
 def test_schemas_come_from_the_rest_models_and_bad_input_is_a_tool_error(tmp_path):
     from oomkb.api.http.holder import AssistantHolder
-    from oomkb.api.mcp_server import build_server
+    from oomkb.api.mcp.server import build_server
     from oomkb.api.schemas import SearchRequest
 
     settings = Settings()
@@ -194,7 +193,7 @@ def test_http_tools_token_sandbox_and_timeout(searcher):
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.api.http.app import create_app
 
     settings = Settings(enable_estimate=True, estimate_timeout_s=20, estimate_sandbox=_sandbox(),

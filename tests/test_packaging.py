@@ -31,7 +31,7 @@ def test_the_wheel_ships_every_data_file_the_code_reads(tmp_path):
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"oomkb"}
     code = {n for n in names if n.endswith(".py")}
-    assert {"oomkb/kb/search.py", "oomkb/diagnostics/estimate.py", "oomkb/api/http/app.py",
+    assert {"oomkb/kb/search.py", "oomkb/diagnostics/estimate/__init__.py", "oomkb/api/http/app.py",
             "oomkb/indexer/store.py", "oomkb/layout.py"} <= code
     assert not [n for n in code if n.startswith(("oomkb/tests/", "oomkb/benchmarks/"))]
 

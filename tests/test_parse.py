@@ -1236,7 +1236,7 @@ def test_diagnose_unknown_log_exits_zero_with_a_note(cli):
 def test_diagnose_missing_file_exits_2_with_a_message_and_no_traceback(cli, tmp_path):
     result = CliRunner().invoke(cli, ["diagnose", str(tmp_path / "nope.log")])
     assert result.exit_code == 2
-    assert "no such file" in " ".join(result.stderr.split())
+    assert "file not found" in " ".join(result.stderr.split())
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
@@ -1244,7 +1244,7 @@ def test_diagnose_missing_file_exits_2_with_a_message_and_no_traceback(cli, tmp_
 def test_diagnose_directory_exits_2_with_a_message(cli, tmp_path):
     result = CliRunner().invoke(cli, ["diagnose", str(tmp_path)])
     assert result.exit_code == 2
-    assert "is a directory" in " ".join(result.stderr.split())
+    assert "is a folder, not a file" in " ".join(result.stderr.split())
     assert "Traceback" not in result.output
 
 

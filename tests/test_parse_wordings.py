@@ -232,7 +232,7 @@ def test_smem_overflow_without_numbers():
     ],
 )
 def test_uncovered_category_is_said_honestly_with_its_numbers_and_the_nearest_section(log, language, numbers, nearest):
-    from oomkb.api.evidence import facts_from
+    from oomkb.api.core.evidence import facts_from
     from oomkb.units import format_bytes
     from oomkb.kb.remedies import load_catalogue
     from oomkb.kb.remedies.choice import choose_remedies

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from oomkb.api.assistant import Assistant
+from oomkb.api.core.assistant import Assistant
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskRequest
 from oomkb.settings import Settings

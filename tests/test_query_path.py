@@ -69,7 +69,7 @@ def test_cli_search_imports_neither_torch_nor_transformers_nor_jax(loaded_index)
 
 
 def test_importing_the_package_and_its_interfaces_pulls_no_jax_or_torch():
-    code = ("import oomkb.api, oomkb.api.assistant, oomkb.api.cli.main, oomkb.api.http.app, "
+    code = ("import oomkb.api, oomkb.api.core.assistant, oomkb.api.cli.main, oomkb.api.http.app, "
             "oomkb.kb.search, oomkb.kb.live, oomkb.kb.corpus, oomkb.indexer.lexical, "
             "oomkb.indexer.query_model, oomkb.indexer.model, json, sys\n"
             "oomkb.indexer.lexical._import_bm25s()\n"

@@ -25,7 +25,7 @@ HELDOUT = yaml.safe_load((ROOT / "tests/data/questions_heldout.yaml").read_text(
 
 @pytest.fixture(scope="module")
 def client(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     with TestClient(create_app(Settings(), Assistant(searcher)), base_url=LOCAL) as c:
         yield c

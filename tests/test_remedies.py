@@ -691,7 +691,7 @@ def _profile_report():
 
 
 def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(catalogue):
-    from oomkb.api.evidence import facts_from
+    from oomkb.api.core.evidence import facts_from
     from oomkb.diagnostics.parse import parse_error
     from oomkb.kb.remedies.conditions import check_facts
 
@@ -722,7 +722,7 @@ def test_facts_the_assistant_derives_from_evidence_are_declared_and_well_typed(c
 
 
 def test_an_estimate_that_does_not_fit_gets_remedies_from_its_own_numbers(catalogue):
-    from oomkb.api.evidence import facts_from
+    from oomkb.api.core.evidence import facts_from
 
     facts = facts_from(None, _estimate_report())
     ids = chosen_ids(catalogue, facts, facts["category"])

@@ -47,7 +47,7 @@ def program(body: str) -> str:
 
 @pytest.fixture(scope="module")
 def assistant(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     return Assistant(searcher)
 

@@ -12,7 +12,7 @@ import uvicorn
 
 from oomkb.api.http.app import create_app
 from oomkb.settings import Settings
-from oomkb.api.site import export_site
+from oomkb.api.core.site import export_site
 from oomkb.indexer.guides import load_guides
 from oomkb.kb.cards import load_cards
 from tests.test_web_browser import DevTools, Page, chromium_path
@@ -32,7 +32,7 @@ def browser(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def live(searcher, tmp_path_factory):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     db = tmp_path_factory.mktemp("db") / "oomkb.sqlite"
     app = create_app(Settings(db=db), Assistant(searcher))

@@ -120,7 +120,7 @@ def slack_api():
 
 @pytest.fixture(scope="module")
 def client(searcher, slack_api):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     settings = Settings(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_bot_user_id="U0BOT")
     app = create_app(settings, Assistant(searcher), slack_client=WebClient(base_url=slack_api.url))

@@ -130,7 +130,7 @@ def test_physical_vmem_in_the_data_is_what_the_compiler_reports():
 
 
 def test_a_report_alone_gives_the_assistant_the_vmem_figures(scoped_report, capacity_report):
-    from oomkb.api.evidence import facts_from
+    from oomkb.api.core.evidence import facts_from
 
     facts = facts_from(None, scoped_report)
     assert facts["category"] == "scoped_vmem_oom" and facts["memory_space"] == "vmem"

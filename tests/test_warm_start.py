@@ -106,7 +106,7 @@ def test_an_unwritable_models_folder_still_gives_the_vectors(onnx_searcher, tmp_
 
 
 def test_warm_up_loads_what_the_first_answer_would(loaded_index):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from oomkb.diagnostics.parse import load_signatures
     from oomkb.kb.live import LiveIndex
     from oomkb.kb.search import Searcher

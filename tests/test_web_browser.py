@@ -173,7 +173,7 @@ class Page:
 
 @pytest.fixture(scope="module")
 def server_url(searcher):
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
     app = create_app(Settings(), Assistant(searcher))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Ask the assistant; paste your error with --log for a diagnosis with your numbers."""
-        from oomkb.api.assistant import load_assistant
+        from oomkb.api.core.assistant import load_assistant
         from oomkb.api.schemas import AskRequest
 
         question = question.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

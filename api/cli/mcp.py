@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
 def mcp_command() -> None:
     """Serve MCP over stdio until the client closes the connection."""
     from oomkb.api.cli.boundary import user_errors
-    from oomkb.api.mcp_server import serve_stdio
+    from oomkb.api.mcp.server import serve_stdio
 
     with user_errors():
         serve_stdio()

@@ -184,7 +184,7 @@ def _show(report, as_json: bool, lang: str, answer: bool, index: Path | None) ->
     if not answer:
         return
     try:
-        from oomkb.api.assistant import load_assistant
+        from oomkb.api.core.assistant import load_assistant
         from oomkb.api.schemas import AskRequest
 
         response = load_assistant(index_dir=index).ask(AskRequest(question="", report=report, language=lang))

@@ -25,7 +25,7 @@ def export_site_command(
     docs: Annotated[Optional[Path], typer.Option("--docs", help="folder of Markdown guides")] = None,
 ) -> None:
     """Write the guides as static HTML pages, with the cards and a search, for reading offline."""
-    from oomkb.api.site import export_site
+    from oomkb.api.core.site import export_site
     from oomkb.indexer.guides import load_guides
     from oomkb.kb.cards import load_cards
     from oomkb.kb.language import base_language, is_supported
@@ -52,8 +52,8 @@ def gaps_command(
     db: Annotated[Optional[Path], typer.Option("--db", help="the feedback database (default OOMKB_DB)")] = None,
 ) -> None:
     """Questions answered `grounded: false` or marked unhelpful, grouped by meaning, biggest first."""
-    from oomkb.api.feedback import FeedbackStore
-    from oomkb.api.gaps import GapsReport, group_questions, searcher_functions
+    from oomkb.api.core.feedback import FeedbackStore
+    from oomkb.api.core.gaps import GapsReport, group_questions, searcher_functions
     from oomkb.settings import Settings
     from oomkb.kb.search import open_searcher
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import Response
 
-from oomkb.api.conversation import ConversationStore, turn_of
+from oomkb.api.core.conversation import ConversationStore, turn_of
 from oomkb.api.http.feedback import absolute_links, record_answer, store_for
 from oomkb.api.http.feedback import router as feedback_router
 from oomkb.api.http.holder import AssistantHolder
@@ -45,7 +45,7 @@ from oomkb.diagnostics.parse import ParsedError
 from oomkb.kb.search import SearchResponse
 
 if TYPE_CHECKING:
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
     from slack_sdk import WebClient
 
 log = logging.getLogger("oomkb.api")
@@ -544,8 +544,8 @@ def create_app(
     app.include_router(pages_router)
     app.mount("/static", PageFiles(directory=STATIC_DIR), name="static")
 
-    # /mcp: the MCP tools over streamable HTTP (api/mcp_server.py), when the `mcp` extra is installed
-    from oomkb.api.mcp_server import mount_mcp
+    # /mcp: the MCP tools over streamable HTTP (api/mcp/server.py), when the `mcp` extra is installed
+    from oomkb.api.mcp.server import mount_mcp
 
     app.state.mcp_lifespan = mount_mcp(app, settings, holder, app.state.estimate_gate)
 

@@ -7,7 +7,7 @@ import logging
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from oomkb.api.feedback import MAX_COMMENT_CHARS, FeedbackStore, FeedbackUnavailable
+from oomkb.api.core.feedback import MAX_COMMENT_CHARS, FeedbackStore, FeedbackUnavailable
 from oomkb.api.schemas import AskRequest, AskResponse, ErrorResponse, JsonRequest
 from oomkb.settings import Settings
 

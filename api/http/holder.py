@@ -11,7 +11,7 @@ from oomkb.settings import Settings
 from oomkb.errors import OomkbError, ServiceError
 
 if TYPE_CHECKING:
-    from oomkb.api.assistant import Assistant
+    from oomkb.api.core.assistant import Assistant
 
 log = logging.getLogger("oomkb.api")
 
@@ -48,7 +48,7 @@ class AssistantHolder:
             self._thread.start()
 
     def _load(self) -> None:
-        from oomkb.api.assistant import load_assistant
+        from oomkb.api.core.assistant import load_assistant
 
         started = time.monotonic()
         log.info("loading the embedding model and the index ...")

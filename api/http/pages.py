@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from oomkb.api.site import page_html, reader_language, render_guide, render_index
+from oomkb.api.core.site import page_html, reader_language, render_guide, render_index
 from oomkb.errors import UserInputError
 
 #: The same policy as the web page: only this server's own scripts, styles and requests.
@@ -77,7 +77,7 @@ def _token_matches(authorization: str | None, token: str) -> bool:
 def gaps_page(request: Request, since: Annotated[float | None, Query(gt=0, le=3650)] = None,
               authorization: Annotated[str | None, Header()] = None) -> HTMLResponse | JSONResponse:
     """Coverage gaps for operators: off unless OOMKB_ADMIN_TOKEN is set, then behind it."""
-    from oomkb.api.gaps import group_questions, searcher_functions
+    from oomkb.api.core.gaps import group_questions, searcher_functions
 
     settings = request.app.state.settings
     token = settings.admin_token.get_secret_value() if settings.admin_token else ""

@@ -33,7 +33,7 @@ from slack_sdk import WebClient
 
 from oomkb.api.http.slack_evidence import SlackEvidence
 from oomkb.api.http.slack_text import question_from_slack
-from oomkb.api.feedback import FeedbackStore
+from oomkb.api.core.feedback import FeedbackStore
 from oomkb.api.schemas import AskResponse
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ def answer_blocks(answer: AskResponse, limit_sections: int = MAX_BLOCKS - 2,
     return blocks
 
 
-ORIGINAL_MARK = "\u21b3"  # api/assistant.py: labels a guide's original wording
+ORIGINAL_MARK = "\u21b3"  # api/core/assistant.py: labels a guide's original wording
 
 
 def _split_originals(markdown: str) -> tuple[str, list[str]]:
@@ -388,7 +388,7 @@ class SlackBot:
     def _record_verdict(self, body: dict, action: dict, client: WebClient) -> None:
         """A 👍/👎 click: stored once per click (a replayed interaction is recognised by its
         user, answer and action time), then a thank-you only the clicker sees."""
-        from oomkb.api.feedback import FeedbackUnavailable, UnknownAnswer
+        from oomkb.api.core.feedback import FeedbackUnavailable, UnknownAnswer
 
         answer_id = str(action.get("value") or "")[:64]
         helpful = FEEDBACK_ACTIONS.get(str(action.get("action_id")))

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from oomkb.api import conversation
-from oomkb.api.answer_parts import AnswerParts
-from oomkb.api.evidence import facts_from
+from oomkb.api.core import conversation
+from oomkb.api.core.parts import AnswerParts
+from oomkb.api.core.evidence import facts_from
 from oomkb.api.schemas import (
     AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection,
     GuidesResponse, Remedy, SearchRequest,
@@ -101,7 +101,7 @@ class Assistant:
         """Answer `req` in its language; `grounded` is false when the guides do not cover it.
 
         `turns` (else `req.history`): the conversation's earlier turns, oldest first. A question
-        that continues them inherits their evidence and subject (api/conversation.py)."""
+        that continues them inherits their evidence and subject (api/core/conversation.py)."""
         earlier = list(turns) if turns is not None else list(req.history or [])
         context = conversation.Context()
         if earlier and self._continues(req.question, req.error_log, earlier):

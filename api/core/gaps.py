@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from oomkb.api.feedback import AnswerRecord, FeedbackStore, FeedbackUnavailable
+from oomkb.api.core.feedback import AnswerRecord, FeedbackStore, FeedbackUnavailable
 
 #: Cosine above which two questions are taken as asking the same thing. Measured with the built-in
 #: model on 3 questions in 3–4 languages each plus 6 others: translations of one question scored

@@ -23,12 +23,13 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from oomkb.layout import floor_dir
 from oomkb.errors import UserInputError
 from oomkb.indexer.guides import Guide, Section
 from oomkb.kb.cards import SectionCard
 from oomkb.kb.language import FALLBACK, LANGUAGES, base_language, is_supported, language_name
 
-STATIC_DIR = Path(__file__).resolve().parent / "http" / "static"
+STATIC_DIR = floor_dir("api") / "http" / "static"
 RTL_LANGUAGES = frozenset({"ar", "he", "fa", "ur"})
 SITE_ASSETS = ("guide.css", "site-search.js")
 

@@ -18,7 +18,6 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -26,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from oomkb.api.schemas import MAX_CONVERSATION_TURNS, AskRequest, ConversationTurn
 from oomkb.errors import UserInputError
+from oomkb.layout import floor_dir
 from oomkb.kb.catalogue_file import YAML_LOADER
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.question import analyse
@@ -202,7 +202,7 @@ def turns_from(history: list[Any]) -> list[ConversationTurn]:
 # What was tried is read by the question analysis (kb/question.py); kb/catalogue/conversation.yaml
 # holds the words that point back at the conversation.
 
-CATALOGUE_FILE = Path(__file__).resolve().parent.parent / "kb" / "catalogue" / "conversation.yaml"
+CATALOGUE_FILE = floor_dir("kb") / "catalogue" / "conversation.yaml"
 
 
 class _Catalogue(BaseModel):

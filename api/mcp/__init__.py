@@ -1,0 +1,1 @@
+"""oomkb as tools for coding agents: the Model Context Protocol server (stdio and `/mcp`)."""
