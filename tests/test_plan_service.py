@@ -103,7 +103,7 @@ def test_http_plan_is_off_by_default_and_runs_in_the_sandbox_when_enabled(assist
         assert listed.json()["vary"]["values"] == [2, 4, 6]
         bad = client.post("/v1/plan", json={"source": WIDE_EVEN, "factory": "wide_even",
                                             "vary": {"name": "batch", "low": 1}})
-        assert bad.status_code == 422 and "give low and high, or values" in bad.text
+        assert bad.status_code == 400 and "give low and high, or values" in bad.text
         bad = client.post("/v1/plan", json={"source": WIDE_EVEN, "factory": "wide_even",
                                             "vary": {"name": "batch", "low": 9, "high": 1}})
         assert bad.status_code == 400 and "LO is greater than HI" in bad.json()["detail"]

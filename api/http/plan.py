@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from oomkb.api.http.jobs import job_limits, submitted_program
 from oomkb.api.schemas import JsonRequest, ProgramRequest
@@ -30,12 +30,16 @@ class VaryRequest(JsonRequest):
     step: int = Field(1, ge=1, le=1 << 40, description="search every STEP-th value of LO..HI")
     values: list[int] | None = Field(None, min_length=1, max_length=4096,
                                      description="the values to search instead of LO..HI")
+    def spec(self):
+        """The search as the planner takes it; :class:`PlanError` (400) when neither a range
+        (`low` and `high`) nor `values` is given (a rule the JSON schema cannot say)."""
+        from oomkb.diagnostics.plan import PlanError, VarySpec
 
-    @model_validator(mode="after")
-    def _range_or_values(self) -> "VaryRequest":
         if self.values is None and (self.low is None or self.high is None):
-            raise ValueError("give low and high, or values")
-        return self
+            raise PlanError("vary: give low and high, or values")
+        listed = self.values
+        return VarySpec(name=self.name, step=self.step, values=listed,
+                        low=min(listed) if listed else self.low, high=max(listed) if listed else self.high)
 
 
 class PlanRequest(ProgramRequest):
@@ -47,16 +51,11 @@ class PlanRequest(ProgramRequest):
 def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
              busy: type[Exception]) -> PlanReport:
     """Write the program to a private temporary folder and plan it in the sandbox."""
-    from oomkb.diagnostics.plan import VarySpec, plan_program
+    from oomkb.diagnostics.plan import plan_program
 
+    vary = req.vary.spec() if req.vary is not None else None
     refusal = busy("an estimate or a plan is already running on this server; retry in a moment")
     with submitted_program(req.source, gate, refusal) as path:
-        vary = None
-        if req.vary is not None:
-            listed = req.vary.values
-            vary = VarySpec(name=req.vary.name, step=req.vary.step, values=listed,
-                            low=min(listed) if listed else req.vary.low,
-                            high=max(listed) if listed else req.vary.high)
         return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
                             vary=vary, timeout_s=settings.estimate_timeout_s,
                             limits=job_limits(settings), isolate=settings.estimate_isolated)
