@@ -44,8 +44,8 @@ test-oldest-jax:
 	$(OLDEST_VENV)/bin/python -m pip install --quiet -c $(OLDEST_VENV)/constraints.txt \
 	  "jax==$(OLDEST_JAX)" "jaxlib==$(OLDEST_JAX)" -e ".[tpu,plot,test]"
 	$(OLDEST_VENV)/bin/python -c "import jax; assert jax.__version__ == '$(OLDEST_JAX)', jax.__version__"
-	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_program.py tests/test_estimate.py \
-	  tests/test_plan.py tests/test_light_install.py
+	$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/diagnostics/test_program.py tests/diagnostics/test_estimate.py \
+	  tests/diagnostics/test_plan.py tests/diagnostics/test_light_install.py
 
 bench: install bytecode
 	$(BIN)/python benchmarks/retrieval.py

@@ -43,7 +43,7 @@ STOPWORDS = frozenset(
 #: `_.:/-` (without one it cannot match). It rescans a stretch from each position it tries (a
 #: 20,000-letter question took 1.1 s), so a stretch longer than MAX_TECH_CHARS is read in pieces of
 #: that length: the cost stays linear in the text. The guides' tokens are the same either way
-#: (tests/test_lexical.py checks).
+#: (tests/indexer/test_lexical.py checks).
 MAX_TECH_CHARS = 128
 _STRETCH = regex.compile(r"[A-Za-z0-9_.:/-]+")
 _TECH_NEEDS = regex.compile(r"[0-9_.:/-]")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_user_env import _venv
+from tests.diagnostics.test_user_env import _venv
 
 pytestmark = pytest.mark.slow  # real compiles and subprocesses: `make test-quick` skips it
 

@@ -1,4 +1,4 @@
-"""User programs that try to get out of the sandbox (used by tests/test_isolation.py).
+"""User programs that try to get out of the sandbox (used by tests/diagnostics/test_isolation.py).
 
 Each returns what it managed to do, so that a test can tell a refusal from a success.
 """

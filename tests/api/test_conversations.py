@@ -1,0 +1,321 @@
+"""Conversations (issue 21 item 4) through the real app: a follow-up inherits the subject, the
+evidence and what was tried from earlier turns, over REST (`conversation_id` kept server-side,
+`history` for stateless clients) and Slack threads (signed requests); an OOM follow-up is never
+"not covered", an off-topic question is still declined. The store's bounds (turn count, size,
+expiry, callers) are tested on the store and through the app."""
+
+from __future__ import annotations
+
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from slack_sdk import WebClient
+
+from oomkb.api.core.assistant import Assistant
+from oomkb.api.core.conversation import ConversationStore, UnknownConversation, merge
+from oomkb.api.http.app import create_app
+from oomkb.api.schemas import AskRequest, ConversationTurn
+from oomkb.kb.remedies.rendering import message
+from oomkb.settings import Settings
+from tests.conftest import LOCAL, ROOT
+from tests.api.test_slack import SECRET, TOKEN, block_text, mention, post_event
+from tests.api.test_slack_threads import SlackWithThreads
+from tests.api.test_web_browser import browser, page, server_url  # noqa: F401  (fixtures)
+
+DATA = yaml.safe_load((ROOT / "tests/data/conversations.yaml").read_text(encoding="utf-8"))
+OFFTOPIC = yaml.safe_load((ROOT / "tests/data/offtopic.yaml").read_text(encoding="utf-8"))["questions"]
+CHAINS = DATA["chains"] + DATA["heldout"]
+HBM_LOG = DATA["chains"][0]["turns"][0]["error_log"]
+
+
+@pytest.fixture(scope="module")
+def assistant(searcher):
+    return Assistant(searcher)
+
+
+@pytest.fixture(scope="module")
+def client(assistant):
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
+        yield c
+
+
+def _not_covered(assistant, language: str) -> str:
+    return message(assistant.catalogue, "not_covered", language)
+
+
+def _ask(client, body: dict, status: int = 200) -> dict:
+    r = client.post("/v1/ask", json=body)
+    assert r.status_code == status, r.text
+    return r.json()
+
+
+# ------------------------------------------------------------------ REST, conversation_id
+
+
+@pytest.mark.parametrize("chain", CHAINS, ids=[f"{c['lang']}-{n}" for n, c in enumerate(CHAINS)])
+def test_every_follow_up_of_a_chain_is_answered_in_its_language_never_as_not_covered(
+        client, assistant, chain):
+    first = chain["turns"][0]
+    body = {"question": first["q"], **({"error_log": first["error_log"]} if "error_log" in first else {})}
+    answer = _ask(client, body)
+    cid = answer["conversation_id"]
+    assert answer["follow_up"] is False and len(cid) == 32
+    for turn in chain["turns"][1:]:
+        answer = _ask(client, {"question": turn["q"], "conversation_id": cid})
+        assert answer["conversation_id"] == cid
+        assert answer["follow_up"] is True, turn["q"]
+        assert answer["grounded"] is True, (turn["q"], answer["answer"])
+        assert answer["language"] == chain["lang"], turn["q"]
+        assert _not_covered(assistant, chain["lang"]) not in answer["answer"]
+        assert answer["citations"], turn["q"]
+        for name in turn.get("inherits", []):
+            assert name in answer["inherited"], turn["q"]
+        if "error_log" in turn.get("inherits", []):  # the figures of the first turn's log
+            assert answer["diagnosis"]["category"] != "unknown"
+            diagnosed = _ask(client, {"question": "", "error_log": first["error_log"]})["diagnosis"]
+            assert answer["diagnosis"] == diagnosed
+        assert set(turn.get("tried", [])) <= set(answer["tried"]), turn["q"]
+
+
+def test_the_padding_question_with_the_users_numbers_is_covered_and_cites_the_padding_section(client):
+    q = DATA["heldout"][0]["turns"][0]["q"]
+    answer = _ask(client, {"question": q})
+    assert answer["grounded"] is True
+    assert any(c["citation"] == "e1000-compile-hbm-oom#scenario-3c-padding" for c in answer["citations"])
+
+
+@pytest.mark.parametrize("question", [
+    "How do I add padding to a div in CSS?", "패딩 세탁은 어떻게 하나요?",  # a padded jacket
+    "CSS 的 padding 和 margin 有什么区别？",
+])
+def test_padding_of_other_things_is_still_declined(client, question):
+    assert _ask(client, {"question": question})["grounded"] is False
+
+
+def test_the_same_follow_up_in_a_new_conversation_has_no_inherited_evidence(client):
+    answer = _ask(client, {"question": "still OOM after reducing batch size, what next?"})
+    assert answer["follow_up"] is False and answer["inherited"] == [] and answer["diagnosis"] is None
+
+
+@pytest.mark.parametrize("item", OFFTOPIC, ids=[f"{it['lang']}-{n}" for n, it in enumerate(OFFTOPIC)])
+def test_an_off_topic_question_is_declined_new_and_inside_an_oom_conversation(client, assistant, item):
+    answer = _ask(client, {"question": item["q"]})
+    assert answer["grounded"] is False, item["q"]
+    cid = _ask(client, {"question": "my jax step OOMs on TPU", "error_log": HBM_LOG})["conversation_id"]
+    answer = _ask(client, {"question": item["q"], "conversation_id": cid})
+    assert answer["grounded"] is False and answer["follow_up"] is False, item["q"]
+    assert answer["diagnosis"] is None and answer["remedies"] == []
+
+
+def test_an_off_topic_conversation_does_not_make_its_follow_up_covered(client):
+    cid = _ask(client, {"question": "How do I bake sourdough bread at home?"})["conversation_id"]
+    answer = _ask(client, {"question": "and now what?", "conversation_id": cid})
+    assert answer["grounded"] is False
+
+
+# ------------------------------------------------------------------ REST, history
+
+
+def test_history_from_a_stateless_client_gives_the_same_inheritance_without_server_state(client):
+    before = len(client.app.state.conversations)
+    answer = _ask(client, {"question": "Batchgröße halbiert, immer noch OOM. Was jetzt?",
+                           "history": [{"question": "mein Schritt kompiliert nicht", "error_log": HBM_LOG}]})
+    assert answer["follow_up"] is True and answer["grounded"] is True and answer["language"] == "de"
+    assert answer["inherited"] == ["error_log"] and "4.35 GiB" in answer["answer"]
+    assert answer["conversation_id"] is None and len(client.app.state.conversations) == before
+
+
+def test_history_sent_with_a_conversation_id_follows_the_stored_turns(client):
+    cid = _ask(client, {"question": "my jax step OOMs on TPU"})["conversation_id"]
+    answer = _ask(client, {"question": "what next?", "conversation_id": cid,
+                           "history": [{"question": "it fails to compile", "error_log": HBM_LOG}]})
+    assert answer["inherited"] == ["error_log"] and answer["conversation_id"] == cid
+    assert _ask(client, {"question": "and now?", "conversation_id": cid})["inherited"] == []
+
+
+def test_bad_conversation_input_is_a_clear_client_error(client):
+    r = client.post("/v1/ask", json={"question": "x", "conversation_id": "not-an-id"})
+    assert r.status_code == 422
+    r = client.post("/v1/ask", json={"question": "x", "history": [{"question": "a"}] * 9})
+    assert r.status_code == 422
+    r = client.post("/v1/ask", json={"question": "x", "conversation_id": "f" * 32})
+    assert r.status_code == 404 and "conversation_id" in r.json()["detail"]
+
+
+def test_a_conversation_is_never_shared_with_another_caller(assistant):
+    app = create_app(Settings(), assistant)
+    with TestClient(app, base_url=LOCAL, client=("10.0.0.1", 5000)) as alice, \
+            TestClient(app, base_url=LOCAL, client=("10.0.0.2", 5000)) as mallory:
+        cid = _ask(alice, {"question": "my step OOMs", "error_log": HBM_LOG})["conversation_id"]
+        r = mallory.post("/v1/ask", json={"question": "what next?", "conversation_id": cid})
+        assert r.status_code == 404
+        assert "4.35 GiB" not in r.text
+        assert _ask(alice, {"question": "what next?", "conversation_id": cid})["inherited"] == ["error_log"]
+
+
+def test_openapi_documents_conversations(client):
+    spec = client.get("/openapi.json").json()
+    ask = spec["components"]["schemas"]["AskRequest"]["properties"]
+    assert "conversation_id" in ask and "history" in ask
+    assert "ConversationTurn" in spec["components"]["schemas"]
+    assert "conversation_id" in spec["components"]["schemas"]["AskResponse"]["properties"]
+    assert "404" in spec["paths"]["/v1/ask"]["post"]["responses"]
+
+
+# ------------------------------------------------------------------ the store's bounds
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_store_keeps_the_last_turns_only():
+    store = ConversationStore(max_turns=3)
+    cid = store.start("a")
+    for n in range(5):
+        store.add(cid, "a", ConversationTurn(question=f"q{n}"))
+    assert [t.question for t in store.turns(cid, "a")] == ["q2", "q3", "q4"]
+
+
+def test_store_bounds_a_conversations_size_and_each_turns_log():
+    store = ConversationStore(max_chars=1_000)
+    cid = store.start("a")
+    for n in range(4):
+        store.add(cid, "a", ConversationTurn(question=f"q{n}", error_log="x" * 400))
+    kept = store.turns(cid, "a")
+    assert sum(len(t.question) + len(t.error_log) for t in kept) <= 1_000 and kept[-1].question == "q3"
+    store.add(cid, "a", ConversationTurn(question="big", error_log="y" * 300_000 + HBM_LOG))
+    last = store.turns(cid, "a")[-1]
+    assert len(last.error_log) == 200_000 and last.error_log.endswith(HBM_LOG)
+
+
+def test_store_expires_conversations_and_bounds_their_number():
+    clock = Clock()
+    store = ConversationStore(max_conversations=2, ttl_s=60, clock=clock)
+    old = store.start("a")
+    clock.now = 61
+    with pytest.raises(UnknownConversation):
+        store.turns(old, "a")
+    first, second, third = store.start("a"), store.start("a"), store.start("a")
+    assert len(store) == 2
+    with pytest.raises(UnknownConversation):
+        store.turns(first, "a")
+    assert store.turns(second, "a") == [] and store.turns(third, "a") == []
+
+
+def test_store_refuses_another_owner_as_if_the_id_did_not_exist():
+    store = ConversationStore()
+    cid = store.start("a")
+    with pytest.raises(UnknownConversation) as exc:
+        store.add(cid, "b", ConversationTurn(question="x"))
+    assert exc.value.http_status == 404
+    assert store.turns(cid, "a") == []
+
+
+def test_merge_inherits_the_most_recent_evidence_and_keeps_the_new_turns_own():
+    turns = [ConversationTurn(question="first", error_log="old log"),
+             ConversationTurn(question=f"second {HBM_LOG}")]
+    effective, context = merge(turns, AskRequest(question="what next?"))
+    assert effective.error_log == f"second {HBM_LOG}" and context.inherited == ["error_log"]
+    assert context.subject.endswith(f"second {HBM_LOG}"[:600])
+    own, _ = merge(turns, AskRequest(question="this one", error_log="mine"))
+    assert own.error_log == "mine"
+
+
+@pytest.mark.parametrize("text, rid", [
+    ("still OOM after reducing batch size", "hbm-batch-size"),
+    ("Batchgröße halbiert, immer noch OOM", "hbm-batch-size"),
+    ("Уменьшил батч, всё равно падает", "hbm-batch-size"),
+    ("Já ativei donate_argnums e ainda dá erro", "hbm-donate"),
+])
+def test_what_a_follow_up_says_was_tried_comes_from_the_question_analysis(text, rid):
+    _, context = merge([ConversationTurn(question="compile OOM on v5e")], AskRequest(question=text))
+    assert rid in context.tried
+
+
+# ------------------------------------------------------------------ Slack threads
+
+THREAD = "1700000500.000100"
+
+
+@pytest.fixture(scope="module")
+def slack_api():
+    stand_in = SlackWithThreads()
+    yield stand_in
+    stand_in.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def slack_client(assistant, slack_api):
+    settings = Settings(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_bot_user_id="U0BOT")
+    app = create_app(settings, assistant, slack_client=WebClient(base_url=slack_api.url))
+    with TestClient(app, base_url=LOCAL) as c:
+        yield c
+
+
+def _message(text: str, ts: str, user: str = "U0ASKER", **more) -> dict:
+    return {"type": "message", "user": user, "text": text, "ts": ts, "thread_ts": THREAD, **more}
+
+
+@pytest.mark.parametrize("chain", [c for c in CHAINS if "error_log" not in c["turns"][0]][:4],
+                         ids=lambda c: c["lang"])
+def test_a_reply_in_a_slack_thread_sees_the_threads_earlier_turns(slack_client, slack_api, assistant, chain):
+    slack_api.reset()
+    first, follow = chain["turns"][0]["q"], chain["turns"][1]["q"]
+    slack_api.threads[THREAD] = [
+        _message(f"<@U0BOT> {first}", THREAD),
+        _message("an earlier answer", "1700000500.000200", user="U0BOT", bot_id="B0BOT"),
+        _message(f"<@U0BOT> {follow}", "1700000500.000300"),
+    ]
+    r = post_event(slack_client, mention(follow, ts="1700000500.000300", thread_ts=THREAD))
+    assert r.status_code == 200
+    posted = slack_api.wait_for_post()
+    text = block_text(posted["blocks"])
+    assert posted["thread_ts"] == THREAD
+    assert _not_covered(assistant, chain["lang"]) not in text, text
+    assert "`" in text and "#" in text  # cites a guide section
+
+
+def test_a_slack_follow_up_inherits_the_log_pasted_earlier_in_the_thread(slack_client, slack_api):
+    slack_api.reset()
+    slack_api.threads[THREAD] = [
+        _message(f"<@U0BOT> my step fails ```{HBM_LOG}```", THREAD),
+        _message("<@U0BOT> still OOM after reducing batch size, what next?", "1700000500.000400"),
+    ]
+    post_event(slack_client, mention("still OOM after reducing batch size, what next?",
+                                     ts="1700000500.000400", thread_ts=THREAD))
+    text = block_text(slack_api.wait_for_post()["blocks"])
+    assert "4.35 GiB" in text and "e1000-compile-hbm-oom" in text, text
+
+
+# ------------------------------------------------------------------ the web page, in Chromium
+
+
+@pytest.mark.slow
+def test_the_web_page_keeps_its_conversation_and_sends_it(page):
+    q, a = "document.getElementById('question')", "document.getElementById('answer')"
+    page.type_into("#question", "my jax training on v5e dies at compile time")
+    page.type_into("#error-log", HBM_LOG)
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '1'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "false"
+    page.evaluate(f"{q}.value = ''; document.getElementById('error-log').value = ''")
+    page.type_into("#question", "still OOM after reducing batch size, what next?")
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '2'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "true"
+    assert page.evaluate(f"{a}.dataset.grounded") == "true"
+    assert "4.35 GiB" in page.evaluate(f"{a}.innerText")  # the first turn's log, inherited
+    assert "2 earlier questions" in page.evaluate("document.getElementById('conversation-meta').textContent")
+    page.evaluate("document.getElementById('new-conversation').click()")
+    assert page.evaluate("document.body.dataset.turns") == "0"
+    page.evaluate("document.getElementById('ask-button').click()")
+    page.wait_for("document.body.dataset.turns === '1'")
+    assert page.evaluate(f"{a}.dataset.followUp") == "false"
+    assert "4.35 GiB" not in page.evaluate(f"{a}.innerText")
+    assert page.exceptions() == []

@@ -1,0 +1,345 @@
+"""Answers decided by the user's own figures, through the real app (REST, Slack blocks): the
+verdict first, remedies led and excluded by the evidence, settings computed from it, other
+frameworks' errors declined honestly, the language of the prose around a pasted log, and quotes in
+the reader's language with the guide's wording as their source.
+
+The error lines are the shapes of logs posted in public issue threads (LargeWorldModel/LWM#60,
+pytorch/xla#9524, jax-ml/jax#9237, PyTorch CUDA OOM reports), not sentences from the guides."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from oomkb.api.http.app import create_app
+from oomkb.api.http.slack import answer_blocks
+from oomkb.api.schemas import AskResponse
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.evidence_rules import derive_facts, load_rules
+from oomkb.kb.language import SUPPORTED
+from oomkb.kb.prose import detect_prose_language, prose_of
+from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
+from oomkb.settings import Settings
+from tests.conftest import LOCAL
+from tests.diagnostics.test_parse import HBM_REPORT_LOG
+
+MiB = 1 << 20
+
+# arguments 15.90G > 15.48G of HBM (the parse tests' report)
+ARGS_LOG = HBM_REPORT_LOG
+# LargeWorldModel/LWM#60: the program alone, arguments 0B
+PROGRAM_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 21.95G of 15.48G hbm. Exceeded hbm capacity by 6.47G.
+
+Total hbm usage >= 22.47G:
+    reserved        530.00M
+    program          21.95G
+    arguments            0B
+"""
+PADDING_LOG = """\
+Compilation failure: Ran out of memory in memory space hbm. Used 41.74G of 16.00G hbm. Exceeded hbm capacity by 25.74G.
+
+Total hbm usage >= 41.74G:
+    reserved        528.00M
+    program          41.22G
+    arguments       unknown size
+
+  Largest program allocations in hbm:
+
+  1. Size: 32.00G
+     Operator: op_type="FloorMod" op_name="slicewise_79/cic_update/FloorMod"
+     Shape: s32[8388608,8,4]{2,1,0:T(8,128)}
+     Unpadded size: 1.00G
+     Extra memory due to padding: 31.00G (32.0x expansion)
+     Allocation type: HLO temp
+     ==========================
+"""
+VMEM_LOG = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
+            "Ran out of memory in memory space vmem. Used 29.95M of 16.00M vmem. Exceeded vmem capacity "
+            "by 13.95M.")
+DONATION_LOG = ("/usr/local/lib/python3.8/dist-packages/jax/_src/interpreters/mlir.py:705: UserWarning: "
+                "Some donated buffers were not usable: ShapedArray(float32[185,16,16,3]), "
+                "ShapedArray(int32[185]).\nSee an explanation at "
+                "https://jax.readthedocs.io/en/latest/faq.html#buffer-donation.")
+TORCH_LOG = ("Traceback (most recent call last):\n  File \"train.py\", line 88, in <module>\n"
+             "    loss.backward()\n"
+             "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB. GPU 0 has a "
+             "total capacty of 6.00 GiB of which 0 bytes is free. Of the allocated memory 2.93 GiB is "
+             "allocated by PyTorch, and 2.30 GiB is reserved by PyTorch but unallocated.")
+FRAGMENTED_LOG = ("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: "
+                  "Attempting to allocate 8.00M. That was not possible. There are 12.50M free.; (0x0x1_HBM0)")
+SHORT_OF_FREE_LOG = ("ValueError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
+                     "allocate 8.00M. That was not possible. There are 6.43M free.; (0x0x1_HBM0)")
+
+
+@pytest.fixture(scope="module")
+def assistant(searcher):
+    from oomkb.api.core.assistant import Assistant
+
+    return Assistant(searcher)
+
+
+@pytest.fixture(scope="module")
+def client(assistant):
+    with TestClient(create_app(Settings(), assistant), base_url=LOCAL) as c:
+        yield c
+
+
+def ask(client, question="", error_log=None, **kw) -> AskResponse:
+    body = {"question": question, **kw}
+    if error_log is not None:
+        body["error_log"] = error_log
+    r = client.post("/v1/ask", json=body)
+    assert r.status_code == 200, r.text
+    return AskResponse.model_validate(r.json())
+
+
+def ids(r: AskResponse) -> list[str]:
+    return [x.id for x in r.remedies]
+
+
+# ------------------------------------------------------------------ the verdict, in 11 languages
+
+
+@pytest.mark.parametrize("language", SUPPORTED)
+def test_arguments_larger_than_the_hbm_give_the_verdict_first_in_every_language(client, language):
+    r = ask(client, error_log=ARGS_LOG, language=language)
+    assert r.language == language and r.verdict
+    assert "15.90 GiB" in r.verdict and "15.48 GiB" in r.verdict
+    assert r.answer.startswith(f"**{r.verdict}**")
+
+
+def test_arguments_larger_than_the_hbm_lead_with_sharding_and_never_suggest_a_smaller_batch(client):
+    r = ask(client, "What should I change?", error_log=ARGS_LOG)
+    assert r.verdict.startswith("Your arguments alone, 15.90 GiB, exceed one device's 15.48 GiB")
+    assert "a smaller batch cannot fix this" in r.verdict
+    assert "sharding" in ids(r)[0]
+    for pointless in ("hbm-batch-size", "hbm-remove-debug-print", "hbm-checkpoint", "hbm-donate"):
+        assert pointless not in ids(r)
+    assert "Reduce the batch size" not in r.answer
+    assert r.citations[0].citation == "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+
+
+def test_a_program_larger_than_its_arguments_leads_with_what_the_program_holds(client):
+    r = ask(client, error_log=PROGRAM_LOG)
+    assert r.verdict.startswith("The compiled program's own buffers, 21.95 GiB, are most of the 21.95 GiB")
+    assert ids(r)[0] == "hbm-batch-size"
+
+
+def test_a_32x_padding_leads_with_the_layout_not_with_debug_print(client):
+    r = ask(client, error_log=PADDING_LOG)
+    assert "s32[8388608,8,4]" in r.verdict and "32×" in r.verdict and "31.00 GiB" in r.verdict
+    assert ids(r)[0] in ("hbm-padding-measured", "hbm-padding")
+    assert not {"hbm-large-allocation-debug-print", "hbm-remove-debug-print"} & set(ids(r))
+    assert "jax.debug.print" not in r.answer.split("### ")[1]  # not in the steps
+
+
+# ------------------------------------------------------------------ VMEM: computed settings
+
+
+def test_vmem_without_a_generation_gives_its_figures_and_the_computed_limit(client):
+    r = ask(client, error_log=VMEM_LOG)
+    assert "29.95 MiB" in r.verdict and "16.00 MiB" in r.verdict and "13.95 MiB" in r.verdict
+    assert "vmem_limit_bytes=31457280" in r.verdict  # 29.95 MiB rounded up to 30 MiB
+    assert "64 * 1024 * 1024" not in r.answer and "(here 64 MiB)" not in r.answer
+    assert "vmem-identify-source" not in ids(r)
+    by_id = {x.id: x for x in r.remedies}
+    assert "vmem_limit_bytes=31457280" in by_id["vmem-limit-bytes"].snippet
+    assert "--xla_tpu_scoped_vmem_limit_kib=30720" in by_id["vmem-global-limit"].snippet
+
+
+def test_vmem_on_a_generation_that_has_room_sets_the_limit_for_the_kernel(client):
+    r = ask(client, "My Pallas kernel fails to compile on TPU v5e", error_log=VMEM_LOG)
+    assert "v5e" in r.verdict and "128.00 MiB" in r.verdict and "vmem_limit_bytes=31457280" in r.verdict
+    assert ids(r)[0] == "vmem-limit-bytes"
+
+
+def test_vmem_beyond_the_physical_vmem_says_only_smaller_blocks_help(client):
+    r = ask(client, "Mein Pallas-Kernel kompiliert auf TPU v4 nicht, was tun?", error_log=VMEM_LOG)
+    assert r.language == "de"
+    assert "29.95 MiB" in r.verdict and "16.00 MiB" in r.verdict and "kleinere Blöcke" in r.verdict
+    assert not {"vmem-limit-bytes", "vmem-global-limit"} & set(ids(r))
+    assert "vmem_limit_bytes=" not in r.answer
+
+
+@pytest.mark.parametrize("need_mib,generation,expected_mib", [
+    (29.95, "v5e", 30), (127.5, "v5e", 128), (15.2, "v4", 16), (60.01, "v5p", 61),
+    (16.2, "v4", None), (64.5, "TPU7x", None), (29.95, None, 30),
+])
+def test_the_limit_to_set_is_the_need_rounded_up_and_never_above_the_physical_vmem(
+        need_mib, generation, expected_mib):
+    facts = derive_facts({"category": "scoped_vmem_oom", "used_bytes": int(need_mib * MiB)}, generation)
+    if expected_mib is None:
+        assert "vmem_limit_to_set_bytes" not in facts
+        assert facts["vmem_need_bytes"] > facts["vmem_physical_bytes"]
+    else:
+        assert facts["vmem_limit_to_set_bytes"] == expected_mib * MiB
+        assert facts.get("vmem_physical_bytes", 1 << 40) >= facts["vmem_limit_to_set_bytes"]
+
+
+# ------------------------------------------------------------------ runtime and donation
+
+
+def test_free_memory_larger_than_the_request_is_fragmentation(client):
+    r = ask(client, error_log=FRAGMENTED_LOG)
+    assert "12.50 MiB" in r.verdict and "8.00 MiB" in r.verdict and "fragmented" in r.verdict
+    assert ids(r)[0] == "rt-fragmentation" and "rt-not-enough-free" not in ids(r)
+
+
+def test_free_memory_smaller_than_the_request_is_a_plain_oom(client):
+    r = ask(client, error_log=SHORT_OF_FREE_LOG)
+    assert r.verdict.startswith("Only 6.43 MiB is free when 8.00 MiB is requested")
+    assert ids(r)[0] == "rt-not-enough-free" and "rt-fragmentation" not in ids(r)
+
+
+def test_the_donation_warning_is_explained_not_answered_with_donate_argnums(client):
+    r = ask(client, "Why do I get this warning? I already pass donate_argnums.", error_log=DONATION_LOG)
+    assert r.grounded and r.verdict
+    assert "same shape, dtype and sharding" in r.verdict
+    assert "float32[185,16,16,3]" in r.verdict
+    assert not {"hbm-donate", "rt-donate"} & set(ids(r))
+    assert "pass `donate_argnums`" not in r.answer
+    assert r.citations and r.citations[0].citation == "e1000-compile-hbm-oom#scenario-3a-configuration"
+    assert "jax.debug.print" not in r.answer
+
+
+def test_the_donation_warning_in_spanish(client):
+    r = ask(client, "¿Por qué sale este aviso?\n" + DONATION_LOG)
+    assert r.language == "es" and "misma forma, dtype y sharding" in r.verdict
+
+
+# ------------------------------------------------------------------ honest scope
+
+
+@pytest.mark.parametrize("question,language,word", [
+    ("How do I fix this?", "en", "PyTorch"),
+    ("Wie behebe ich das?", "de", "PyTorch"),
+    ("这个怎么解决？", "zh", "PyTorch"),
+])
+def test_a_pytorch_cuda_oom_is_named_and_nothing_is_grounded(client, question, language, word):
+    r = ask(client, question, error_log=TORCH_LOG)
+    assert r.language == language
+    assert r.out_of_scope == "pytorch" and not r.grounded
+    assert r.remedies == [] and r.citations == [] and r.next_steps == []
+    assert word in r.answer and "JAX/XLA" in r.answer
+    assert "```" not in r.answer and "offload" not in r.answer.lower()
+
+
+def test_tensorflow_oom_is_named_too(client):
+    r = ask(client, "", error_log="tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
+                                  "OOM when allocating tensor with shape[64,512,512] and type float")
+    assert r.out_of_scope == "tensorflow" and "TensorFlow" in r.answer and not r.grounded
+
+
+def test_a_jax_error_that_mentions_torch_is_still_answered(client):
+    r = ask(client, "I import torch for data loading only.\n" + SHORT_OF_FREE_LOG
+                    .replace("ValueError", "jax.errors.JaxRuntimeError"))
+    assert r.out_of_scope is None and r.grounded and r.remedies
+
+
+# ------------------------------------------------------------------ the language of the prose
+
+
+@pytest.mark.parametrize("question,language", [
+    ("Was mache ich falsch?\n" + HBM_REPORT_LOG, "de"),
+    ("Por que isso acontece?\n" + HBM_REPORT_LOG, "pt"),
+    ("Что делать?\n" + HBM_REPORT_LOG + "\nПомогите, пожалуйста", "ru"),
+    ("Comment corriger ça ?\n```\n" + VMEM_LOG + "\n```", "fr"),
+    ("What should I do?\n" + HBM_REPORT_LOG, "en"),
+])
+def test_a_question_around_a_pasted_log_is_answered_in_the_language_of_its_prose(client, question, language):
+    r = ask(client, question)
+    assert r.language == language
+    assert r.diagnosis is not None and r.diagnosis.category != "unknown"
+
+
+def test_prose_detection_reads_each_line_in_linear_time():
+    line = "a" * 200_000 + "[" + " x" * 50_000
+    started = time.perf_counter()
+    prose_of(line + "\n" + "=" * 100_000 + "\n" + "(" * 100_000)
+    assert time.perf_counter() - started < 1.0
+    assert detect_prose_language("Warum passiert das?\n    reserved        530.00M").language == "de"
+
+
+# ------------------------------------------------------------------ the reader's language first
+
+
+def test_quotes_are_in_the_readers_language_with_the_guides_wording_as_source(client):
+    r = ask(client, "¿Cómo reduzco la memoria HBM de mi modelo JAX en TPU cuando la compilación "
+                    "falla por falta de memoria?")
+    assert r.language == "es" and r.grounded
+    foreign = [c for c in r.citations if c.language != "es"]
+    assert foreign and all(c.translation and c.translation_language == "es" for c in foreign)
+    for c in foreign:
+        assert r.answer.index(c.translation.split("\n")[0]) < r.answer.index(c.quote.split("\n")[0])
+    assert "↳ _Texto original de la guía" in r.answer
+    blocks = answer_blocks(r)
+    body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
+    small = [e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+    assert "↳" not in body and any(t.startswith("↳") for t in small)
+
+
+def test_a_reader_of_the_guides_language_gets_no_translation(client):
+    r = ask(client, "TPU 编译时 HBM 内存不足怎么办？")
+    assert r.language == "zh"
+    assert all(c.translation is None for c in r.citations if c.language == "zh")
+
+
+# ------------------------------------------------------------------ the rules are checked data
+
+
+def _rules_copy(tmp_path, change):
+    folder = tmp_path / "catalogue"
+    shutil.copytree(default_catalogue_dir(), folder)
+    path = folder / "evidence_rules.yaml"
+    data = yaml.safe_load(path.read_text("utf-8"))
+    change(data)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
+    return load_catalogue(folder)
+
+
+def _rule(data, rule_id="arguments-exceed-capacity"):
+    return next(r for r in data["rules"] if r["id"] == rule_id)
+
+
+@pytest.mark.parametrize("change,problem", [
+    (lambda d: _rule(d)["lead"].append("no-such-remedy"), "unknown remedy"),
+    (lambda d: _rule(d)["verdict"].pop("ko"), "missing language"),
+    (lambda d: _rule(d).update(when={"fact": "no_such_fact", "gt": 1}), "unknown fact"),
+    (lambda d: _rule(d)["exclude"].append(_rule(d)["lead"][0]), "leads with and excludes"),
+])
+def test_a_broken_rule_is_refused_at_load_time(tmp_path, change, problem):
+    catalogue = _rules_copy(tmp_path, change)
+    with pytest.raises(CatalogueError, match=problem):
+        load_rules(catalogue)
+
+
+# ------------------------------------------------------------------ the batch that fits, from a plan
+
+
+def test_a_plan_that_found_the_largest_fitting_batch_says_so_first(client):
+    import json
+    from pathlib import Path
+
+    baseline = json.loads((Path(__file__).parents[1] / "data" / "estimate_report.json").read_text())
+    plan = {"kind": "plan", "function": "train.py:make_step", "target": baseline["target"],
+            "baseline": baseline, "fixes": [], "compiles": 6, "seconds": 12.0,
+            "vary": {"name": "batch", "low": 1, "high": 512, "largest_fitting": 96, "compiles": 6}}
+    r = ask(client, "Welche Batchgröße passt?", report=plan)
+    assert r.language == "de"
+    assert r.verdict.startswith("`batch` = 96 ist der größte Wert, der passt")
+    assert "6 Kompilierungen" in r.verdict and r.answer.startswith(f"**{r.verdict}**")
+
+
+def test_a_standard_op_out_of_vmem_is_not_told_to_set_a_kernel_limit(client):
+    log = ("XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating "
+           "on stack for %fusion.12 = f32[1024,1024]{1,0} fusion(f32[1024,1024]{1,0} %p0)")
+    r = ask(client, "Pourquoi ?", error_log=log)
+    assert r.language == "fr"
+    assert "`fusion`" in r.verdict and "bug du compilateur" in r.verdict
+    assert ids(r)[0] == "vmem-compiler-bug"
+    assert "vmem-limit-bytes" not in ids(r) and "vmem_limit_bytes=" not in r.answer
