@@ -432,7 +432,8 @@ class Assistant:
 
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
 # user's log or report and is shown as code.
-_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table"})
+_VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table",
+                               "peak_largest_role"})
 # The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
 OTHER_FRAMEWORK = "other_framework_oom"
 

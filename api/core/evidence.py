@@ -98,7 +98,20 @@ def _padding_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["padding_extra_fraction"] = _fraction(worst.padding_bytes, whole)
 
 
+def _role_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
+    """What the bytes at the peak are for (estimate's peak_by_role), when the report has it."""
+    roles = report.peak_by_role or {}
+    if not roles or not report.peak_heap_bytes:
+        return
+    largest = max(roles, key=lambda r: roles[r])
+    facts.update(peak_heap_bytes=report.peak_heap_bytes, peak_largest_role=largest,
+                 peak_parameter_bytes=roles.get("parameter", 0),
+                 peak_optimizer_state_bytes=roles.get("optimizer_state", 0),
+                 peak_activation_bytes=roles.get("activation", 0))
+
+
 def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
+    _role_facts(report, facts)
     hbm = report.target.hbm_bytes
     facts.update(
         fits=report.fits,

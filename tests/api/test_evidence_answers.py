@@ -343,3 +343,25 @@ def test_a_standard_op_out_of_vmem_is_not_told_to_set_a_kernel_limit(client):
     assert "`fusion`" in r.verdict and "bug du compilateur" in r.verdict
     assert ids(r)[0] == "vmem-compiler-bug"
     assert "vmem-limit-bytes" not in ids(r) and "vmem_limit_bytes=" not in r.answer
+
+
+@pytest.mark.parametrize(("role", "words"), [
+    ("optimizer_state", {"en": "optimizer state is the largest part", "de": "Optimizer-Zustand der größte Teil"}),
+    ("activation", {"en": "activations kept for the backward pass are the largest part",
+                    "de": "Aktivierungen der größte Teil"}),
+    ("parameter", {"en": "the weights are the largest part", "de": "die Gewichte der größte Teil"}),
+])
+def test_an_estimate_answers_from_what_its_peak_is_made_of(client, role, words):
+    """Issue 25 item 5: with an estimate attached, the answer starts from the roles at the peak."""
+    import json
+    from pathlib import Path
+
+    report = json.loads((Path(__file__).parents[1] / "data" / "estimate_report.json").read_text())
+    peak = report["peak_heap_bytes"] or 6 << 20
+    roles = dict.fromkeys(("parameter", "optimizer_state", "gradient", "activation", "temporary", "output",
+                           "unknown"), peak // 8)
+    roles[role] = peak - 6 * (peak // 8)
+    report.update(peak_heap_bytes=peak, peak_by_role=roles)
+    for language, expected in words.items():
+        r = ask(client, "why does my train step use so much memory?", report=report, language=language)
+        assert expected in r.answer.split("\n")[0], r.answer[:400]
