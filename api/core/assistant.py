@@ -233,12 +233,12 @@ class Assistant:
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         lines = [f"_{note}_", ""] if note else []
-        lines.append(self._msg("other_framework", language, framework=name))
-        # what was read of it (the error's name and figures), when the parser knows the wording
+        # What was read of it: the error's name and figures when the parser knows the wording
+        # (that line says the JAX/XLA advice does not apply), else what recognised it.
+        line = None
         if diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK:
             line = self._diagnosis_line(diagnosis, _user_text_as_code(facts), None, language)
-            if line:
-                lines += ["", line]
+        lines.append(line or self._msg("other_framework", language, framework=name))
         return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},
