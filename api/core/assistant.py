@@ -396,6 +396,11 @@ class Assistant:
         guide's own wording under an `↳` label, which the web page shows collapsed (<details>)
         and Slack moves into its small-print context; without a translation, the wording only."""
         where = c.guide_title if c.section_title == c.guide_title else f"{c.guide_title} › {c.section_title}"
+        if language != c.language:  # the section's name in the reader's language, from its card
+            card = getattr(self.searcher, "cards", {}).get((c.doc_id, c.section))
+            text = card.texts.get(language) if card is not None else None
+            if text is not None and text.title:
+                where = text.title
         quote = [f"> {q}" if q else ">" for q in c.quote.split("\n")]
         if not c.translation:
             return [f"- **{where}** (`{c.citation}`, {c.language})", "", *quote, ""]
