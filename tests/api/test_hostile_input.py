@@ -164,18 +164,22 @@ def test_grouping_2000_questions_is_near_linear(tmp_path):
 @pytest.mark.slow
 def test_oomkb_gaps_on_25_long_questions_stays_small(tmp_path):
     """The CLI in a child process: its peak memory on 25 questions of 4,000 characters."""
-    import resource
     import subprocess
     import sys
 
     db = tmp_path / "big.sqlite"
     _record(FeedbackStore(db), 25, lambda i: f"{i} " + "why does my tpu run out of memory " * 120)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    r = subprocess.run([sys.executable, "-m", "oomkb.api.cli", "gaps", "--json", "--db", str(db)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert peak_mb < 1200 or before / 1024 >= 1200, f"peak {peak_mb:.0f} MB"
+    # a fresh parent whose only child is `oomkb gaps`: the peak it reports is that child's alone
+    # (this process's own children-maximum holds every earlier test's subprocesses too)
+    measure = ("import resource, subprocess, sys; "
+               "r = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=300); "
+               "sys.stderr.write(r.stderr); "
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "oomkb.api.cli", "gaps", "--json",
+                        "--db", str(db)], capture_output=True, text=True, timeout=320)
+    code, peak_kb = map(int, r.stdout.split()[-2:])
+    assert code == 0, r.stderr
+    assert peak_kb / 1024 < 1200, f"peak {peak_kb / 1024:.0f} MB"
 
 
 # ------------------------------------------------------------------ 9: feedback spam

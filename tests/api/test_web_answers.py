@@ -59,11 +59,12 @@ def test_each_quote_appears_once_on_the_page(page):
     assert page.evaluate("document.querySelectorAll('#sources-list blockquote').length") == 0
     cited = page.evaluate("[...document.querySelectorAll('#sources-list li')].map(li => li.dataset.docId)")
     assert "tensor-lifetime-leaks" in cited
-    # each quote carries the language of its guide (for fonts, screen readers, direction)
+    # each quote carries its language (for fonts, screen readers, direction): a guide's own wording
+    # its guide's, a passage shown in the reader's language first (issue 21 item 8) the reader's
     langs = page.evaluate("[...document.querySelectorAll('#answer blockquote')].map(q => q.lang)")
     cited_langs = page.evaluate("[...document.querySelectorAll('#sources-list .cite')]"
                                 ".map(c => /\\((\\w+)\\)$/.exec(c.textContent)[1])")
-    assert langs == cited_langs, (langs, cited_langs)
+    assert set(cited_langs) <= set(langs) <= set(cited_langs) | {"ru"}, (langs, cited_langs)
 
 
 def test_a_figure_question_shows_the_figure_first(page):
