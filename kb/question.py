@@ -52,7 +52,7 @@ class Topic(_Strict):
 
 class Tried(_Strict):
     id: str
-    remedies: list[str] = Field(min_length=1)
+    remedies: list[str] = []  # empty: something outside the guides' remedies (a GPU allocator flag)
     subject: list[str] = Field(min_length=1)
     done: list[str] = Field(min_length=1)
     why: Texts
@@ -114,11 +114,16 @@ def _boundary(part: str) -> str:
     return re.escape(part) if attached or not first.isalnum() else _WORD_START + re.escape(part)
 
 
+# A Japanese past-tense cue ("減らした") is not a wish or a condition ("減らしたい", "減らしたら").
+_NOT_WISH_OR_IF = {"た": "(?![いくら])"}
+
+
 def _pattern(words: list[str], whole: bool = False) -> re.Pattern[str]:
     """One regex for `words`; `whole`: a word of a space-separated script must also end there
     ("pas" is not "pasé")."""
     parts = [_boundary(w.lower()) + (r"(?!\w)" if whole and _boundary(w.lower()) != re.escape(w.lower())
-                                     else "") for w in sorted(words, key=len, reverse=True)]
+                                     else "") + _NOT_WISH_OR_IF.get(w[-1:], "")
+             for w in sorted(words, key=len, reverse=True)]
     return re.compile("|".join(parts))
 
 

@@ -86,6 +86,25 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
     assert analyse("me passa o código pra definir o vmem_limit_bytes?").topic == "vmem"
 
 
+@pytest.mark.parametrize("language, text, tried", [
+    # a dotted name does not end the clause that says it was tried
+    ("ru", "Пробовал уже jax.checkpoint на блоках трансформера, память всё равно кончается", ["remat"]),
+    ("fr", "J'ai déjà mis XLA_PYTHON_CLIENT_MEM_FRACTION=.9, toujours OOM sur ma RTX", ["gpu_pool_flags"]),
+    ("zh", "已经设置了 XLA_PYTHON_CLIENT_PREALLOCATE=false，显存还是不够", ["gpu_pool_flags"]),
+    ("ja", "vmem_limit_bytes を 64MB に上げましたが、まだ落ちます", ["vmem_limit"]),
+    ("hi", "मैंने बैच साइज़ 32 से 8 कर दिया, बैच घटा दिया फिर भी OOM आता है", ["batch"]),
+    # asking how to do something is not having done it
+    ("en", "what does XLA_PYTHON_CLIENT_MEM_FRACTION do and how do i set it to 0.5?", []),
+    ("hi", "Pallas में vmem_limit_bytes कैसे बढ़ाएं?", []),
+    ("ja", "バッチサイズを減らしたいのですが、どこで設定しますか", []),
+    ("ja", "バッチを減らしたらどのくらいメモリが減りますか", []),
+    ("zh", "怎么调小 batch 才能不 OOM？", []),
+    ("ja", "XLA_PYTHON_CLIENT_ALLOCATOR=platform はいつ使うべきですか", []),
+])
+def test_what_was_tried_is_read_in_the_past_only(language, text, tried):
+    assert analyse(text, language).tried == tried
+
+
 def test_the_intents_catalogue_names_only_known_remedies():
     check_against(load_catalogue())
     assert load_intents().intents.tried
