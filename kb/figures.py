@@ -27,7 +27,7 @@ from oomkb.kb.translations import check_texts
 __all__ = ["FigureAnswer", "Figures", "load_figures"]
 
 FILE = "figures.yaml"
-Kind = Literal["setting_default", "scoped_vmem", "vmem", "hbm", "cores"]
+Kind = Literal["setting_default", "setting", "scoped_vmem", "vmem", "hbm", "cores"]
 MESSAGES: dict[str, tuple[str, ...]] = {
     "hbm": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
             "measured_with"),
@@ -170,7 +170,7 @@ class Figures:
         named = self.generations_in(question)
         answers: list[FigureAnswer] = []
         for kind in self.kinds_of(question):
-            if kind.kind == "setting_default":
+            if kind.kind in ("setting_default", "setting"):  # the same line: default, what it does
                 answers += [self._setting(s, language) for s in self.settings_in(question)]
                 continue
             if kind.needs_generation and not named:

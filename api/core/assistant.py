@@ -166,12 +166,23 @@ class Assistant:
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
+        # A figure or setting asked for is answered first; a follow-up that names none asks about
+        # the earlier turns' subject ("how do I turn it off?").
+        figures = self.parts.figures_for(question, language)
+        if not figures and context.follow_up and context.subject and {"flag", "figure"} & set(analysis.asks):
+            figures = self.parts.figures_for(f"{context.subject}\n{question}", language)
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
+                                    or bool(figures)
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
             names_topic=analysis.topics_named,
         ).grounded)
+        # A follow-up of a conversation the guides cover is never "not covered": it is answered
+        # from the conversation's subject ("and gc.collect(), does that help?").
+        if not grounded and not foreign and context.follow_up and context.subject:
+            grounded = grounding.decide(context.subject, searcher.search(context.subject, k=5).results,
+                                        searcher).grounded
 
         remedies = []
         for r in chosen:
@@ -184,11 +195,12 @@ class Assistant:
                                    triggered_by_evidence=r.evidence, snippet=snippet))
         # Without evidence the answer leads with the remedy that answers the topic asked about;
         # with a log or report the evidence orders the steps.
+        # A figure asked for is the answer: no remedy guessed from the question's meaning leads it.
         lead = (self._lead(analysis, language, {r.id for r in remedies})
-                if grounded and diagnosis is None and not facts else None)
+                if grounded and diagnosis is None and not facts
+                and not (figures and not analysis.topics_named) else None)
         if lead is not None:
             remedies.insert(0, lead)
-        figures = self.parts.figures_for(question, language)
         if grounded:
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
@@ -258,9 +270,12 @@ class Assistant:
         if alone.grounded:
             return True
         f = alone.features
-        if f.get("foreign", 0) > 0 or f.get("unknown_names", 0) > 0:
-            return False
-        return conversation.refers_back(question) or any(
+        # "and jax.clear_caches() or gc.collect(), does that help?": a name the guides lack (or
+        # one of another world's, "gc"), in a question that points back at the conversation, is
+        # still about it.
+        if conversation.refers_back(question):
+            return True
+        return f.get("foreign", 0) == 0 and f.get("unknown_names", 0) == 0 and any(
             f.get(k, 0) > 0 for k in ("framework", "domain", "memory", "ml", "error_wording"))
 
     # -- steps ------------------------------------------------------------------------------

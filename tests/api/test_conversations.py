@@ -319,3 +319,37 @@ def test_the_web_page_keeps_its_conversation_and_sends_it(page):
     assert page.evaluate(f"{a}.dataset.followUp") == "false"
     assert "4.35 GiB" not in page.evaluate(f"{a}.innerText")
     assert page.exceptions() == []
+
+
+# ------------------------------------------------------------------ GPU pool settings asked for
+
+
+def test_a_follow_up_asking_for_the_flag_gets_the_setting_of_the_earlier_turn(client):
+    """hi: "why does JAX grab 75% of my GPU?" then "how do I switch that off, which variable?"."""
+    first = _ask(client, {"question": "JAX शुरू होते ही मेरे GPU की 75% मेमोरी क्यों पकड़ लेता है?"})
+    assert first["grounded"] is True and first["answer"].startswith("**XLA_PYTHON_CLIENT_MEM_FRACTION**")
+    assert "jax.checkpoint" not in first["answer"]  # no remedy guessed from the question's meaning
+    answer = _ask(client, {"question": "इसे कैसे बंद करें? कौन सा flag लगाना होगा?",
+                           "conversation_id": first["conversation_id"]})
+    assert answer["follow_up"] is True and answer["grounded"] is True and answer["language"] == "hi"
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in answer["answer"]
+
+
+@pytest.mark.parametrize("language, question, wanted", [
+    ("pt", "qual env var desliga a pré-alocação da GPU no JAX?", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    ("ja", "XLA_PYTHON_CLIENT_ALLOCATOR を platform にすると何が変わりますか", "BFC"),
+    ("de", "Welches XLA-Flag schreibt das Buffer-Assignment meines jit-Programms in Dateien?", "--xla_dump_to="),
+])
+def test_a_setting_asked_about_is_the_first_line(client, language, question, wanted):
+    answer = _ask(client, {"question": question})
+    assert answer["grounded"] is True and answer["language"] == language
+    first = answer["answer"].split("\n\n")[0]
+    assert wanted in first, first
+
+
+def test_a_follow_up_naming_a_python_api_the_guides_lack_is_still_answered(client):
+    cid = _ask(client, {"question": "Pourquoi la mémoire GPU ne redescend pas quand je supprime mes "
+                                    "tableaux JAX ?"})["conversation_id"]
+    answer = _ask(client, {"question": "Et gc.collect() ou jax.clear_caches(), ça sert à quelque chose ?",
+                           "conversation_id": cid})
+    assert answer["follow_up"] is True and answer["grounded"] is True and answer["language"] == "fr"
