@@ -18,6 +18,7 @@ JAX/XLA, instead of grounding an answer in guides that do not apply.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -98,6 +99,25 @@ class TextFact(BaseModel):
     stop: str | None = None
 
 
+class CountFact(BaseModel):
+    """A whole number the asker states in the question ("over 8 chips", "v5e-8"): the first
+    match of any pattern (its first group), read from the question only, never from a log."""
+
+    model_config = ConfigDict(extra="forbid")
+    fact: str
+    patterns: list[str] = Field(min_length=1)
+    min: int = 1
+    max: int = 1 << 20
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if re.compile(pattern).groups < 1:
+                raise ValueError(f"pattern {pattern!r} needs a group for the number")
+        return value
+
+
 class Framework(BaseModel):
     """Another framework's out-of-memory error: how to recognise it and what to call it."""
 
@@ -123,9 +143,11 @@ class EvidenceRules:
     """The validated rules and framework markers."""
 
     def __init__(self, rules: list[Rule], frameworks: list[Framework], jax_markers: list[str],
-                 catalogue: Catalogue, text_facts: list[TextFact] = ()):
+                 catalogue: Catalogue, text_facts: list[TextFact] = (),
+                 count_facts: list[CountFact] = ()):
         self.rules = rules
         self.text_facts = list(text_facts)
+        self.count_facts = [(c, [re.compile(p, re.IGNORECASE) for p in c.patterns]) for c in count_facts]
         self.frameworks = frameworks
         self.jax_markers = [m.lower() for m in jax_markers]
         self.catalogue = catalogue
@@ -194,6 +216,18 @@ class EvidenceRules:
                     break
         return out
 
+    def read_count_facts(self, facts: Mapping[str, Any], question: str | None) -> dict[str, Any]:
+        """`facts` with the counts the question states (devices named: "sobre 8 chips")."""
+        out = dict(facts)
+        text = (question or "")[:_TEXT_FACT_CHARS * 10]
+        for spec, patterns in self.count_facts:
+            for pattern in patterns:
+                m = pattern.search(text)
+                if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) <= spec.max:
+                    out.setdefault(spec.fact, int(m.group(1)))
+                    break
+        return out
+
     # -- other frameworks ---------------------------------------------------------------------
 
     def other_framework(self, *texts: str | None) -> Framework | None:
@@ -244,6 +278,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     gen = _generation(generation or out.get("target_generation"))
     if gen is not None:
         out["tpu_generation"] = gen.name
+    devices, arguments = out.get("devices_named"), out.get("argument_bytes")
+    if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
+        out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
     space = str(out.get("memory_space") or "")
     if out.get("category") != "scoped_vmem_oom" and space != "vmem":
         return out
@@ -275,6 +312,7 @@ class _RulesFile(BaseModel):
 
     rules: list[Rule]
     text_facts: list[TextFact] = Field(default_factory=list)
+    count_facts: list[CountFact] = Field(default_factory=list)
     frameworks: list[Framework]
     jax_markers: list[str] = Field(min_length=1)
 
@@ -326,9 +364,14 @@ def _load(folder: str) -> EvidenceRules:
         spec = catalogue.facts.get(tf.fact)
         if spec is None or spec.type != "str":
             raise checker.fail(FILE, f"text fact {tf.fact!r}", "is not a text fact of facts.yaml")
+    for cf in data.count_facts:
+        spec = catalogue.facts.get(cf.fact)
+        if spec is None or spec.type != "int":
+            raise checker.fail(FILE, f"count fact {cf.fact!r}", "is not a whole-number fact of facts.yaml")
     for fw in data.frameworks:
         checker._check_texts(FILE, f"framework {fw.id!r} name", fw.name, set())
-    return EvidenceRules(data.rules, data.frameworks, data.jax_markers, catalogue, data.text_facts)
+    return EvidenceRules(data.rules, data.frameworks, data.jax_markers, catalogue, data.text_facts,
+                         data.count_facts)
 
 
 def _guides():

@@ -1,5 +1,6 @@
-"""Figures answered directly: HBM, VMEM, scoped VMEM limit and cores per TPU generation, and the
-defaults of the flags and API parameters that remedies name (`kb/catalogue/figures.yaml`).
+"""Figures answered directly: HBM, VMEM, scoped VMEM limit and cores per TPU generation, the
+defaults of the flags and API parameters that remedies name, and short answers about one concept
+each (Adam's state, JAX's GPU pool, checkpoint policies …) (`kb/catalogue/figures.yaml`).
 
 A question is recognised by data (keyword groups per kind of figure, in every language, and the
 generation names and aliases of `diagnostics/tpu_generations.yaml`); the answer line names where
@@ -8,6 +9,7 @@ each figure comes from: a deviceless compile here, or a public page.
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +30,7 @@ __all__ = ["FigureAnswer", "Figures", "load_figures"]
 
 FILE = "figures.yaml"
 Kind = Literal["setting_default", "setting", "scoped_vmem", "vmem", "hbm", "cores"]
+ANSWER = "answer"  # the FigureAnswer kind of a short answer
 MESSAGES: dict[str, tuple[str, ...]] = {
     "hbm": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
             "measured_with"),
@@ -35,6 +38,7 @@ MESSAGES: dict[str, tuple[str, ...]] = {
     "scoped_vmem": ("generation", "limit", "source", "vmem"),
     "cores": ("generation", "cores", "source", "devices"),
     "setting_default": ("name", "default", "note", "source"),
+    "answer": ("text", "source"),
     "not_recorded": ("generation",),
     "source_measured": ("measured_with",),
     "source_public": ("url",),
@@ -71,6 +75,20 @@ class Setting(_Strict):
     note: dict[str, str]
 
 
+class ShortAnswer(_Strict):
+    """A question about one concept, recognised by keyword groups, answered from a public page."""
+
+    id: str
+    all: list[list[str]]
+    source: str
+    cite: str | None = Field(default=None, pattern=r"^[a-z0-9-]+#[a-z0-9-]+$",
+                             description="the guide section (doc_id#section) it belongs with")
+    text: dict[str, str]
+    remedies: list[str] = Field(default_factory=list)
+    replaces: list[str] = Field(default_factory=list, description="settings whose line this makes redundant")
+    snippet: str | None = Field(default=None, description="Python code shown under the answer (it must parse)")
+
+
 class QuestionKind(_Strict):
     kind: Kind
     all: list[list[str]]
@@ -89,6 +107,7 @@ class FigureFile(_Strict):
     sources: dict[str, Source]
     generations: dict[str, GenerationFigures]
     settings: list[Setting]
+    answers: list[ShortAnswer] = Field(default_factory=list)
     questions: list[QuestionKind]
     messages: dict[str, Message]
 
@@ -102,6 +121,8 @@ class FigureAnswer(BaseModel):
     value_bytes: int | None = None
     sources: list[str] = Field(default_factory=list, description="'measured' or public URLs")
     remedies: list[str] = Field(default_factory=list, description="remedy ids that act on it")
+    snippet: str | None = Field(default=None, description="code shown under the answer line")
+    cite: str | None = Field(default=None, description="the guide section it belongs with")
 
 
 def _keyword(term: str) -> re.Pattern[str]:
@@ -130,6 +151,7 @@ class Figures:
         self._settings = [(s, [_name(a) for a in {s.name, *s.aliases}]) for s in data.settings]
         self._kinds = [(q, [[_keyword(k) for k in group if k != SETTING] for group in q.all],
                         [SETTING in group for group in q.all]) for q in data.questions]
+        self._answers = [(a, [[_keyword(k) for k in group] for group in a.all]) for a in data.answers]
 
     # -- recognising ------------------------------------------------------------------------
 
@@ -161,19 +183,37 @@ class Figures:
         names = {q.kind for q in matched}
         return [q for q in matched if not names.intersection(q.unless)]
 
+    def asks_about_a_setting(self, question: str) -> bool:
+        """Whether `question` asks what a setting does, its default or how to turn it off, without
+        naming one ("and how do I turn it off?"): a follow-up's setting is its conversation's."""
+        low = question.lower()
+        return any(q.kind in ("setting", "setting_default")
+                   and all(flag or any(p.search(low) for p in group) for group, flag in zip(groups, has_setting))
+                   for q, groups, has_setting in self._kinds)
+
+    def short_answers_of(self, question: str) -> list[ShortAnswer]:
+        """The short answers whose every keyword group has a hit in `question`."""
+        low = question.lower()
+        return [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
+
     # -- answering --------------------------------------------------------------------------
 
-    def answer(self, question: str, language: str) -> list[FigureAnswer]:
-        """The figures `question` asks for, as lines in `language`; [] when it asks for none."""
+    def answer(self, question: str, language: str, every_generation: bool = True) -> list[FigureAnswer]:
+        """The figures `question` asks for, as lines in `language`; [] when it asks for none.
+        A generation's figure asked without naming one is given for every generation, unless
+        `every_generation` is False (the asker's own evidence says which figures matter)."""
         if not question or not question.strip():
             return []
         named = self.generations_in(question)
-        answers: list[FigureAnswer] = []
+        short = self.short_answers_of(question)
+        answers: list[FigureAnswer] = [self._short(a, language) for a in short]
+        replaced = {name for a in short for name in a.replaces}
         for kind in self.kinds_of(question):
             if kind.kind in ("setting_default", "setting"):  # the same line: default, what it does
-                answers += [self._setting(s, language) for s in self.settings_in(question)]
+                answers += [self._setting(s, language) for s in self.settings_in(question)
+                            if s.name not in replaced or kind.kind == "setting_default"]
                 continue
-            if kind.needs_generation and not named:
+            if (kind.needs_generation or not every_generation) and not named:
                 continue
             subjects = named or [g for g, f in self.data.generations.items()
                                  if (kind.kind == "hbm" and f.hbm_public)
@@ -245,6 +285,14 @@ class Figures:
                             sources=[where], remedies=list(setting.remedies))
 
 
+    def _short(self, item: ShortAnswer, language: str) -> FigureAnswer:
+        source, where = self._source(item.source, language)
+        text = self._msg("answer", language, text=item.text.get(language) or item.text["en"], source=source)
+        return FigureAnswer(kind=ANSWER, subject=item.id, text=text, sources=[where],
+                            remedies=list(item.remedies), cite=item.cite,
+                            snippet=item.snippet.strip("\n") if item.snippet else None)
+
+
 def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = None) -> Figures:
     """The figures file in `dir` (default: the catalogue's folder), checked: known generations,
     sources and remedies, sizes that parse, every text in every language with its placeholders."""
@@ -284,13 +332,30 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
         if s.source not in data.sources:
             raise fail(f"setting {s.name!r}", f"unknown source {s.source!r}")
         check_texts(path, f"setting {s.name!r} note", s.note, set())
+    setting_names = {s.name for s in data.settings}
+    if len({a.id for a in data.answers}) != len(data.answers):
+        raise fail("answers", "ids must be unique")
+    for a in data.answers:
+        if a.source not in data.sources:
+            raise fail(f"answer {a.id!r}", f"unknown source {a.source!r}")
+        if not a.all or any(not group for group in a.all):
+            raise fail(f"answer {a.id!r}", "needs non-empty keyword groups")
+        if not set(a.replaces) <= setting_names:
+            raise fail(f"answer {a.id!r}", f"replaces unknown settings {sorted(set(a.replaces) - setting_names)}")
+        check_texts(path, f"answer {a.id!r} text", a.text, set())
+        if a.snippet is not None:
+            try:
+                ast.parse(a.snippet)
+            except SyntaxError as exc:
+                raise fail(f"answer {a.id!r} snippet", f"does not parse: {exc}") from exc
     kinds = {q.kind for q in data.questions}
     for q in data.questions:
         if not q.all or any(not group for group in q.all):
             raise fail(f"question {q.kind!r}", "needs non-empty keyword groups")
         if not set(q.unless) <= kinds - {q.kind}:
             raise fail(f"question {q.kind!r}", f"unless names unknown kinds {sorted(set(q.unless) - kinds)}")
-    for rid in [r for s in data.settings for r in s.remedies] + [r for q in data.questions for r in q.remedies]:
+    for rid in ([r for s in data.settings for r in s.remedies] + [r for q in data.questions for r in q.remedies]
+                + [r for a in data.answers for r in a.remedies]):
         if rid not in remedy_ids:
             raise fail(f"remedy {rid!r}", "no remedy with that id")
     for s in data.settings:

@@ -30,6 +30,7 @@ from oomkb.kb.remedies.choice import choose_remedies
 from oomkb.kb.remedies.rendering import diagnosis_line, message, remedy_text
 from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
+from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
@@ -127,6 +128,8 @@ class Assistant:
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
             return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
         facts = self.rules.read_text_facts(facts, log, question)
+        if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
+            facts = self.rules.read_count_facts(facts, question)
         facts = derive_facts(facts, self._generation(question, log, facts))
         shown = _user_text_as_code(facts)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
@@ -168,8 +171,12 @@ class Assistant:
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
         # A figure or setting asked for is answered first; a follow-up that names none asks about
         # the earlier turns' subject ("how do I turn it off?").
-        figures = self.parts.figures_for(question, language)
-        if not figures and context.follow_up and context.subject and {"flag", "figure"} & set(analysis.asks):
+        # With a log or report, a generation's figure is given only for a generation named: the
+        # evidence already says which limit was hit (not every generation's VMEM again).
+        figures = self.parts.figures_for(question, language, every_generation=not facts)
+        if (not figures and context.follow_up and context.subject
+                and ({"flag", "figure", "snippet"} & set(analysis.asks)
+                     or self.parts.figures.asks_about_a_setting(question))):
             figures = self.parts.figures_for(f"{context.subject}\n{question}", language)
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
                                     or bool(figures)
@@ -198,7 +205,8 @@ class Assistant:
         # A figure asked for is the answer: no remedy guessed from the question's meaning leads it.
         lead = (self._lead(analysis, language, {r.id for r in remedies})
                 if grounded and diagnosis is None and not facts
-                and not (figures and not analysis.topics_named) else None)
+                and not (figures and not analysis.topics_named)
+                and not any(f.kind == ANSWER for f in figures) else None)
         if lead is not None:
             remedies.insert(0, lead)
         if grounded:
@@ -210,12 +218,24 @@ class Assistant:
                          if r.id not in outcome.exclude]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
+        # A short answer brings its own guide section; other passages found by meaning would be
+        # beside the point after it.
+        answer_cites = [f.cite for f in figures if f.kind == ANSWER and f.cite]
+        if answer_cites:
+            cited = [r for r in cited if r.citation in answer_cites]
+        shown_results = cited if figures and not facts else results
+        if not answer_cites and figures and not analysis.topics_named and not facts:
+            # a figure asked for is the answer: no passage found by meaning is shown after it,
+            # and one is cited for its context
+            cited, shown_results = cited[:1], []
         citations = self._citations(searcher, remedies, cited, language=language,
-                                    first=[outcome.cite] if outcome.verdict and outcome.cite else [])
+                                    first=[*([outcome.cite] if outcome.verdict and outcome.cite else []),
+                                           *answer_cites])
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
-                               remedies, results if grounded else [], citations, grounded,
+                               remedies, shown_results if grounded else [],
+                               citations, grounded,
                                figures=figures, next_steps=next_steps, verdict=outcome.verdict,
                                lead=lead, analysis=analysis)
         return AskResponse(
@@ -362,7 +382,11 @@ class Assistant:
             lines += [f"_{note}_", ""]
         if verdict:  # the answer to "what now?", from the user's own numbers, comes first
             lines += [f"**{verdict}**", ""]
-        lines += self.parts.figure_lines(list(figures))
+        shown_code: set[str] = set()
+        for figure in figures:  # a figure or short answer asked for, with its code when it has some
+            lines += [figure.text, *self.parts.snippet_lines(figure.snippet, shown_code)]
+        if figures:
+            lines.append("")
         line = self._diagnosis_line(diagnosis, facts, report, language)
         if line:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
@@ -371,7 +395,6 @@ class Assistant:
         if not grounded:  # an off-topic question is not asked for an error log
             lines.append(self._msg("not_covered", language))
             return "\n".join(lines).strip() + "\n"
-        shown_code: set[str] = set()
         # "I already did X, what now?": first why X was not enough, then what to do instead.
         for tried_id in (analysis.tried if analysis is not None else []):
             lines += [question_api.tried_item(tried_id).why[language], ""]
@@ -402,7 +425,7 @@ class Assistant:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
                 lines += self._source_lines(c, language)
-        if diagnosis is None and not facts:
+        if diagnosis is None and not facts and not figures:  # a figure asked for needs no log
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
 

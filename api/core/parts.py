@@ -25,8 +25,8 @@ class AnswerParts:
         self.snippets: Snippets = load_snippets(catalogue)
         self.next_steps: NextSteps = load_next_steps(catalogue)
 
-    def figures_for(self, question: str, language: str) -> list[FigureAnswer]:
-        return self.figures.answer(question, language)
+    def figures_for(self, question: str, language: str, every_generation: bool = True) -> list[FigureAnswer]:
+        return self.figures.answer(question, language, every_generation)
 
     def figure_remedies(self, figures: list[FigureAnswer], language: str, format_bytes,
                         already: set[str]) -> list[tuple[Remedy, str]]:
@@ -56,11 +56,6 @@ class AnswerParts:
         return self.next_steps.choose(question, facts, language, names)
 
     # -- Markdown ---------------------------------------------------------------------------
-
-    @staticmethod
-    def figure_lines(figures: list[FigureAnswer]) -> list[str]:
-        lines = [f.text for f in figures]
-        return [*lines, ""] if lines else []
 
     @staticmethod
     def snippet_lines(code: str | None, shown: set[str]) -> list[str]:

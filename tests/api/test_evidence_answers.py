@@ -24,6 +24,7 @@ from oomkb.kb.language import SUPPORTED
 from oomkb.kb.prose import detect_prose_language, prose_of
 from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
 from oomkb.settings import Settings
+from oomkb.units import format_bytes
 from tests.conftest import LOCAL
 from tests.diagnostics.test_parse import HBM_REPORT_LOG
 
@@ -122,6 +123,35 @@ def test_arguments_larger_than_the_hbm_lead_with_sharding_and_never_suggest_a_sm
         assert pointless not in ids(r)
     assert "Reduce the batch size" not in r.answer
     assert r.citations[0].citation == "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+
+
+@pytest.mark.parametrize("question,language,devices", [
+    ("And if I shard them with FSDP over 4 chips, how much per chip?", "en", 4),
+    ("Und wenn ich das auf 8 Geräte verteile?", "de", 8),
+    ("如果用 FSDP 分到 16 个芯片上，每个芯片要多少？", "zh", 16),
+    ("Se eu rodar numa v5e-8, quanto fica por chip?", "pt", 8),
+])
+def test_arguments_too_big_for_one_device_are_divided_over_the_devices_the_follow_up_names(
+        client, question, language, devices):
+    first = ask(client, "compile OOM on my TPU", error_log=ARGS_LOG)
+    r = ask(client, question, conversation_id=first.conversation_id)
+    assert r.follow_up and r.language == language
+    per_device = -(-first.facts["argument_bytes"] // devices)
+    assert r.facts["devices_named"] == devices and r.facts["argument_per_device_bytes"] == per_device
+    assert r.verdict and format_bytes(per_device) in r.verdict and str(devices) in r.verdict
+    assert "hbm-batch-size" not in ids(r)
+
+
+def test_a_device_count_is_read_from_the_question_only_never_from_the_log(assistant):
+    rules = assistant.rules
+    assert rules.read_count_facts({"x": 1}, "the same on 4 devices?")["devices_named"] == 4
+    assert "devices_named" not in rules.read_count_facts({"x": 1}, "batch 32, seq 2048, what now?")
+    assert "devices_named" not in rules.read_count_facts({"x": 1}, "")
+
+
+def test_a_log_naming_devices_gives_no_device_count(client):
+    r = ask(client, "", error_log=ARGS_LOG.replace("Ran out of memory", "On 8 chips: ran out of memory"))
+    assert "devices_named" not in r.facts
 
 
 def test_a_program_larger_than_its_arguments_leads_with_what_the_program_holds(client):
