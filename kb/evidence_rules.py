@@ -108,6 +108,7 @@ class CountFact(BaseModel):
     patterns: list[str] = Field(min_length=1)
     min: int = 1
     max: int = 1 << 20
+    multiplier: int = Field(default=1, ge=1, description="the fact's value per unit read (GiB: 1073741824)")
 
     @field_validator("patterns")
     @classmethod
@@ -224,7 +225,7 @@ class EvidenceRules:
             for pattern in patterns:
                 m = pattern.search(text)
                 if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) <= spec.max:
-                    out.setdefault(spec.fact, int(m.group(1)))
+                    out.setdefault(spec.fact, int(m.group(1)) * spec.multiplier)
                     break
         return out
 
@@ -278,6 +279,10 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     gen = _generation(generation or out.get("target_generation"))
     if gen is not None:
         out["tpu_generation"] = gen.name
+    gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
+    if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
+        out["requested_gpu_share_fraction"] = requested / gpu
+        out["gpu_pool_bytes"] = gpu * 3 // 4  # JAX's default pool: XLA_PYTHON_CLIENT_MEM_FRACTION=0.75
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up

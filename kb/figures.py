@@ -149,6 +149,10 @@ class Figures:
                           gen.device_kind.lower().removeprefix("tpu ")}
         ]
         self._settings = [(s, [_name(a) for a in {s.name, *s.aliases}]) for s in data.settings]
+        # a setting written as an identifier (XLA_PYTHON_CLIENT_ALLOCATOR, vmem_limit_bytes, a --flag),
+        # not a word for its concept ("preallocation", "75%")
+        self._identifiers = [(s, [_name(a) for a in {s.name, *s.aliases} if "_" in a and " " not in a])
+                             for s in data.settings]
         self._kinds = [(q, [[_keyword(k) for k in group if k != SETTING] for group in q.all],
                         [SETTING in group for group in q.all]) for q in data.questions]
         self._answers = [(a, [[_keyword(k) for k in group] for group in a.all]) for a in data.answers]
@@ -198,17 +202,26 @@ class Figures:
 
     # -- answering --------------------------------------------------------------------------
 
-    def answer(self, question: str, language: str, every_generation: bool = True) -> list[FigureAnswer]:
+    def answer(self, question: str, language: str, every_generation: bool = True,
+               named_settings: bool = False) -> list[FigureAnswer]:
         """The figures `question` asks for, as lines in `language`; [] when it asks for none.
         A generation's figure asked without naming one is given for every generation, unless
-        `every_generation` is False (the asker's own evidence says which figures matter)."""
+        `every_generation` is False (the asker's own evidence says which figures matter).
+        `named_settings`: a setting the question names is asked about even without a "what
+        does" word ("and if I set ALLOCATOR=platform, is it fixed?"); the caller says so when
+        the asker does not merely report having set it."""
         if not question or not question.strip():
             return []
         named = self.generations_in(question)
         short = self.short_answers_of(question)
         answers: list[FigureAnswer] = [self._short(a, language) for a in short]
         replaced = {name for a in short for name in a.replaces}
-        for kind in self.kinds_of(question):
+        kinds = self.kinds_of(question)
+        if named_settings and not any(k.kind in ("setting", "setting_default") for k in kinds):
+            low = question.lower()
+            answers += [self._setting(s, language) for s, pats in self._identifiers
+                        if s.name not in replaced and any(p.search(low) for p in pats)]
+        for kind in kinds:
             if kind.kind in ("setting_default", "setting"):  # the same line: default, what it does
                 answers += [self._setting(s, language) for s in self.settings_in(question)
                             if s.name not in replaced or kind.kind == "setting_default"]

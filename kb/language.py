@@ -113,6 +113,7 @@ class Detection(BaseModel):
     detected: str | None
     supported: bool
     method: str
+    scores: dict[str, float] = {}  # per Latin-script language, when they were weighed
 
 
 def base_language(code: str) -> str:
@@ -204,7 +205,7 @@ def _latin(prose: str, exhaustive: bool = False) -> Detection:
         # Nothing to go on ("help", "vmem limit"): too little to call a language.
         return Detection(language=FALLBACK, detected=None, supported=True, method="default")
     return Detection(language=code, detected=code, supported=True,
-                     method="words" if evidence > 0 else "langdetect")
+                     method="words" if evidence > 0 else "langdetect", scores=scores)
 
 
 def _langdetect(text: str) -> list[tuple[str, float]]:

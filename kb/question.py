@@ -48,6 +48,7 @@ class Topic(_Strict):
     fill: str | None = None
     description: str = Field(min_length=10)
     cues: list[str] = Field(min_length=1)
+    unless: list[str] = Field(default_factory=list, description="cues that mean another thing of the same name")
 
 
 class Tried(_Strict):
@@ -136,7 +137,8 @@ class _Matcher:
         self.negation = {lang: _pattern(words, whole=True) for lang, words in intents.negation.items()}
         self.any_negation = _pattern([w for words in intents.negation.values() for w in words], whole=True)
         self.asks = [(a.id, _pattern(a.cues)) for a in intents.asks]
-        self.topics = [(t.id, _pattern(t.cues)) for t in intents.topics]
+        self.topics = [(t.id, _pattern(t.cues), _pattern(t.unless) if t.unless else None)
+                       for t in intents.topics]
         already = _pattern(intents.already)
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
 
@@ -200,7 +202,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
         asks.append("next")  # "I did X" is asking what else to do
     asks.append("how")
 
-    topics = [tid for tid, pattern in m.topics if pattern.search(whole)]
+    topics = [tid for tid, pattern, unless in m.topics
+              if pattern.search(whole) and not (unless is not None and unless.search(whole))]
     # A topic named only as something tried is not what is asked about.
     by_id = {t.id: t for t in m.intents.topics}
     asked = [t for t in topics if by_id[t].remedy is None or by_id[t].remedy not in tried_remedies]

@@ -51,6 +51,9 @@ REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtim
                    "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom"}
 MAX_CARDS = 2
 MAX_REMEDIES = 5
+#: How close (in the Latin-script detector's word scores) a follow-up's score for the
+#: conversation's language must come to its top language for the conversation's to win.
+FOLLOW_UP_LANGUAGE_MARGIN = 1.0
 GENERATION_CHARS = 4000  # how much of the question and of the log names the TPU generation
 QUOTE_CHARS = 260
 
@@ -109,12 +112,21 @@ class Assistant:
             req, context = conversation.merge(earlier, req)
         question = (req.question or "").replace("\x00", " ").strip()
         log = (req.error_log or "").replace("\x00", " ")
+        req_log_new = bool((req.error_log or "").strip()) and "error_log" not in context.inherited
         if not question and not log.strip() and req.report is None:
             raise QueryError("ask a question, paste an error log, or attach a report")
         # Only the question tells the asker's language: a pasted log is English (or noise) whoever
         # pastes it, so a log without a question is answered in English unless asked otherwise;
         # a log pasted into the question is left out too (the language of its prose).
         detection = None if req.language else detect_prose_language(question)
+        if detection is not None and context.follow_up and detection.scores:
+            # A short follow-up in a Latin script ("y si pongo ...?") can score close to a
+            # neighbour language; when the conversation's own language is that close, it wins.
+            before = detect_prose_language("\n".join(t.question for t in earlier if t.question))
+            own = detection.scores.get(before.language, 0.0)
+            if (before.supported and before.method != "default" and before.language != detection.language
+                    and own > 0 and detection.scores[detection.language] - own < FOLLOW_UP_LANGUAGE_MARGIN):
+                detection = before
         language, detected, note_key = self._language(req.language, detection)
 
         diagnosis = None
@@ -173,7 +185,8 @@ class Assistant:
         # the earlier turns' subject ("how do I turn it off?").
         # With a log or report, a generation's figure is given only for a generation named: the
         # evidence already says which limit was hit (not every generation's VMEM again).
-        figures = self.parts.figures_for(question, language, every_generation=not facts)
+        figures = self.parts.figures_for(question, language, every_generation=not facts,
+                                         named_settings=not analysis.tried)
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
@@ -236,7 +249,11 @@ class Assistant:
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,
-                               figures=figures, next_steps=next_steps, verdict=outcome.verdict,
+                               figures=figures, next_steps=next_steps,
+                               # a follow-up asking about something else does not get the verdict
+                               # it was given on the same evidence one turn before
+                               verdict=None if (figures and context.follow_up and not req_log_new)
+                               else outcome.verdict,
                                lead=lead, analysis=analysis)
         return AskResponse(
             language=language,
@@ -295,8 +312,14 @@ class Assistant:
         # still about it.
         if conversation.refers_back(question):
             return True
-        return f.get("foreign", 0) == 0 and f.get("unknown_names", 0) == 0 and any(
-            f.get(k, 0) > 0 for k in ("framework", "domain", "memory", "ml", "error_wording"))
+        # A name the guides lack ("lm_head", "MultiSteps") in a question about memory is a detail
+        # of the same conversation; in one about ML only ("the best learning-rate schedule?") it is
+        # another subject.
+        if f.get("foreign", 0) > 0:
+            return False
+        if f.get("memory", 0) > 0 or f.get("error_wording", 0) > 0:
+            return True
+        return f.get("unknown_names", 0) == 0 and any(f.get(k, 0) > 0 for k in ("framework", "domain", "ml"))
 
     # -- steps ------------------------------------------------------------------------------
 

@@ -25,8 +25,9 @@ class AnswerParts:
         self.snippets: Snippets = load_snippets(catalogue)
         self.next_steps: NextSteps = load_next_steps(catalogue)
 
-    def figures_for(self, question: str, language: str, every_generation: bool = True) -> list[FigureAnswer]:
-        return self.figures.answer(question, language, every_generation)
+    def figures_for(self, question: str, language: str, every_generation: bool = True,
+                    named_settings: bool = False) -> list[FigureAnswer]:
+        return self.figures.answer(question, language, every_generation, named_settings)
 
     def figure_remedies(self, figures: list[FigureAnswer], language: str, format_bytes,
                         already: set[str]) -> list[tuple[Remedy, str]]:

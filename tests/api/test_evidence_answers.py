@@ -395,3 +395,28 @@ def test_an_estimate_answers_from_what_its_peak_is_made_of(client, role, words):
     for language, expected in words.items():
         r = ask(client, "why does my train step use so much memory?", report=report, language=language)
         assert expected in r.answer.split("\n")[0], r.answer[:400]
+
+
+# A GPU BFC allocator failure (the shape of logs posted in jax-ml/jax GPU OOM threads)
+BFC_LOG = """\
+2024-05-01 10:00:00.123456: W external/tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate 12.50GiB (rounded to 13421772800)requested by op
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 13421772800 bytes.
+"""
+
+
+@pytest.mark.parametrize("question,language,share,pool", [
+    ("training a 1B model on my A100 40GB and it dies with this, help", "en", "31%", "30.00 GiB"),
+    ("Meine RTX 3090 mit 24 GB läuft damit voll, was tun?", "de", "52%", "18.00 GiB"),
+])
+def test_a_gpu_allocation_is_measured_against_the_card_the_question_names(client, question, language, share, pool):
+    r = ask(client, question, error_log=BFC_LOG)
+    assert r.language == language and r.verdict and r.answer.startswith(f"**{r.verdict}**")
+    assert "12.50 GiB" in r.verdict and share in r.verdict and pool in r.verdict
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in r.verdict
+    assert ids(r)[0].startswith("gpu-")
+
+
+def test_a_gpu_allocation_without_the_card_s_size_still_gets_its_verdict(client):
+    r = ask(client, "¿Qué hago?", error_log=BFC_LOG)
+    assert r.language == "es" and r.verdict.startswith("Falló una asignación de 12.50 GiB")
+    assert "gpu_memory_named_bytes" not in r.facts

@@ -106,3 +106,41 @@ def test_what_else_after_a_tried_gpu_flag_is_a_follow_up_never_not_covered(clien
     assert "gpu_pool_flags" in first["tried"] or first["answer"].startswith("ये सेटिंग"), first["answer"][:200]
     follow = _ask(client, {"question": "और क्या कर सकता हूँ?", "conversation_id": first["conversation_id"]})
     assert follow["follow_up"] and follow["grounded"] and follow["language"] == "hi"
+
+
+BFC_24G = ("2024-05-01 10:00:00.123456: W external/tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) "
+           "ran out of memory trying to allocate 2.25GiB (rounded to 2415919104)requested by op\n"
+           "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+           "2415919104 bytes.\n")
+
+
+def test_a_short_latin_follow_up_keeps_the_conversation_s_language_and_answers_the_setting_it_names(client):
+    first = _ask(client, {"question": "me sale esto al entrenar en una RTX 4090 (24GB), ¿qué significa?",
+                          "error_log": BFC_24G})
+    assert first["language"] == "es"
+    follow = _ask(client, {"question": "y si pongo XLA_PYTHON_CLIENT_ALLOCATOR=platform se arregla?",
+                           "conversation_id": first["conversation_id"]})
+    assert follow["language"] == "es" and follow["follow_up"]
+    assert follow["answer"].split("\n\n")[0].startswith("**XLA_PYTHON_CLIENT_ALLOCATOR**")
+
+
+def test_a_setting_named_with_what_and_when_is_answered_first(client):
+    body = _ask(client, {"question": "Was genau macht XLA_PYTHON_CLIENT_ALLOCATOR=platform und wann sollte man "
+                                     "das benutzen? ist das nicht mega langsam?"})
+    assert body["language"] == "de"
+    assert body["answer"].startswith("**XLA_PYTHON_CLIENT_ALLOCATOR** ist standardmäßig")
+
+
+def test_a_training_checkpoint_restore_is_not_rematerialization(client):
+    body = _ask(client, {"question": "Multi-host Training auf v4-32, nach dem Checkpoint-Restore mit Orbax bekomme "
+                                     "ich OOM im ersten Step. Woran kann das liegen?"})
+    assert "hbm-checkpoint" not in [r["id"] for r in body["remedies"]]
+    assert not body["answer"].startswith("Passt das Modell fast")
+
+
+def test_a_follow_up_about_a_detail_the_guides_do_not_name_is_still_answered(client):
+    first = _ask(client, {"question": "학습 중에 OOM이 나는데 로그 좀 봐주세요",
+                          "error_log": BFC_24G})
+    follow = _ask(client, {"question": "제일 큰 게 lm_head logits인 것 같은데 vocab이 256k라서 그런 것 같아요. 이거 어떻게 줄이죠?",
+                           "conversation_id": first["conversation_id"]})
+    assert follow["follow_up"] and follow["grounded"] and follow["language"] == "ko"
