@@ -22,9 +22,6 @@ from typer.testing import CliRunner
 from oomkb.api.cli.main import app as cli_app
 from oomkb.api.http.app import create_app
 from oomkb.api.schemas import AskResponse
-from oomkb.kb.editorial import Text, load_glossary, text_problems
-from oomkb.kb.evidence_rules import load_rules
-from oomkb.kb.language import SUPPORTED
 from oomkb.settings import Settings
 from oomkb.units import format_bytes
 from tests.api.test_slack import SECRET, TOKEN, block_text, mention, post_event
@@ -209,25 +206,6 @@ def test_slack_reads_an_attached_diff_and_answers_in_the_question_language(slack
     post_event(client, mention("Por que a nova versão usa mais memória?", files=[{"id": "F0DIFF"}]))
     text = block_text(api.wait_for_post()["blocks"])
     assert "quase tudo nos pesos" in text and "params['w_in']" in text, text
-
-
-# ------------------------------------------------------------------------------- the texts
-
-
-def test_the_diff_verdicts_follow_the_house_style_in_every_language():
-    """kb/editorial.py's checks (glossary, register, punctuation, code in backticks), which
-    tests/kb run on messages and remedies, on the diff rules' verdicts too."""
-    glossary = load_glossary()
-    rules = [r for r in load_rules().rules if r.id.startswith("diff-")]
-    assert len(rules) >= 8
-    problems = []
-    for rule in rules:
-        for n, variant in enumerate(rule.verdict):
-            assert set(variant) == set(SUPPORTED), rule.id
-            for language, text in variant.items():
-                t = Text(where=f"evidence_rules.yaml {rule.id!r} verdict {n + 1}", language=language, text=text)
-                problems += [str(p) for p in text_problems(t, glossary)]
-    assert not problems, "\n".join(problems)
 
 
 # ------------------------------------------------------------------------------- MCP
