@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from oomkb.diagnostics.capture import CaptureReport
+from oomkb.diagnostics.diff import DiffReport
 from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.diagnostics.plan import PlanReport
@@ -39,7 +40,9 @@ LanguageCode = Annotated[
     WithJsonSchema({"type": "string", "pattern": LANGUAGE_CODE_PATTERN, "maxLength": 35}),
 ]
 
-_REPORT = TypeAdapter(Union[EstimateReport, ProfileReport, CaptureReport, PlanReport])
+#: The reports an answer can rest on (a diff's `report_kind` tells it from the others).
+Report = Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, DiffReport]
+_REPORT = TypeAdapter(Report)
 _MAX_NUMBER_DEPTH = 32  # deeper than any request model nests; deeper input is refused anyway
 
 
@@ -94,8 +97,7 @@ class ConversationTurn(JsonRequest):
     question: str = Field(default="", max_length=MAX_QUESTION_CHARS, description="the earlier question")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the error log given with it, if any")
-    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
-        default=None, description="the report given with it, if any")
+    report: Report | None = Field(default=None, description="the report given with it, if any")
 
     @field_validator("report", mode="before")
     @classmethod
@@ -117,10 +119,10 @@ class AskRequest(JsonRequest):
                           description="the question, in any language (may be empty when an error log is given)")
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the OOM error or a whole log around it")
-    report: Union[EstimateReport, ProfileReport, CaptureReport, PlanReport, None] = Field(
+    report: Report | None = Field(
         default=None,
-        description="the JSON of `oomkb estimate --json`, `oomkb profile --json`, `oomkb run --json` "
-        "or `oomkb plan --json`",
+        description="the JSON of `oomkb estimate --json`, `oomkb profile --json`, `oomkb run --json`, "
+        "`oomkb plan --json` or `oomkb diff --json`",
     )
     language: LanguageCode | None = Field(
         default=None,

@@ -11,6 +11,15 @@ Prints one JSON object. For each program (deviceless compiles for v5e, one devic
   against the estimator's ``total_bytes`` (negative: the guess is too small);
 * the estimator's own figures (total, temp, padding, donation saving).
 
+``roles_and_timeline``: what the peak-by-role analysis and the memory timeline add to one
+estimate, measured inside that one run (``estimate(..., timeline=True)``, donation check included)
+by timing the functions that do them: the roles (``origin_op_names``, ``assign_roles``,
+``roles_at_peak``), the timeline (``read_timeline``, ``label_timeline``) and, apart, rendering its
+HTML page (``timeline_html``), each as seconds and as a share of that run's compile
+(``compile_seconds``; the goal is <= 10 %), for the programs above and the AdamW and scan programs
+of ``tests/programs/roles_programs.py``. One run per program: on a shared machine the figures are
+noisy, the shares less than the seconds.
+
 One sandboxed run (``estimate_program`` on a FILE.py:FACTORY, child process included) gives the
 end-to-end cost of the CLI route. ``isolation``: what the bubblewrap sandbox adds per job (the
 HTTP route's default), as medians over ``--isolation-rounds`` alternating runs of the same job
@@ -18,11 +27,14 @@ with and without it: a job that only returns (the floor: process start-up) and a
 of the small program (``null`` figures when bubblewrap is not usable here).
 
     .venv/bin/python benchmarks/estimate.py [--rounds N] [--target v5e] [--isolation-only]
+    .venv/bin/python benchmarks/estimate.py --roles-timeline-only
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -44,7 +56,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import SingleDeviceSharding  # noqa: E402
 
+import oomkb.diagnostics.estimate as estimate_module  # noqa: E402
 from oomkb.diagnostics.estimate import estimate, estimate_program  # noqa: E402
+from oomkb.diagnostics.timeline_html import timeline_html  # noqa: E402
 
 
 def spec(shape, dtype=jnp.float32):
@@ -100,6 +114,84 @@ PROGRAMS = {
     "bf16_matmul_chain_8192": (
         bf16_matmul_chain, (spec((8192, 8192), jnp.bfloat16), spec((8192, 8192), jnp.bfloat16))),
 }
+
+
+def _role_programs() -> dict:
+    """The issue's two shapes of training step: an AdamW step and a scan over layers (with and
+    without `jax.checkpoint`), from the test suite's programs."""
+    path = ROOT / "tests" / "programs" / "roles_programs.py"
+    loaded = importlib.util.spec_from_file_location("oomkb_bench_roles_programs", path)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return {name: getattr(module, name)() for name in ("adamw_step", "scan_grad", "scan_grad_remat")}
+
+
+#: What the role analysis and the timeline run, by the names the estimator calls them by.
+STAGES = {"roles": ("origin_op_names", "assign_roles", "roles_at_peak"),
+          "timeline": ("read_timeline", "label_timeline")}
+
+
+@contextlib.contextmanager
+def stopwatch():
+    """Seconds spent in each stage's functions while the block runs (the estimator's own names
+    wrapped with a timer, restored afterwards)."""
+    seconds = dict.fromkeys(STAGES, 0.0)
+    originals = {}
+
+    def timed(stage, original):
+        def run(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                seconds[stage] += time.perf_counter() - started
+        return run
+
+    for stage, names in STAGES.items():
+        for name in names:
+            originals[name] = getattr(estimate_module, name)
+            setattr(estimate_module, name, timed(stage, originals[name]))
+    try:
+        yield seconds
+    finally:
+        for name, original in originals.items():
+            setattr(estimate_module, name, original)
+
+
+def roles_timeline_figures(target: str) -> dict:
+    """One estimate per program with the timeline on; the roles' and the timeline's seconds
+    within it, and their share of that run's compile."""
+    programs = {name: (fn, args, {}) for name, (fn, args) in PROGRAMS.items()}
+    programs.update({name: (fn, args, {}) for name, (fn, args) in _role_programs().items()})
+    rows = {}
+    for name, (fn, args, kwargs) in programs.items():
+        jax.clear_caches()
+        with stopwatch() as seconds:
+            started = time.perf_counter()
+            report = estimate(fn, *args, target=target, timeline=True, **kwargs)
+            wall = time.perf_counter() - started
+        started = time.perf_counter()
+        page = timeline_html(report.timeline, name) if report.timeline is not None else ""
+        html = time.perf_counter() - started
+        compile_s = report.compile_seconds
+        added = seconds["roles"] + seconds["timeline"]
+        rows[name] = {
+            "compile_s": compile_s,
+            "estimate_wall_s": round(wall, 3),
+            "roles_s": round(seconds["roles"], 4),
+            "timeline_s": round(seconds["timeline"], 4),
+            "timeline_html_s": round(html, 4),
+            "timeline_buffers": len(report.timeline.buffers) if report.timeline else 0,
+            "timeline_html_bytes": len(page.encode()),
+            "roles_share_of_compile": round(seconds["roles"] / compile_s, 4),
+            "timeline_share_of_compile": round(seconds["timeline"] / compile_s, 4),
+            "added_share_of_compile": round(added / compile_s, 4),
+            "added_with_html_share_of_compile": round((added + html) / compile_s, 4),
+            "added_share_of_estimate_wall": round(added / wall, 4),
+        }
+    shares = [r["added_share_of_compile"] for r in rows.values()]
+    return {"programs": rows, "median_added_share_of_compile": float(np.median(shares)),
+            "max_added_share_of_compile": max(shares), "goal_share_of_compile": 0.10}
 
 
 def bare_compile_seconds(fn, args, device) -> float:
@@ -178,7 +270,15 @@ def main() -> None:
     parser.add_argument("--isolation-rounds", type=int, default=7)
     parser.add_argument("--isolation-only", action="store_true",
                         help="only measure what the sandbox adds per job")
+    parser.add_argument("--roles-timeline-only", action="store_true",
+                        help="only measure what the role analysis and the timeline add to an estimate")
     options = parser.parse_args()
+    if options.roles_timeline_only:
+        estimate(padded_columns, spec((8, 128)), target=options.target)  # warm-up, not timed
+        print(json.dumps({"target": options.target, "libtpu": tpu.libtpu_version(), "jax": jax.__version__,
+                          "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
+                          "roles_and_timeline": roles_timeline_figures(options.target)}, indent=2))
+        return
     if options.isolation_only:
         print(json.dumps({"cpu_count": os.cpu_count(),
                           "isolation": isolation_figures(options.isolation_rounds, options.target)},
@@ -231,6 +331,7 @@ def main() -> None:
         "programs": rows,
         "sandboxed_estimate_s_small_program": round(sandboxed, 3),
         "isolation": isolation_figures(options.isolation_rounds, options.target),
+        "roles_and_timeline": roles_timeline_figures(options.target),
         "median_ratio_estimate_to_compile": float(np.median(
             [r["ratio_estimate_to_compile"] for r in rows.values()])),
         "median_abs_naive_relative_error": float(np.median(errors)),

@@ -5,7 +5,8 @@ Figures are compared as the compiler gave them (per device); the buffers live at
 matched one to one, most specific key first: the JAX op name, the user's source line and the shape
 with its TPU layout; then the same with the layout left out (a layout change shows as a changed
 shape); then op name and shape; then source line and shape; then, for arguments, the argument's name
-alone (a wider layer's weight is the same argument, grown). What is left over is new (only in B)
+alone (a wider layer's weight is the same argument, grown); last, a buffer with neither op name nor
+source line (made by the compiler) by its kind and exact shape. What is left over is new (only in B)
 or gone (only in A). The largest growth comes first.
 """
 
@@ -53,6 +54,9 @@ class BufferDelta(BaseModel):
     op_name: str | None
     source: str | None
     kind: str
+    role: str | None = Field(None, description="its role at the peak (B's, else A's; diagnostics/roles.yaml)")
+    instruction: str | None = Field(None, description="the HLO instruction (B's, else A's), for buffers "
+                                    "without a JAX op name")
     shape_before: str | None
     shape_after: str | None
     bytes_before: ByteCount
@@ -71,11 +75,16 @@ class DiffReport(BaseModel):
     target_after: str
     libtpu_before: str
     libtpu_after: str
+    jax_before: str | None = Field(None, description="the jax of A (null when A does not record it)")
+    jax_after: str | None = None
     same_target: bool
     fits_before: bool
     fits_after: bool
     total_delta_bytes: ByteCount
     figures: list[FigureDelta]
+    by_role_delta: dict[str, ByteCount] | None = Field(
+        None, description="B - A of the bytes live at the peak per role (peak_by_role); null unless "
+        "both reports have roles")
     buffers: list[BufferDelta] = Field(description="changed buffers at the peak, largest growth first")
     unchanged_buffers: int
     changed: bool = Field(description="false when every figure and every buffer is the same")
@@ -125,6 +134,10 @@ _KEYS: list[tuple[str, Callable[[BufferInfo], tuple]]] = [
     ("source line and logical shape", lambda b: (b.source, _logical(b.shape))),
     # an argument that changed shape (a wider layer) is still the same argument
     ("argument name", lambda b: (b.op_name if b.kind == "argument" else None, "argument")),
+    # a buffer the compiler made without metadata (a scan's stacked residuals, a copy): its kind
+    # and exact shape are all there is to match it by
+    ("kind and shape, no op name or source line",
+     lambda b: (b.kind if b.op_name is None and b.source is None else None, b.shape)),
 ]
 
 
@@ -169,13 +182,17 @@ def diff_reports(before: EstimateReport, after: EstimateReport) -> DiffReport:
             same += 1
             continue
         buffers.append(BufferDelta(status=_status(delta), op_name=b.op_name or a.op_name,
-                                   source=b.source or a.source, kind=b.kind, shape_before=a.shape,
+                                   source=b.source or a.source, kind=b.kind, role=b.role or a.role,
+                                   instruction=b.instruction or a.instruction,
+                                   shape_before=a.shape,
                                    shape_after=b.shape, bytes_before=a.bytes, bytes_after=b.bytes,
                                    delta_bytes=delta, matched_by=key))
-    buffers += [BufferDelta(status="gone", op_name=a.op_name, source=a.source, kind=a.kind,
+    buffers += [BufferDelta(status="gone", op_name=a.op_name, source=a.source, kind=a.kind, role=a.role,
+                            instruction=a.instruction,
                             shape_before=a.shape, shape_after=None, bytes_before=a.bytes, bytes_after=0,
                             delta_bytes=-a.bytes) for a in gone]
-    buffers += [BufferDelta(status="new", op_name=b.op_name, source=b.source, kind=b.kind,
+    buffers += [BufferDelta(status="new", op_name=b.op_name, source=b.source, kind=b.kind, role=b.role,
+                            instruction=b.instruction,
                             shape_before=None, shape_after=b.shape, bytes_before=0, bytes_after=b.bytes,
                             delta_bytes=b.bytes) for b in new]
     buffers.sort(key=lambda d: (-d.delta_bytes, d.op_name or ""))
@@ -188,17 +205,25 @@ def diff_reports(before: EstimateReport, after: EstimateReport) -> DiffReport:
                      "figures are per device of each")
     if ta.libtpu_version != tb.libtpu_version:
         notes.append(f"compiled by libtpu {ta.libtpu_version} (A) and {tb.libtpu_version} (B)")
+    if ta.jax_version and tb.jax_version and ta.jax_version != tb.jax_version:
+        notes.append(f"traced by jax {ta.jax_version} (A) and {tb.jax_version} (B)")
     if before.function != after.function:
         notes.append(f"different functions: {before.function} (A) and {after.function} (B)")
     if len(before.top_buffers) != len(after.top_buffers) or not before.top_buffers:
         notes.append("only the buffers each report lists at the peak are compared "
                      f"({len(before.top_buffers)} in A, {len(after.top_buffers)} in B); "
                      "estimate with a larger --top to compare more")
-    changed = bool(buffers) or any(f.delta_bytes for f in figures) or before.fits != after.fits
+    by_role = None
+    if before.peak_by_role is not None and after.peak_by_role is not None:
+        by_role = {role: after.peak_by_role.get(role, 0) - before.peak_by_role.get(role, 0)
+                   for role in dict.fromkeys([*before.peak_by_role, *after.peak_by_role])}
+    changed = (bool(buffers) or any(f.delta_bytes for f in figures) or before.fits != after.fits
+               or any((by_role or {}).values()))
     return DiffReport(
         function_before=before.function, function_after=after.function,
         target_before=ta.topology, target_after=tb.topology,
         libtpu_before=ta.libtpu_version, libtpu_after=tb.libtpu_version, same_target=same_target,
+        jax_before=ta.jax_version, jax_after=tb.jax_version, by_role_delta=by_role,
         fits_before=before.fits, fits_after=after.fits,
         total_delta_bytes=after.total_bytes - before.total_bytes,
         figures=figures, buffers=buffers, unchanged_buffers=same, changed=changed, notes=notes,

@@ -46,17 +46,14 @@ def _fit_log(text: str) -> str:
 
 
 def _read_report(path: Path):
-    from oomkb.diagnostics.capture import CaptureReport
-    from oomkb.diagnostics.estimate.report import EstimateReport
-    from oomkb.diagnostics.plan import PlanReport
-    from oomkb.diagnostics.profile import ProfileReport
+    from oomkb.api.schemas import Report
 
     text = _read_text(path, "report")
     try:
-        return TypeAdapter(EstimateReport | ProfileReport | CaptureReport | PlanReport).validate_json(text)
+        return TypeAdapter(Report).validate_json(text)
     except ValidationError:
         fail(f"{path} is not the JSON of `oomkb estimate --json`, `oomkb profile --json`, "
-             "`oomkb run --json` or `oomkb plan --json`", EXIT_USAGE)
+             "`oomkb run --json`, `oomkb plan --json` or `oomkb diff --json`", EXIT_USAGE)
 
 
 def register(app: typer.Typer) -> None:
@@ -64,7 +61,7 @@ def register(app: typer.Typer) -> None:
     def ask_command(
         question: Annotated[str, typer.Argument(help="your question, in any language")] = "",
         log: Annotated[Optional[Path], typer.Option("--log", help="error log file (- for stdin)")] = None,
-        report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile/plan")] = None,
+        report: Annotated[Optional[Path], typer.Option("--report", help="JSON from estimate/profile/plan/run/diff")] = None,
         lang: Annotated[Optional[str], typer.Option("--lang", help="answer language")] = None,
         index: Annotated[Optional[Path], typer.Option("--index", help="index folder")] = None,
         as_json: JsonOption = False,

@@ -83,16 +83,20 @@ def print_diff(report, top: int = 10) -> None:
         table.add_row(LABELS.get(f.name, f.name), fb(f.before) if f.before is not None else "?",
                       fb(f.after) if f.after is not None else "?", _signed(f.delta_bytes))
     out.print(table)
+    roles = {role: d for role, d in (report.by_role_delta or {}).items() if d}
+    if roles:
+        out.print("[bold]at the peak, by role[/]: " + ", ".join(
+            f"{role} {_signed(d)}" for role, d in sorted(roles.items(), key=lambda kv: -kv[1])))
     if not report.buffers:
         out.print(f"the {report.unchanged_buffers} buffers listed at the peak are the same")
         return
     table = Table(title=f"buffers at the peak that changed ({len(report.buffers)}; "
                         f"{report.unchanged_buffers} the same)")
-    for column in ("change", "status", "op", "source", "shape A → B"):
+    for column in ("change", "status", "role", "op", "source", "shape A → B"):
         table.add_column(column, overflow="fold")
     for b in report.buffers[:top]:
         shapes = " → ".join(s for s in (b.shape_before, b.shape_after) if s) if b.shape_before != b.shape_after \
             else (b.shape_after or "")
-        table.add_row(_signed(b.delta_bytes), b.status, escape(b.op_name or "?"),
+        table.add_row(_signed(b.delta_bytes), b.status, b.role or "", escape(b.op_name or b.instruction or "?"),
                       escape(Path(b.source).name if b.source else ""), escape(shapes))
     out.print(table)

@@ -13,12 +13,14 @@ import re
 from pathlib import Path
 
 from oomkb.api.core import conversation
+from oomkb.api.core.diff_answer import diff_lines, diff_summary
 from oomkb.api.core.parts import AnswerParts
 from oomkb.api.core.evidence import facts_from
 from oomkb.api.schemas import (
     AskRequest, AskResponse, Citation, ConversationTurn, DiagnoseRequest, GuideInfo, GuideSection,
     GuidesResponse, Remedy, SearchRequest,
 )
+from oomkb.diagnostics.diff import DiffReport
 from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport
@@ -48,7 +50,9 @@ DENSE_CEIL = 0.90
 MAX_CITATIONS = 4
 # The category whose evidence-triggered remedies a report without an error log can trigger.
 REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtime_allocation",
-                   "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom"}
+                   "CaptureReport": "runtime_allocation", "PlanReport": "compile_hbm_oom",
+                   # a diff is not an error: only its own rules (the `diff-*` verdicts) apply
+                   "DiffReport": "unknown"}
 MAX_CARDS = 2
 MAX_REMEDIES = 5
 #: How close (in the Latin-script detector's word scores) a follow-up's score for the
@@ -415,6 +419,8 @@ class Assistant:
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if isinstance(report, PlanReport):  # a plan leads with what was verified to fit
             lines += plan_lines(self._msg, report, language)
+        if isinstance(report, DiffReport):  # what changed: the versions, the buffers that grew
+            lines += diff_lines(self._msg, report, language)
         if not grounded:  # an off-topic question is not asked for an error log
             lines.append(self._msg("not_covered", language))
             return "\n".join(lines).strip() + "\n"
@@ -486,6 +492,8 @@ class Assistant:
                              total=format_bytes(report.total_bytes),
                              hbm=format_bytes(report.target.hbm_bytes),
                              headroom=format_bytes(report.headroom_bytes))
+        if isinstance(report, DiffReport):
+            return diff_summary(self._msg, report, language)
         if isinstance(report, ProfileReport):
             return self._msg("profile_summary", language, calls=report.calls,
                              peak=format_bytes(report.peak_bytes),
@@ -499,7 +507,7 @@ class Assistant:
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
 # user's log or report and is shown as code.
 _VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table",
-                               "peak_largest_role"})
+                               "peak_largest_role", "diff_grown_role"})
 # The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
 OTHER_FRAMEWORK = "other_framework_oom"
 

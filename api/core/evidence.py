@@ -10,6 +10,7 @@ import math
 from typing import Union
 
 from oomkb.diagnostics.capture import CaptureReport
+from oomkb.diagnostics.diff import DiffReport
 from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.diagnostics.plan import PlanReport
@@ -26,10 +27,13 @@ _ERROR_FIELDS = (
 
 def facts_from(
     error: ParsedError | None = None,
-    report: EstimateReport | ProfileReport | CaptureReport | PlanReport | None = None,
+    report: EstimateReport | ProfileReport | CaptureReport | PlanReport | DiffReport | None = None,
 ) -> dict[str, Fact]:
     """All facts the evidence supports; a fact that is unknown is absent (never guessed)."""
     facts: dict[str, Fact] = {}
+    if isinstance(report, DiffReport):  # what changed between two estimates; no estimate's own facts
+        _diff_facts(report, facts)
+        report = None
     if isinstance(report, PlanReport):
         vary = report.vary
         if vary is not None and vary.largest_fitting is not None:  # measured: the value that fits
@@ -173,6 +177,40 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
     sourced = [c for c in report.host_callbacks if c.source]
     if sourced:
         facts["host_callback_source"] = sourced[0].source
+
+
+def _versions(jax: str | None, libtpu: str) -> str:
+    return f"jax {jax}, libtpu {libtpu}" if jax else f"libtpu {libtpu}"
+
+
+def _diff_facts(report: DiffReport, facts: dict[str, Fact]) -> None:
+    """B against A: the total's change, the role and the buffer that grew most, the versions."""
+    total = next((f for f in report.figures if f.name == "total_bytes"), None)  # none: a forged report
+    delta = report.total_delta_bytes
+    facts.update(diff_changed=report.changed, diff_total_before_bytes=total.before if total else None,
+                 diff_total_after_bytes=total.after if total else None, diff_total_delta_bytes=delta,
+                 diff_total_growth_bytes=delta if delta > 0 else None,
+                 diff_total_shrink_bytes=-delta if delta < 0 else None,
+                 diff_unchanged_buffers=report.unchanged_buffers, diff_target=report.target_after)
+    before = _versions(report.jax_before, report.libtpu_before)
+    after = _versions(report.jax_after, report.libtpu_after)
+    facts.update(diff_versions_before=before, diff_versions_after=after,
+                 diff_versions_changed=report.libtpu_before != report.libtpu_after or (
+                     bool(report.jax_before and report.jax_after) and report.jax_before != report.jax_after))
+    by_role = report.by_role_delta
+    if by_role is None:  # reports without roles: the listed buffers' changes, by their role
+        by_role = {}
+        for b in report.buffers:
+            if b.role:
+                by_role[b.role] = by_role.get(b.role, 0) + b.delta_bytes
+    grown = {role: size for role, size in by_role.items() if size > 0}
+    if grown:
+        role = max(grown, key=lambda r: grown[r])
+        facts.update(diff_grown_role=role, diff_role_growth_bytes=grown[role])
+    top = max(report.buffers, key=lambda b: b.delta_bytes, default=None)
+    if top is not None and top.delta_bytes > 0:
+        facts.update(diff_top_op=top.op_name, diff_top_growth_bytes=top.delta_bytes,
+                     diff_top_shape=top.shape_after, diff_top_source=top.source)
 
 
 def _profile_facts(report: ProfileReport, facts: dict[str, Fact]) -> None:

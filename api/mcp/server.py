@@ -113,6 +113,16 @@ def summarize(report: Any) -> str:
         for f in report.figures:
             if f.delta_bytes:
                 lines.append(f"  {f.name}: {_fb(f.before)} -> {_fb(f.after)}")
+        roles = {role: d for role, d in (report.by_role_delta or {}).items() if d}
+        if roles:
+            lines.append("at the peak, by role: " + ", ".join(
+                f"{role} {d:+,} bytes" for role, d in sorted(roles.items(), key=lambda kv: -kv[1])))
+        if not report.changed:
+            lines.append("nothing changed")
+        for b in report.buffers[:5]:
+            shapes = " -> ".join(s for s in (b.shape_before, b.shape_after) if s)
+            lines.append(f"  {b.delta_bytes:+,} bytes {b.status} {b.role or ''} "
+                         f"{b.op_name or b.instruction or '?'} {shapes} {b.source or ''}".rstrip())
         return "\n".join(lines)
     if isinstance(report, CaptureReport):
         lines = [f"out of memory on {report.backend} ({report.error.category}); "

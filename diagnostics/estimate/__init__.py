@@ -291,7 +291,7 @@ def _estimate_call(
         target=TargetInfo(
             generation=spec.generation, topology=spec.topology, hbm_bytes=hbm_bytes,
             devices=len(devices), devices_used=devices_used, device_kind=gen.device_kind,
-            libtpu_version=tpu.libtpu_version(),
+            libtpu_version=tpu.libtpu_version(), jax_version=jax.__version__,
         ),
         fits=decided.fits,
         total_bytes=total,

@@ -23,6 +23,8 @@ class TargetInfo(BaseModel):
     devices_used: int = Field(description="devices the program was compiled for")
     device_kind: str
     libtpu_version: str
+    jax_version: str | None = Field(None, description="the jax that traced and lowered the program "
+                                    "(null in reports written before it was recorded)")
 
 
 class BufferInfo(BaseModel):
