@@ -75,6 +75,9 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     facts["argument_bytes"] = error.argument_bytes
     facts["program_bytes"] = error.program_bytes
     facts["output_bytes"] = error.output_bytes
+    facts["output_aliased_bytes"] = error.output_aliased_bytes
+    if error.output_bytes is not None and error.output_aliased_bytes is not None:
+        facts["output_unaliased_bytes"] = max(error.output_bytes - error.output_aliased_bytes, 0)
     facts["temp_bytes"] = error.hlo_temp_bytes
     _padding_facts(error, facts)
     capacity = error.available_bytes

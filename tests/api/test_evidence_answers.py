@@ -420,3 +420,28 @@ def test_a_gpu_allocation_without_the_card_s_size_still_gets_its_verdict(client)
     r = ask(client, "¿Qué hago?", error_log=BFC_LOG)
     assert r.language == "es" and r.verdict.startswith("Falló una asignación de 12.50 GiB")
     assert "gpu_memory_named_bytes" not in r.facts
+
+
+def _report_log(output: str, shares: str) -> str:
+    return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
+            "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"
+            "Total hbm usage >= 41.59G:\n    reserved        512.00M \n    program          27.31G \n"
+            f"    arguments        13.78G \n\nOutput size {output}; shares {shares} with arguments.\n")
+
+
+def test_outputs_that_share_nothing_with_the_arguments_lead_with_donation_when_it_covers_the_overflow(client):
+    r = ask(client, '"shares 0B with arguments" का क्या मतलब है?', error_log=_report_log("13.78G", "0B"))
+    assert r.language == "hi" and r.verdict and "shares 0B with arguments" in r.verdict
+    assert "13.78 GiB" in r.verdict and "10.34 GiB" in r.verdict
+    assert ids(r)[0] in ("hbm-donation-measured", "hbm-donate")
+
+
+def test_outputs_that_already_share_the_arguments_never_get_donate_argnums_as_news(client):
+    r = ask(client, "what now?", error_log=_report_log("13.78G", "13.78G"))
+    assert "hbm-donate" not in ids(r)
+    assert not (r.verdict or "").startswith("Your outputs")
+
+
+def test_outputs_too_small_to_cover_the_overflow_do_not_make_donation_the_verdict(client):
+    r = ask(client, "what now?", error_log=_report_log("2.00G", "0B"))
+    assert not (r.verdict or "").startswith("Your outputs")
