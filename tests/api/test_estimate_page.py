@@ -35,16 +35,16 @@ def test_the_page_draws_with_the_same_role_colours_as_the_timeline_page():
 def test_the_page_loads_the_timeline_scripts_from_this_server_only():
     from fastapi.testclient import TestClient
 
-    with TestClient(create_app(Settings()), base_url=LOCAL) as client:
-        page = client.get("/")
-        assert page.headers["content-security-policy"] == PAGE_CSP
-        scripts = re.findall(r'<script src="([^"]+)"', page.text)
-        assert "/static/timeline.js" in scripts and "/static/estimate.js" in scripts
-        assert all(s.startswith("/static/") for s in scripts)
-        for name in ("timeline.js", "estimate.js"):
-            served = client.get(f"/static/{name}")
-            assert served.status_code == 200 and served.headers["content-security-policy"] == PAGE_CSP
-            assert "innerHTML" not in served.text and "style=" not in served.text
+    client = TestClient(create_app(Settings()), base_url=LOCAL)  # no lifespan: nothing loads
+    page = client.get("/")
+    assert page.headers["content-security-policy"] == PAGE_CSP
+    scripts = re.findall(r'<script src="([^"]+)"', page.text)
+    assert "/static/timeline.js" in scripts and "/static/estimate.js" in scripts
+    assert all(s.startswith("/static/") for s in scripts)
+    for name in ("timeline.js", "estimate.js"):
+        served = client.get(f"/static/{name}")
+        assert served.status_code == 200 and served.headers["content-security-policy"] == PAGE_CSP
+        assert "innerHTML" not in served.text and "style=" not in served.text
 
 
 @pytest.fixture(scope="module")
