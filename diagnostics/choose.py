@@ -11,7 +11,8 @@ Values arrive as text (a command line, JSON). Each is given to the factory as th
 keyword's default: ``int``, ``float`` and ``bool`` defaults convert the text (``true``/``false``,
 ``1``/``0``, ``yes``/``no``), the text ``None`` is ``None`` when the default is ``None``, and every
 other keyword gets the text itself. The value equal to the factory's default is not compiled
-again: the plan's baseline (or its ``--vary`` search) already measured it.
+again: the plan's baseline (or its ``--vary`` search) already measured it. A keyword without a
+default is given the first choice for the baseline (and the rest of the plan).
 
 This module reads the text and the factory's signature; :func:`diagnostics.plan.plan_factory`
 compiles the choices in its session (``choose=``).
@@ -29,8 +30,8 @@ from pydantic import BaseModel
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.program import factory_accepts, factory_label
 
-__all__ = ["MAX_CHOICES", "ChooseError", "ChooseSpec", "check_choose", "choice_values",
-           "is_default", "parse_choose"]
+__all__ = ["MAX_CHOICES", "ChooseError", "ChooseSpec", "baseline_choice", "check_choose",
+           "choice_values", "parse_choose", "same_value"]
 
 #: The most values one --choose may name (each may cost a whole --vary search).
 MAX_CHOICES = 16
@@ -156,10 +157,16 @@ def _takes(factory: Callable[..., Any]) -> str:
     return f" (it takes: {', '.join(names)})" if names else " (it takes none)"
 
 
-def is_default(factory: Callable[..., Any], name: str, value: Any) -> bool:
-    """Whether ``value`` is the keyword's default (the plan's baseline measured it already)."""
+def baseline_choice(factory: Callable[..., Any], name: str,
+                    values: list[tuple[str, Any]]) -> tuple[Any, bool]:
+    """The value of the keyword the plan's baseline is compiled with: its default, or, when it
+    has none, the first choice (then ``True``: the factory must be given it)."""
     param = _parameter(factory, name)
-    if param is None or param.default is inspect.Parameter.empty:
-        return False
-    default = param.default
-    return type(default) is type(value) and default == value
+    if param is not None and param.default is not inspect.Parameter.empty:
+        return param.default, False
+    return values[0][1], True
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether choice ``a`` is the value ``b`` the baseline was compiled with (``1`` is not ``True``)."""
+    return type(a) is type(b) and a == b

@@ -44,7 +44,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from oomkb.diagnostics import tpu
-from oomkb.diagnostics.choose import ChooseSpec, check_choose, choice_values, is_default
+from oomkb.diagnostics.choose import (
+    ChooseSpec,
+    baseline_choice,
+    check_choose,
+    choice_values,
+    same_value,
+)
 from oomkb.diagnostics.estimate import estimate_factory
 from oomkb.diagnostics.estimate.arguments import argument_names, as_spec, leaf_path
 from oomkb.diagnostics.estimate.compiling import (
@@ -203,8 +209,8 @@ class ChoiceReport(BaseModel):
                                     "--vary); with --vary: searched or not_searched")
     error: str | None = None
     vary: VaryReport | None = None
-    compiles: int = Field(0, description="compiles this choice took (0: it is the factory's "
-                                         "default, measured by the baseline or the --vary search)")
+    compiles: int = Field(0, description="compiles this choice took (0: the value the plan's "
+                                         "baseline and its --vary search were compiled with)")
     note: str | None = None
 
 
@@ -397,10 +403,14 @@ def plan_factory(
     extra: dict[str, Any] = {}
     if vary is not None:
         vary = check_vary(vary)
-    choices_given = None
+    choices_given = chooser = measured_choice = None
     if choose is not None:
         choose = check_choose(choose)
         choices_given = choice_values(factory, choose, vary)  # checked before any compile
+        chooser = factory
+        measured_choice, required = baseline_choice(factory, choose.name, choices_given)
+        if required:  # no default: the baseline (fixes, --vary) is the first choice
+            factory = _bound(factory, {choose.name: measured_choice})
     if vary is not None:
         name, low, high = vary.name, vary.low, vary.high
         if not factory_accepts(factory, name):
@@ -471,8 +481,8 @@ def plan_factory(
         vary_report = _vary(session, factory, vary, spec, label, seed)
     choices = []
     if choose is not None:
-        choices = _choices(session, factory, choices_given, choose.name, spec,
-                           baseline=baseline, vary=vary, vary_report=vary_report)
+        choices = _choices(session, chooser, choices_given, choose.name, spec, baseline=baseline,
+                           measured=measured_choice, vary=vary, vary_report=vary_report)
     fixes, no_saving = _split_no_saving(fixes)
     return PlanReport(
         function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
@@ -974,7 +984,7 @@ def _baseline_row(name: str, text: str, baseline: EstimateReport) -> ChoiceRepor
         name=name, value=text, fits=baseline.fits,
         total_bytes=baseline.total_bytes if compiled else None, status=status,
         error=None if compiled else (baseline.compile_error.message or None),
-        note="the factory's default: measured by the plan's baseline compile",
+        note="measured by the plan's baseline compile",
     )
 
 
@@ -998,19 +1008,20 @@ def _choices(
     spec: tpu.TargetSpec,
     *,
     baseline: EstimateReport,
+    measured: Any,
     vary: VarySpec | None = None,
     vary_report: VaryReport | None = None,
 ) -> list[ChoiceReport]:
     """One row per --choose value, in the order given (:mod:`diagnostics.choose`). ``baseline`` and
-    ``vary_report`` are the plan's own, measured at the factory's defaults: the choice equal to
-    the default reuses them instead of compiling again."""
+    ``vary_report`` are the plan's own, measured with the keyword at ``measured`` (its default,
+    else the first choice): that choice reuses them instead of compiling again."""
     label = factory_label(factory)
     rows: list[ChoiceReport] = []
     for text, value in values:
         before = session.compiles
         session.progress(f"choice {name}={text}")
         bound = _bound(factory, {name: value})
-        default = is_default(factory, name, value)
+        default = same_value(value, measured)
         where = f"{label} with {name}={text!r}"
         if vary is None:
             if default:
@@ -1025,8 +1036,7 @@ def _choices(
             ))
         elif default and vary_report is not None:
             rows.append(_vary_row(name, text, vary_report, 0,
-                                  f"the factory's default: the plan's --vary search "
-                                  f"({vary_report.compiles} compiles)"))
+                                  f"the plan's own --vary search ({vary_report.compiles} compiles)"))
         else:
             found = _vary(session, bound, vary, spec, where, {})
             rows.append(_vary_row(name, text, found, session.compiles - before))

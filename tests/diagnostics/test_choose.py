@@ -133,7 +133,7 @@ def test_each_choice_has_its_own_boundary_verified_at_l_and_l_plus_1(dtype_plan)
 def test_the_default_choice_reuses_the_plans_own_search_and_every_compile_is_counted(dtype_plan):
     default, other = dtype_plan.choices
     assert default.compiles == 0 and default.vary == dtype_plan.vary
-    assert "the factory's default" in default.note
+    assert "the plan's own --vary search" in default.note
     assert other.compiles == other.vary.compiles > 0
     fixes = sum(f.compiles for f in dtype_plan.fixes + dtype_plan.no_saving)
     assert dtype_plan.compiles == 1 + fixes + dtype_plan.vary.compiles + other.compiles
@@ -158,6 +158,23 @@ def test_the_json_and_the_plot_carry_one_curve_per_choice(dtype_plan, tmp_path):
 
 
 # --- without --vary, and through the CLI ---------------------------------------------------
+
+
+@slow
+def test_a_keyword_without_a_default_gives_the_baseline_its_first_choice(tmp_path, monkeypatch):
+    from oomkb.diagnostics.plan import plan_factory
+
+    monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
+    sys.path.insert(0, str(PROGRAMS))
+    import choose_programs
+
+    report = plan_factory(choose_programs.required, target="v5e", choose="dtype=bfloat16,float32")
+    first, second = report.choices
+    total, error = own_total(1024, "bfloat16")
+    assert error is None and report.baseline.total_bytes == first.total_bytes == total
+    assert first.compiles == 0 and "baseline" in first.note and second.compiles == 1
+    assert second.total_bytes == own_total(1024, "float32")[0]
+
 
 
 @pytest.fixture(scope="module")
