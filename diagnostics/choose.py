@@ -11,8 +11,8 @@ Values arrive as text (a command line, JSON). Each is given to the factory as th
 keyword's default: ``int``, ``float`` and ``bool`` defaults convert the text (``true``/``false``,
 ``1``/``0``, ``yes``/``no``), the text ``None`` is ``None`` when the default is ``None``, and every
 other keyword gets the text itself. The value equal to the factory's default is not compiled
-again: the plan's baseline (or its ``--vary`` search) already measured it. A keyword without a
-default is given the first choice for the baseline (and the rest of the plan).
+again: the plan's baseline (or its ``--vary`` search) already measured it. A keyword the
+signature names without a default is refused: a factory is called with no arguments.
 
 This module reads the text and the factory's signature; :func:`diagnostics.plan.plan_factory`
 compiles the choices in its session (``choose=``).
@@ -30,8 +30,8 @@ from pydantic import BaseModel
 from oomkb.diagnostics.exceptions import DiagnosticsError
 from oomkb.diagnostics.program import factory_accepts, factory_label
 
-__all__ = ["MAX_CHOICES", "ChooseError", "ChooseSpec", "baseline_choice", "check_choose",
-           "choice_values", "parse_choose", "same_value"]
+__all__ = ["MAX_CHOICES", "NO_DEFAULT", "ChooseError", "ChooseSpec", "check_choose",
+           "choice_values", "keyword_default", "parse_choose", "same_value"]
 
 #: The most values one --choose may name (each may cost a whole --vary search).
 MAX_CHOICES = 16
@@ -143,10 +143,14 @@ def choice_values(factory: Callable[..., Any], spec: ChooseSpec,
         raise ChooseError(f"--choose {spec.name}: the {factory_label(factory)} takes no keyword "
                         f"argument {spec.name!r}, so there is nothing to choose" + _takes(factory))
     param = _parameter(factory, spec.name)
-    has_default = param is not None and param.default is not inspect.Parameter.empty
-    default = param.default if has_default else None
-    return [(text, _convert(text, default, spec.name) if has_default else text)
-            for text in spec.values]
+    if param is not None and param.default is inspect.Parameter.empty:
+        raise ChooseError(f"--choose {spec.name}: the {factory_label(factory)} has no default for "
+                          f"{spec.name!r}; a factory is called with no arguments, so give it one "
+                          f"({spec.name}={spec.values[0]!r}) and --choose compiles each value")
+    default = keyword_default(factory, spec.name)
+    if default is NO_DEFAULT:  # taken through **kwargs: as given
+        return [(text, text) for text in spec.values]
+    return [(text, _convert(text, default, spec.name)) for text in spec.values]
 
 
 def _takes(factory: Callable[..., Any]) -> str:
@@ -157,14 +161,17 @@ def _takes(factory: Callable[..., Any]) -> str:
     return f" (it takes: {', '.join(names)})" if names else " (it takes none)"
 
 
-def baseline_choice(factory: Callable[..., Any], name: str,
-                    values: list[tuple[str, Any]]) -> tuple[Any, bool]:
-    """The value of the keyword the plan's baseline is compiled with: its default, or, when it
-    has none, the first choice (then ``True``: the factory must be given it)."""
+#: The default of a keyword the signature does not name (a factory taking ``**kwargs``).
+NO_DEFAULT = object()
+
+
+def keyword_default(factory: Callable[..., Any], name: str) -> Any:
+    """The default of the factory's keyword ``name`` (the value the plan's baseline is compiled
+    with), or :data:`NO_DEFAULT` when its signature does not name it."""
     param = _parameter(factory, name)
-    if param is not None and param.default is not inspect.Parameter.empty:
-        return param.default, False
-    return values[0][1], True
+    if param is None or param.default is inspect.Parameter.empty:
+        return NO_DEFAULT
+    return param.default
 
 
 def same_value(a: Any, b: Any) -> bool:

@@ -46,9 +46,9 @@ from pydantic import BaseModel, Field
 from oomkb.diagnostics import tpu
 from oomkb.diagnostics.choose import (
     ChooseSpec,
-    baseline_choice,
     check_choose,
     choice_values,
+    keyword_default,
     same_value,
 )
 from oomkb.diagnostics.estimate import estimate_factory
@@ -403,14 +403,10 @@ def plan_factory(
     extra: dict[str, Any] = {}
     if vary is not None:
         vary = check_vary(vary)
-    choices_given = chooser = measured_choice = None
+    choices_given = None
     if choose is not None:
         choose = check_choose(choose)
         choices_given = choice_values(factory, choose, vary)  # checked before any compile
-        chooser = factory
-        measured_choice, required = baseline_choice(factory, choose.name, choices_given)
-        if required:  # no default: the baseline (fixes, --vary) is the first choice
-            factory = _bound(factory, {choose.name: measured_choice})
     if vary is not None:
         name, low, high = vary.name, vary.low, vary.high
         if not factory_accepts(factory, name):
@@ -481,8 +477,9 @@ def plan_factory(
         vary_report = _vary(session, factory, vary, spec, label, seed)
     choices = []
     if choose is not None:
-        choices = _choices(session, chooser, choices_given, choose.name, spec, baseline=baseline,
-                           measured=measured_choice, vary=vary, vary_report=vary_report)
+        choices = _choices(session, factory, choices_given, choose.name, spec, baseline=baseline,
+                           measured=keyword_default(factory, choose.name), vary=vary,
+                           vary_report=vary_report)
     fixes, no_saving = _split_no_saving(fixes)
     return PlanReport(
         function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
@@ -920,16 +917,21 @@ def _as_probe(measured: _Measured, compiled: bool) -> Probe:
 
 
 def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: tpu.TargetSpec,
-          label: str, seed: dict[int, _Measured], strategy: str = "model") -> VaryReport:
-    """Search ``vary`` (:func:`diagnostics.vary_search.search`) with real compiles."""
+          label: str, seed: dict[int, _Measured], strategy: str = "model",
+          fixed: Mapping[str, Any] | None = None) -> VaryReport:
+    """Search ``vary`` (:func:`diagnostics.vary_search.search`) with real compiles; ``fixed``
+    keyword arguments (a --choose value) go with every value."""
     name = vary.name
     memo: dict[int, _Measured] = dict(seed)
     before = session.compiles
 
+    def kwargs(value: int) -> dict[str, Any]:
+        return {**(fixed or {}), name: value}
+
     def probe(value: int) -> Probe:
         session.progress(f"{name}={value}")
         start = session.compiles
-        memo[value] = _remeasure(session, factory, {name: value}, spec, label)
+        memo[value] = _remeasure(session, factory, kwargs(value), spec, label)
         return _as_probe(memo[value], session.compiles > start)
 
     known = {v: _as_probe(m, False) for v, m in seed.items()}
@@ -1013,21 +1015,21 @@ def _choices(
     vary_report: VaryReport | None = None,
 ) -> list[ChoiceReport]:
     """One row per --choose value, in the order given (:mod:`diagnostics.choose`). ``baseline`` and
-    ``vary_report`` are the plan's own, measured with the keyword at ``measured`` (its default,
-    else the first choice): that choice reuses them instead of compiling again."""
+    ``vary_report`` are the plan's own, measured with the keyword at ``measured`` (its default):
+    that choice reuses them instead of compiling again. Each choice reaches the factory as a
+    keyword argument of the measurement (``extra``, as --vary's value does), never bound into it."""
     label = factory_label(factory)
     rows: list[ChoiceReport] = []
     for text, value in values:
         before = session.compiles
         session.progress(f"choice {name}={text}")
-        bound = _bound(factory, {name: value})
         default = same_value(value, measured)
         where = f"{label} with {name}={text!r}"
         if vary is None:
             if default:
                 rows.append(_baseline_row(name, text, baseline))
                 continue
-            measured = _remeasure(session, bound, {}, spec, where)
+            measured = _remeasure(session, factory, {name: value}, spec, where)
             rows.append(ChoiceReport(
                 name=name, value=text, fits=measured.fits,
                 total_bytes=measured.total_bytes if measured.compiled else None,
@@ -1038,7 +1040,7 @@ def _choices(
             rows.append(_vary_row(name, text, vary_report, 0,
                                   f"the plan's own --vary search ({vary_report.compiles} compiles)"))
         else:
-            found = _vary(session, bound, vary, spec, where, {})
+            found = _vary(session, factory, vary, spec, where, {}, fixed={name: value})
             rows.append(_vary_row(name, text, found, session.compiles - before))
     return rows
 

@@ -26,6 +26,14 @@ def no_keywords(batch=1024):
     """A factory with nothing to choose."""
 
 
+def required(batch=1024, *, dtype):
+    """A keyword without a default: against the factory contract (called with no arguments)."""
+
+
+def open_ended(batch=1024, **options):
+    """Keywords through **options: --choose gives them as text."""
+
+
 # --- the text and the values, before any compile ---------------------------------------------
 
 
@@ -55,6 +63,7 @@ def test_values_take_the_type_of_the_keywords_default_else_stay_text():
     assert choice_values(make, parse_choose("scale=1,0.5")) == [("1", 1.0), ("0.5", 0.5)]
     assert choice_values(make, parse_choose("layers=2,4")) == [("2", 2), ("4", 4)]
     assert choice_values(make, parse_choose("policy=None,dots")) == [("None", None), ("dots", "dots")]
+    assert choice_values(open_ended, parse_choose("offload=none,1")) == [("none", "none"), ("1", "1")]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +74,10 @@ def test_values_take_the_type_of_the_keywords_default_else_stay_text():
      (make, "half=maybe", None, "is a bool; give true or false"),
      (make, "layers=two", None, r"is a number \(int\); 'two' is not one"),
      (make, "batch=1,2", VarySpec(name="batch", low=1, high=8), "name the same argument"),
-     (make, "mesh=fsdp,tp", None, "gives the factory its mesh itself")],
+     (make, "mesh=fsdp,tp", None, "gives the factory its mesh itself"),
+     (required, "dtype=bfloat16,float32", None,
+      r"the factory required has no default for 'dtype'; a factory is called with no arguments, "
+      r"so give it one \(dtype='bfloat16'\)")],
 )
 def test_a_choice_the_factory_cannot_take_is_named_before_compiling(factory, text, vary, message):
     with pytest.raises(ChooseError, match=message):
@@ -158,23 +170,6 @@ def test_the_json_and_the_plot_carry_one_curve_per_choice(dtype_plan, tmp_path):
 
 
 # --- without --vary, and through the CLI ---------------------------------------------------
-
-
-@slow
-def test_a_keyword_without_a_default_gives_the_baseline_its_first_choice(tmp_path, monkeypatch):
-    from oomkb.diagnostics.plan import plan_factory
-
-    monkeypatch.setenv("OOMKB_HOME", str(tmp_path))
-    sys.path.insert(0, str(PROGRAMS))
-    import choose_programs
-
-    report = plan_factory(choose_programs.required, target="v5e", choose="dtype=bfloat16,float32")
-    first, second = report.choices
-    total, error = own_total(1024, "bfloat16")
-    assert error is None and report.baseline.total_bytes == first.total_bytes == total
-    assert first.compiles == 0 and "baseline" in first.note and second.compiles == 1
-    assert second.total_bytes == own_total(1024, "float32")[0]
-
 
 
 @pytest.fixture(scope="module")

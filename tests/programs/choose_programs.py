@@ -28,11 +28,6 @@ def flagged(batch=1024, half=False, scale=1.0):
     return scaled(batch, "bfloat16" if half else "float32")
 
 
-def required(batch=1024, *, dtype):
-    """A keyword without a default: the plan's baseline takes the first --choose value."""
-    return scaled(batch, dtype)
-
-
 def fixed(batch=1024):
     """No categorical keyword at all: --choose has nothing to choose here."""
     return scaled(batch)
