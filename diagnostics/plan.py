@@ -20,6 +20,10 @@ divisors), and never compiles more than plain bisection would on the same values
 grow monotonically (XLA rematerialises when memory is tight), so the answer is a boundary: NAME
 fits and the next value the factory accepts does not.
 
+``choose="remat=none,full"`` compiles each value of a categorical keyword of the factory
+(:mod:`diagnostics.choose` reads the text and converts the values) and, with ``vary``, runs the
+search under each choice: the report's ``choices``, one row per value.
+
 Everything runs in one process, sharing the topology, the HBM sizes and every compile (a value
 compiled once is never compiled again). :func:`plan_program` runs it in the sandbox, as the CLI
 and the HTTP service do.
@@ -40,6 +44,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from oomkb.diagnostics import tpu
+from oomkb.diagnostics.choose import (
+    ChooseSpec,
+    check_choose,
+    choice_values,
+    keyword_default,
+    same_value,
+)
 from oomkb.diagnostics.estimate import estimate_factory
 from oomkb.diagnostics.estimate.arguments import argument_names, as_spec, leaf_path
 from oomkb.diagnostics.estimate.compiling import (
@@ -70,6 +81,7 @@ from oomkb.diagnostics.vary_search import Probe, Values, search
 from oomkb.units import MIB, format_bytes
 
 __all__ = [
+    "ChoiceReport",
     "FixReport",
     "PlanError",
     "PlanReport",
@@ -180,6 +192,28 @@ class VarySpec(BaseModel):
         return f"{self.name}={self.domain().describe()}"
 
 
+class ChoiceReport(BaseModel):
+    """One value of a categorical keyword (--choose), compiled; with --vary, the largest value of
+    the varied argument that fits under this choice (CONTRACT "Round 3 additions")."""
+
+    name: str
+    value: str = Field(description="the choice as given on the command line or in the request")
+    fits: bool = Field(description="without --vary: the program fits with this choice; with "
+                                   "--vary: some value of the varied argument fits")
+    total_bytes: int | None = Field(
+        None, description="per device, as compiled: at the factory's defaults, or with --vary at "
+                          "the largest fitting value (at_value)")
+    at_value: int | None = Field(None, description="with --vary: the varied value total_bytes was "
+                                                   "compiled at (the largest that fits)")
+    status: str = Field(description="fits, does_not_fit, oom, factory_error or error (without "
+                                    "--vary); with --vary: searched or not_searched")
+    error: str | None = None
+    vary: VaryReport | None = None
+    compiles: int = Field(0, description="compiles this choice took (0: the value the plan's "
+                                         "baseline and its --vary search were compiled with)")
+    note: str | None = None
+
+
 class PlanReport(BaseModel):
     """The `oomkb plan --json` object (CONTRACT "Added in round 2")."""
 
@@ -193,6 +227,9 @@ class PlanReport(BaseModel):
         description="remedies compiled whose measured saving is zero or negative: shown as "
                     "'no saving', never listed as fixes")
     vary: VaryReport | None = None
+    choices: list[ChoiceReport] = Field(
+        default_factory=list, description="--choose: each value of the categorical keyword, "
+                                          "compiled (with --vary: its largest fitting value)")
     compiles: int
     seconds: float
     warnings: list[str] = Field(default_factory=list)
@@ -351,11 +388,13 @@ def plan_factory(
     progress: Callable[[str], None] | None = None,
     top_n: int = 10,
     program: str | None = None,
+    choose: ChooseSpec | str | tuple | None = None,
 ) -> PlanReport:
     """Plan ``factory``'s program on ``target`` in this process (see the module docstring).
 
     ``program`` is the ``FILE.py:FACTORY`` text the factory came from, used in the commands
-    that snippets suggest.
+    that snippets suggest. ``choose`` (``"remat=none,full"``) compiles each value of a
+    categorical keyword, with ``vary`` searching under each (:mod:`diagnostics.choose`).
     """
     started = time.perf_counter()
     tpu.prepare_in_process()
@@ -364,6 +403,11 @@ def plan_factory(
     extra: dict[str, Any] = {}
     if vary is not None:
         vary = check_vary(vary)
+    choices_given = None
+    if choose is not None:
+        choose = check_choose(choose)
+        choices_given = choice_values(factory, choose, vary)  # checked before any compile
+    if vary is not None:
         name, low, high = vary.name, vary.low, vary.high
         if not factory_accepts(factory, name):
             raise PlanError(
@@ -431,11 +475,16 @@ def plan_factory(
             capacity_bytes=baseline.target.hbm_bytes, compiled=baseline.compile_error is None,
         )}
         vary_report = _vary(session, factory, vary, spec, label, seed)
+    choices = []
+    if choose is not None:
+        choices = _choices(session, factory, choices_given, choose.name, spec, baseline=baseline,
+                           measured=keyword_default(factory, choose.name), vary=vary,
+                           vary_report=vary_report)
     fixes, no_saving = _split_no_saving(fixes)
     return PlanReport(
         function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
         no_saving=no_saving,
-        vary=vary_report, compiles=session.compiles,
+        vary=vary_report, choices=choices, compiles=session.compiles,
         seconds=round(time.perf_counter() - started, 3), warnings=warnings,
     )
 
@@ -868,16 +917,21 @@ def _as_probe(measured: _Measured, compiled: bool) -> Probe:
 
 
 def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: tpu.TargetSpec,
-          label: str, seed: dict[int, _Measured], strategy: str = "model") -> VaryReport:
-    """Search ``vary`` (:func:`diagnostics.vary_search.search`) with real compiles."""
+          label: str, seed: dict[int, _Measured], strategy: str = "model",
+          fixed: Mapping[str, Any] | None = None) -> VaryReport:
+    """Search ``vary`` (:func:`diagnostics.vary_search.search`) with real compiles; ``fixed``
+    keyword arguments (a --choose value) go with every value."""
     name = vary.name
     memo: dict[int, _Measured] = dict(seed)
     before = session.compiles
 
+    def kwargs(value: int) -> dict[str, Any]:
+        return {**(fixed or {}), name: value}
+
     def probe(value: int) -> Probe:
         session.progress(f"{name}={value}")
         start = session.compiles
-        memo[value] = _remeasure(session, factory, {name: value}, spec, label)
+        memo[value] = _remeasure(session, factory, kwargs(value), spec, label)
         return _as_probe(memo[value], session.compiles > start)
 
     known = {v: _as_probe(m, False) for v, m in seed.items()}
@@ -921,6 +975,76 @@ def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: 
     )
 
 
+# -- --choose ---------------------------------------------------------------------------------
+
+
+def _baseline_row(name: str, text: str, baseline: EstimateReport) -> ChoiceReport:
+    compiled = baseline.compile_error is None
+    status = "fits" if baseline.fits else ("does_not_fit" if compiled else (
+        "oom" if baseline.oom_space else "error"))
+    return ChoiceReport(
+        name=name, value=text, fits=baseline.fits,
+        total_bytes=baseline.total_bytes if compiled else None, status=status,
+        error=None if compiled else (baseline.compile_error.message or None),
+        note="measured by the plan's baseline compile",
+    )
+
+
+def _vary_row(name: str, text: str, report: VaryReport, compiles: int,
+              note: str | None = None) -> ChoiceReport:
+    at = report.largest_fitting
+    point = next((p for p in report.curve if p.value == at), None) if at is not None else None
+    return ChoiceReport(
+        name=name, value=text, fits=at is not None,
+        total_bytes=point.total_bytes if point is not None else None, at_value=at,
+        status="searched" if report.searched else "not_searched", vary=report,
+        compiles=compiles, note=note or report.note,
+    )
+
+
+def _choices(
+    session: _Session,
+    factory: Callable[..., Any],
+    values: Sequence[tuple[str, Any]],
+    name: str,
+    spec: tpu.TargetSpec,
+    *,
+    baseline: EstimateReport,
+    measured: Any,
+    vary: VarySpec | None = None,
+    vary_report: VaryReport | None = None,
+) -> list[ChoiceReport]:
+    """One row per --choose value, in the order given (:mod:`diagnostics.choose`). ``baseline`` and
+    ``vary_report`` are the plan's own, measured with the keyword at ``measured`` (its default):
+    that choice reuses them instead of compiling again. Each choice reaches the factory as a
+    keyword argument of the measurement (``extra``, as --vary's value does), never bound into it."""
+    label = factory_label(factory)
+    rows: list[ChoiceReport] = []
+    for text, value in values:
+        before = session.compiles
+        session.progress(f"choice {name}={text}")
+        default = same_value(value, measured)
+        where = f"{label} with {name}={text!r}"
+        if vary is None:
+            if default:
+                rows.append(_baseline_row(name, text, baseline))
+                continue
+            measured = _remeasure(session, factory, {name: value}, spec, where)
+            rows.append(ChoiceReport(
+                name=name, value=text, fits=measured.fits,
+                total_bytes=measured.total_bytes if measured.compiled else None,
+                status=measured.status, error=measured.error,
+                compiles=session.compiles - before,
+            ))
+        elif default and vary_report is not None:
+            rows.append(_vary_row(name, text, vary_report, 0,
+                                  f"the plan's own --vary search ({vary_report.compiles} compiles)"))
+        else:
+            found = _vary(session, factory, vary, spec, where, {}, fixed={name: value})
+            rows.append(_vary_row(name, text, found, session.compiles - before))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # The sandboxed route
 
@@ -931,6 +1055,7 @@ def plan_program(
     target: str = "v5e",
     topology: str | None = None,
     vary: str | VarySpec | tuple[str, int, int] | None = None,
+    choose: str | ChooseSpec | tuple | None = None,
     timeout_s: float = 900.0,
     limits: Limits | None = None,
     progress_file: Path | None = None,
@@ -940,7 +1065,7 @@ def plan_program(
 ) -> PlanReport:
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
-    The target, the file and the --vary text are checked here first; the child writes one line
+    The target, the file and the --vary and --choose texts are checked here first; the child writes one line
     per step to ``progress_file`` when given (the CLI shows them as they come). ``isolate=True``
     runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`): it sees the
     program's folder read-only, the progress file's folder read-write, and no other files.
@@ -951,12 +1076,15 @@ def plan_program(
         vary = parse_vary(vary)
     elif vary is not None:
         vary = check_vary(vary)
+    if choose is not None:
+        choose = check_choose(choose, vary)
     what = f"the plan of {program_spec.label}"
     result = run_job(
         "plan",
         {
             "program": str(program_spec), "generation": spec.generation,
             "topology": spec.topology, "vary": vary.model_dump() if vary else None,
+            "choose": choose.model_dump() if choose else None,
             "progress_file": str(progress_file) if progress_file else None,
         },
         timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
@@ -980,6 +1108,7 @@ def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
         factory, target=str(payload["generation"]), topology=str(payload["topology"]),
         vary=VarySpec.model_validate(vary) if vary else None, progress=progress,
         program=str(payload["program"]),
+        choose=ChooseSpec.model_validate(payload["choose"]) if payload.get("choose") else None,
     )
     return report.model_dump(mode="json")
 

@@ -303,7 +303,10 @@ def plot_plan(report: PlanReport, path: str | Path) -> Path:
     byte_axis = FuncFormatter(lambda y, _: format_bytes(int(y)).replace(".00 ", " ") if y >= 0 else "")
     vary = report.vary
     title = _short(f"{report.function} on {report.target.topology}", 60)
-    if vary is not None:
+    searched = [row for row in report.choices if row.vary is not None]
+    if searched:
+        title += _plot_choices(ax, searched, hbm)
+    elif vary is not None:
         compiled = [p for p in vary.curve if p.total_bytes is not None]
         for fits, colour, label in ((True, "#1b5e20", "fits"), (False, "#b71c1c", "does not fit")):
             points = [p for p in compiled if p.fits is fits]
@@ -352,6 +355,52 @@ def plot_plan(report: PlanReport, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+#: One colour per --choose value (cycled), each a curve of bytes against the varied value.
+CHOICE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                  "#bcbd22")
+
+
+def _plot_choices(ax, rows, hbm: int) -> str:
+    """--choose with --vary: one curve per choice (bytes per device against the varied value),
+    its largest fitting value marked with a filled dot on the curve; returns the title's tail."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    name = rows[0].vary.name
+    top = hbm
+    for n, row in enumerate(rows):
+        colour = CHOICE_COLOURS[n % len(CHOICE_COLOURS)]
+        compiled = [p for p in row.vary.curve if p.total_bytes is not None]
+        largest = "none fits" if row.at_value is None else f"largest {row.at_value}"
+        label = _short(f"{row.name}={row.value}: {largest} ({row.vary.compiles} compiles)", 60)
+        if compiled:
+            ax.plot([p.value for p in compiled], [p.total_bytes for p in compiled], "-o",
+                    color=colour, markersize=3, linewidth=1, label=label)
+            top = max(top, *(p.total_bytes for p in compiled))
+        else:
+            ax.plot([], [], "-o", color=colour, label=label)
+        stated = [p for p in row.vary.curve if p.total_bytes is None and p.reported_bytes]
+        if stated:  # out-of-memory compiles: the need their message states
+            ax.plot([p.value for p in stated], [p.reported_bytes for p in stated], "x",
+                    color=colour, markersize=5)
+            top = max(top, *(p.reported_bytes for p in stated))
+        if row.at_value is not None and row.total_bytes is not None:
+            ax.plot([row.at_value], [row.total_bytes], "o", color=colour, markersize=8,
+                    markeredgecolor="black")
+            ax.axvline(row.at_value, color=colour, linestyle=":", linewidth=1)
+    ax.axhline(hbm, color="#b71c1c", linestyle="--", linewidth=1)
+    ax.text(rows[0].vary.low, hbm, f" HBM {format_bytes(hbm)}", va="bottom", fontsize=8,
+            color="#b71c1c")
+    top *= 1.1
+    ax.set_ylim(0, top)
+    ax.yaxis.set_major_locator(MultipleLocator(_nice_step(top)))
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda y, _: format_bytes(int(y)).replace(".00 ", " ") if y >= 0 else ""))
+    ax.set_xlabel(f"{name} (a dot per compile, x: out of memory at the need it states; "
+                  "ringed: the largest that fits)", fontsize=9)
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    return f": largest {name} per {rows[0].name}"
 
 
 def plot_timeline(report: EstimateReport, path: str | Path, bars: int = 40) -> Path:

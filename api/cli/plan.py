@@ -32,7 +32,11 @@ PLAN_HELP = (
     "compiles than plain bisection (it says how many), and lists every value compiled (--plot "
     "draws the curve). Values the factory refuses (it takes only multiples of 128, powers of "
     "two, ...) are skipped by following their pattern; NAME=LO..HI:STEP or NAME=a,b,c names "
-    "the values to search. Runs in one child process with a timeout."
+    "the values to search.\n\n"
+    "--choose NAME=a,b,c: compile each value of a categorical keyword argument of the factory "
+    "(a remat policy, an offload target, a mesh layout, a dtype; given as the type of the "
+    "keyword's default, else as text); with --vary, the largest value that fits under each "
+    "choice (--plot draws one curve per choice). Runs in one child process with a timeout."
 )
 
 
@@ -49,9 +53,15 @@ def plan_command(
         Optional[str], typer.Option("--vary", metavar="NAME=LO..HI[:STEP]|NAME=a,b,c",
                                     help="find the largest value of the factory's argument NAME that fits")
     ] = None,
+    choose: Annotated[
+        Optional[str], typer.Option("--choose", metavar="NAME=a,b,c",
+                                    help="compile each value of the factory's keyword NAME "
+                                         "(with --vary: the largest fitting value per choice)")
+    ] = None,
     as_json: JsonOption = False,
     plot: Annotated[
-        Optional[Path], typer.Option("--plot", help="draw the --vary curve (or the fixes) to this PNG")
+        Optional[Path], typer.Option("--plot", help="draw the --vary curve (one per --choose value), "
+                                                    "or the fixes, to this PNG")
     ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="seconds before the plan is stopped")
@@ -61,6 +71,7 @@ def plan_command(
     isolate: IsolateOption = False,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
+    from oomkb.diagnostics.choose import check_choose
     from oomkb.diagnostics.plan import parse_vary, plan_program
 
     if timeout <= 0:
@@ -70,6 +81,7 @@ def plan_command(
     paths = import_paths(path)
     with user_errors():
         vary_spec = parse_vary(vary) if vary is not None else None
+        choose_spec = check_choose(choose, vary_spec) if choose is not None else None
     err = Console(stderr=True)
     with tempfile.TemporaryDirectory(prefix="oomkb-plan-") as tmp:
         progress_file = Path(tmp) / "progress.jsonl"
@@ -79,7 +91,8 @@ def plan_command(
         def work() -> None:
             try:
                 outcome["report"] = plan_program(program, target=tpu, topology=topology, python=python,
-                                                 paths=paths, vary=vary_spec, timeout_s=timeout,
+                                                 paths=paths, vary=vary_spec, choose=choose_spec,
+                                                 timeout_s=timeout,
                                                  progress_file=progress_file, isolate=isolate)
             except BaseException as exc:  # re-raised below, in the main thread
                 outcome["error"] = exc
@@ -180,7 +193,48 @@ def print_plan(report, plot: Path | None = None) -> None:
         if compiled:
             shown = ", ".join(f"{p.value}: {fb(p.total_bytes)}" for p in compiled[-6:])
             out.print(f"curve (last values compiled): {escape(shown)}")
+    if report.choices:
+        out.print(choices_table(report))
+        for row in report.choices:
+            if row.error:
+                out.print(f"[yellow]{escape(row.name)}={escape(row.value)}:[/] {escape(row.error)}")
     for warning in report.warnings:
         out.print(f"[yellow]warning:[/] {escape(warning)}")
     if plot is not None:
         out.print(f"plot: {escape(str(plot))}")
+
+
+def choices_table(report) -> Table:
+    """--choose as a table: each choice, whether it fits, and with --vary the largest value that
+    fits under it, the next value (which does not), the bytes at the largest and the compiles."""
+    from oomkb.units import format_bytes as fb
+
+    first = report.choices[0]
+    vary = next((row.vary for row in report.choices if row.vary is not None), None)
+    table = Table(title=f"choices of {first.name}, each compiled", show_edge=False,
+                  title_justify="left")
+    table.add_column("choice", overflow="fold")
+    if vary is not None:
+        for column in (f"largest {vary.name}", "next (does not fit)", "total / device at it",
+                       "compiles"):
+            table.add_column(column, overflow="fold")
+        for row in report.choices:
+            v = row.vary
+            if v is None or not v.searched:
+                largest = "[red]not searched[/]"
+            elif row.at_value is None:
+                largest = f"[red]none in [{v.low}, {v.high}][/]"
+            else:
+                largest = f"[green]{row.at_value}[/]"
+            following = str(v.next_value) if v is not None and v.boundary else "-"
+            table.add_row(f"{escape(row.name)}={escape(row.value)}", largest, following,
+                          fb(row.total_bytes) if row.total_bytes is not None else "-",
+                          str(v.compiles if v is not None else row.compiles))
+        return table
+    for column in ("fits", "total / device", "compiles"):
+        table.add_column(column, overflow="fold")
+    for row in report.choices:
+        fits = "[green]yes[/]" if row.fits else f"[red]no[/] ({escape(row.status)})"
+        table.add_row(f"{escape(row.name)}={escape(row.value)}", fits,
+                      fb(row.total_bytes) if row.total_bytes is not None else "-", str(row.compiles))
+    return table

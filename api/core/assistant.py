@@ -635,7 +635,30 @@ def _plan_lines(msg, report: PlanReport, language: str) -> list[str | None]:
         else:
             lines.append(msg("plan_vary_none", language, name=_as_code(vary.name), low=vary.low,
                              high=vary.high))
+    lines += _choice_lines(msg, report, language)
     lines.append("")
+    return lines
+
+
+def _choice_lines(msg, report: PlanReport, language: str) -> list[str | None]:
+    """One item per --choose value: with --vary its largest fitting value (the --vary message),
+    else whether it fits and its measured total."""
+    lines: list[str | None] = [""] if report.choices else []
+    for row in report.choices:
+        choice = _as_code(f"{row.name}={row.value}")
+        v = row.vary
+        if v is not None and not v.searched:
+            text = msg("plan_vary_not_searched", language, name=_as_code(v.name), compiles=v.compiles)
+        elif v is not None and row.at_value is not None:
+            text = msg("plan_vary_largest", language, name=_as_code(v.name), value=row.at_value,
+                       compiles=v.compiles)
+        elif v is not None:
+            text = msg("plan_vary_none", language, name=_as_code(v.name), low=v.low, high=v.high)
+        elif row.fits and row.total_bytes is not None:
+            text = msg("plan_status_fits", language, total=format_bytes(row.total_bytes))
+        else:
+            text = msg("plan_choice_no_fit", language)
+        lines.append(f"- {choice}: {text}" if text and choice else None)
     return lines
 
 

@@ -15,6 +15,7 @@ from oomkb.diagnostics.estimate.report import EstimateReport
 from oomkb.diagnostics.parse import ParsedError
 from oomkb.diagnostics.plan import PlanReport
 from oomkb.diagnostics.profile import ProfileReport
+from oomkb.units import format_bytes
 
 Fact = Union[int, float, str, bool, None]
 
@@ -39,6 +40,7 @@ def facts_from(
         if vary is not None and vary.largest_fitting is not None:  # measured: the value that fits
             facts.update(vary_name=vary.name, vary_largest_fitting=vary.largest_fitting,
                          vary_compiles=vary.compiles)
+        _choice_facts(report, facts)
         for fix in report.fixes:  # a scoped VMEM limit verified to compile beats one computed
             limit = (fix.setting or {}).get("vmem_limit_bytes")
             if fix.id == "raise_scoped_vmem_limit" and fix.verified and fix.fits and isinstance(limit, int):
@@ -57,6 +59,35 @@ def facts_from(
     elif isinstance(report, CaptureReport):
         _capture_facts(report, facts)
     return {k: v for k, v in facts.items() if v is not None}
+
+
+def _choice_facts(report: PlanReport, facts: dict[str, Fact]) -> None:
+    """The best of the plan's --choose rows, measured: with --vary the choice whose largest
+    fitting value is largest (the smaller total at it breaks a tie), else the fitting choice with
+    the smallest total; and the others' figures, for the verdict to compare."""
+    rows = report.choices
+    searched = [r for r in rows if r.vary is not None]
+    if searched:
+        fitting = [r for r in searched if r.at_value is not None]
+        if not fitting:
+            return
+        best = max(fitting, key=lambda r: (r.at_value, -(r.total_bytes or 0)))
+        facts.update(choice_vary_name=best.vary.name, choice_best_largest=best.at_value,
+                     choice_compiles=sum(r.vary.compiles for r in searched))
+        others = [f"{r.name}={r.value}: {r.at_value if r.at_value is not None else '-'}"
+                  for r in searched if r is not best]
+    else:
+        fitting = [r for r in rows if r.fits and r.total_bytes is not None]
+        if not fitting:
+            return
+        best = min(fitting, key=lambda r: r.total_bytes)
+        others = [f"{r.name}={r.value}: "
+                  + (format_bytes(r.total_bytes) if r.total_bytes is not None else r.status)
+                  for r in rows if r is not best]
+    facts.update(choice_name=best.name, choice_best=best.value, choice_count=len(rows),
+                 choice_setting=f"{best.name}={best.value}",
+                 choice_best_total_bytes=best.total_bytes,
+                 choice_others="; ".join(others) or None)
 
 
 def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:

@@ -46,6 +46,9 @@ class EstimateRequest(ProgramRequest):
 
     donation_check: bool = True
     top_n: int = Field(default=10, ge=1, le=100)
+    timeline: bool = Field(False, description="also read every HBM buffer's live range over the "
+                                              "compiled program's order (the report's `timeline`, "
+                                              "which the web page draws)")
 
 
 class EstimateBusy(ServiceError):
@@ -84,4 +87,5 @@ def run_estimate(req: EstimateRequest, settings: Settings, gate: threading.Semap
             f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
             timeout_s=settings.estimate_timeout_s, donation_check=req.donation_check,
             top_n=req.top_n, limits=job_limits(settings), isolate=settings.estimate_isolated,
+            timeline=req.timeline,
         )

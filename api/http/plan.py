@@ -42,10 +42,30 @@ class VaryRequest(JsonRequest):
                         low=min(listed) if listed else self.low, high=max(listed) if listed else self.high)
 
 
+class ChooseRequest(JsonRequest):
+    """A categorical keyword argument of the factory and the values to compile (`--choose`)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200,
+                      description="the factory's keyword argument, e.g. remat")
+    values: list[str] = Field(min_length=1, max_length=16,
+                              description="the values to compile, as text (given to the factory "
+                                          "as the type of the keyword's default), e.g. "
+                                          "[\"none\", \"full\"]")
+
+    def spec(self):
+        """The choices as the planner takes them (:class:`PlanError`, 400, for a bad value)."""
+        from oomkb.diagnostics.choose import check_choose
+
+        return check_choose((self.name, self.values))
+
+
 class PlanRequest(ProgramRequest):
     """A Python program whose factory is planned on a TPU generation (the `plan --json` shape)."""
 
     vary: VaryRequest | None = None
+    choose: ChooseRequest | None = Field(
+        None, description="compile each value of a categorical keyword; with `vary`, the largest "
+                          "fitting value under each (the report's `choices`)")
 
 
 def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
@@ -54,10 +74,11 @@ def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
     from oomkb.diagnostics.plan import plan_program
 
     vary = req.vary.spec() if req.vary is not None else None
+    choose = req.choose.spec() if req.choose is not None else None
     refusal = busy("an estimate or a plan is already running on this server; retry in a moment")
     with submitted_program(req.source, gate, refusal) as path:
         return plan_program(f"{path}:{req.factory}", target=req.tpu, topology=req.topology,
-                            vary=vary, timeout_s=settings.estimate_timeout_s,
+                            vary=vary, choose=choose, timeout_s=settings.estimate_timeout_s,
                             limits=job_limits(settings), isolate=settings.estimate_isolated)
 
 

@@ -61,6 +61,14 @@ class VaryArgument(BaseModel):
     high: int = Field(ge=-(1 << 40), le=1 << 40)
 
 
+class ChooseArgument(BaseModel):
+    """A categorical keyword argument of the factory and the values to compile (`--choose
+    NAME=a,b,c`); with `vary`, the largest fitting value under each."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)
+    values: list[str] = Field(min_length=1, max_length=16)
+
+
 # ---------------------------------------------------------------------------------------------
 # Text summaries of the reports
 
@@ -104,6 +112,14 @@ def summarize(report: Any) -> str:
         if report.vary is not None:
             v = report.vary
             lines.append(f"largest {v.name} that fits: {v.largest_fitting}")
+        for row in report.choices:
+            if row.vary is not None:
+                lines.append(f"- {row.name}={row.value}: largest {row.vary.name} that fits "
+                             f"{row.at_value} ({_fb(row.total_bytes)} per device; "
+                             f"{row.vary.compiles} compiles)")
+            else:
+                lines.append(f"- {row.name}={row.value}: {'fits' if row.fits else row.status}, "
+                             f"{_fb(row.total_bytes)} per device")
         return "\n".join(lines)
     if isinstance(report, DiffReport):
         verdict = lambda fits: "fits" if fits else "does not fit"  # noqa: E731
@@ -239,10 +255,10 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
         return _result(answer, answer.answer)
 
     from oomkb.api.http.jobs import EstimateBusy, EstimateRequest, run_estimate, sandbox_refusal
-    from oomkb.api.http.plan import PlanRequest, VaryRequest, run_plan
+    from oomkb.api.http.plan import ChooseRequest, PlanRequest, VaryRequest, run_plan
 
     def run_program(kind: str, source: str, factory: str, tpu: str, topology: str | None,
-                    vary: VaryArgument | None = None) -> Any:
+                    vary: VaryArgument | None = None, choose: ChooseArgument | None = None) -> Any:
         """Estimate or plan `source` through the service's path for submitted programs: its
         switch, its sandbox and limits, one program at a time."""
         if not settings.enable_estimate:
@@ -255,7 +271,9 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
             report = run_estimate(_validated(EstimateRequest, **common), settings, gate)
         else:
             vary_req = _validated(VaryRequest, **vary.model_dump()) if vary else None
-            report = run_plan(_validated(PlanRequest, **common, vary=vary_req), settings, gate, EstimateBusy)
+            choose_req = _validated(ChooseRequest, **choose.model_dump()) if choose else None
+            report = run_plan(_validated(PlanRequest, **common, vary=vary_req, choose=choose_req),
+                              settings, gate, EstimateBusy)
         return _result(report, summarize(report))
 
     estimate_doc = ("Compile a JAX program for a TPU generation with the real XLA:TPU compiler (no TPU "
@@ -263,7 +281,9 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
                     "The program defines FACTORY() returning (function, args).")
     plan_doc = ("Find what makes a JAX program fit on a TPU by compiling each remedy (donation, VMEM "
                 "limit, larger topology, other generations, bfloat16) and, with `vary`, the largest "
-                "value of an integer argument that fits; every fix marked verified was compiled.")
+                "value of an integer argument that fits; with `choose`, each value of a categorical "
+                "argument (remat policy, dtype, mesh layout) compiled, and with both the largest "
+                "fitting value per choice; every fix marked verified was compiled.")
     factory_t = _field(ProgramRequest, "factory")
     tpu_t = _field(ProgramRequest, "tpu")
     topology_t = _field(ProgramRequest, "topology")
@@ -281,8 +301,9 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
         @server.tool(name="plan_program", description=plan_doc + " Send the program's source.")
         @guarded
         def plan_remote(source: source_t, factory: factory_t = "make", tpu: tpu_t = "v5e",
-                        topology: topology_t = None, vary: VaryArgument | None = None):
-            return run_program("plan", source, factory, tpu, topology, vary)
+                        topology: topology_t = None, vary: VaryArgument | None = None,
+                        choose: ChooseArgument | None = None):
+            return run_program("plan", source, factory, tpu, topology, vary, choose)
     else:
         @server.tool(name="estimate_program", description=estimate_doc + " Give the program file's path.")
         @guarded
@@ -293,8 +314,10 @@ def build_server(settings: Settings, holder: "AssistantHolder", gate: threading.
         @server.tool(name="plan_program", description=plan_doc + " Give the program file's path.")
         @guarded
         def plan_local(path: path_t, factory: factory_t = "make", tpu: tpu_t = "v5e",
-                       topology: topology_t = None, vary: VaryArgument | None = None):
-            return run_program("plan", _read_file(path, "program"), factory, tpu, topology, vary)
+                       topology: topology_t = None, vary: VaryArgument | None = None,
+                       choose: ChooseArgument | None = None):
+            return run_program("plan", _read_file(path, "program"), factory, tpu, topology, vary,
+                               choose)
 
     report_help = ("the JSON of `oomkb estimate --json`, `oomkb plan --json`, `oomkb run --json` "
                    "(a capture), `oomkb profile --json` or `oomkb diff --json`")

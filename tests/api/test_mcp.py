@@ -78,6 +78,14 @@ def test_schemas_come_from_the_rest_models_and_bad_input_is_a_tool_error(tmp_pat
             assert search["language"] == rest["language"]
             assert "report" in tools["ask"].input_schema["properties"]
             assert tools["plan_program"].input_schema["required"] == ["path"]
+            # --choose: the same fields and bounds as POST /v1/plan's `choose`
+            from oomkb.api.http.plan import ChooseRequest
+
+            schema = tools["plan_program"].input_schema
+            choose = schema["$defs"]["ChooseArgument"]["properties"]
+            rest = ChooseRequest.model_json_schema()["properties"]
+            assert choose["values"]["maxItems"] == rest["values"]["maxItems"] == 16
+            assert choose["name"]["pattern"] == rest["name"]["pattern"]
 
             r = await client.call_tool("search_guides", {"query": "oom", "k": 500})
             assert r.is_error and "less than or equal to 50" in _text(r)

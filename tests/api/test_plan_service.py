@@ -112,3 +112,68 @@ def test_http_plan_is_off_by_default_and_runs_in_the_sandbox_when_enabled(assist
         assert bad.status_code == 400 and "takes no argument 'rows'" in bad.json()["detail"]
         r = client.post("/v1/ask", json={"question": "what fits?", "report": r.json()})
         assert r.status_code == 200 and "Verified by compiling" in r.json()["answer"]
+
+
+# --- --choose: the chosen rows in the answer, and POST /v1/plan's `choose` ---------------------
+
+SCALED = (PROGRAMS / "choose_programs.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def choose_plan():
+    import choose_programs
+
+    from oomkb.diagnostics.plan import parse_vary, plan_factory
+
+    return plan_factory(choose_programs.scaled, target="v5e",
+                        vary=parse_vary("batch=65536,131072,262144,524288"),
+                        choose="dtype=float32,bfloat16")
+
+
+def test_the_answer_leads_with_the_best_choice_and_lists_every_choice(assistant, choose_plan):
+    rows = {row.value: row for row in choose_plan.choices}
+    best, other = rows["bfloat16"].at_value, rows["float32"].at_value
+    assert best > other  # measured, not assumed: bfloat16 fits more rows
+    r = assistant.ask(AskRequest(question="Welchen dtype soll ich nehmen, damit es passt?",
+                                 report=choose_plan))
+    assert r.language == "de"
+    assert r.answer.startswith(f"**{r.verdict}**")
+    assert r.verdict.startswith("Von den 2 kompilierten Optionen passt mit `dtype=bfloat16`")
+    assert f"{best}" in r.verdict and f"dtype=float32: {other}" in r.verdict
+    assert f"- `dtype=float32`: Das größte `batch`, das passt: {other}" in r.answer
+    assert f"- `dtype=bfloat16`: Das größte `batch`, das passt: {best}" in r.answer
+
+
+def test_a_plan_with_choices_is_accepted_by_ask_on_the_command_line(choose_plan, loaded_index, tmp_path):
+    from typer.testing import CliRunner
+
+    from oomkb.api.cli.main import app
+
+    path = tmp_path / "plan.json"
+    path.write_text(choose_plan.model_dump_json(), encoding="utf-8")
+    result = CliRunner().invoke(app, ["ask", "which dtype fits the most?", "--report", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)["answer"]
+    assert "Of the 2 choices compiled, `dtype=bfloat16` fits the largest `batch`" in answer
+
+
+def test_http_plan_takes_choose_and_names_a_keyword_the_factory_lacks(assistant):
+    from oomkb.diagnostics.isolation import isolation_status
+
+    sandbox = "bwrap" if isolation_status().available else "none"
+    settings = Settings(enable_estimate=True, estimate_timeout_s=60, estimate_sandbox=sandbox)
+    with TestClient(create_app(settings, assistant), base_url=LOCAL) as client:
+        r = client.post("/v1/plan", json={"source": SCALED, "factory": "scaled",
+                                          "choose": {"name": "dtype", "values": ["float32", "bfloat16"]}})
+        assert r.status_code == 200, r.text
+        rows = {row["value"]: row for row in r.json()["choices"]}
+        assert rows["float32"]["total_bytes"] == r.json()["baseline"]["total_bytes"]
+        assert rows["bfloat16"]["fits"] and rows["bfloat16"]["total_bytes"] < rows["float32"]["total_bytes"]
+        bad = client.post("/v1/plan", json={"source": SCALED, "factory": "fixed",
+                                            "choose": {"name": "dtype", "values": ["bfloat16"]}})
+        assert bad.status_code == 400 and "takes no keyword argument 'dtype'" in bad.json()["detail"]
+        bad = client.post("/v1/plan", json={"source": SCALED, "factory": "scaled",
+                                            "choose": {"name": "dtype", "values": []}})
+        assert bad.status_code in (400, 422)
+        schema = client.get("/openapi.json").json()["components"]["schemas"]
+        assert "choose" in schema["PlanRequest"]["properties"] and "ChooseRequest" in schema
