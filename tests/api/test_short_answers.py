@@ -49,6 +49,14 @@ CASES = [
     ("Why does my train step recompile on every call while host memory keeps growing?", "en", "recompilation",
      "jax_log_compiles"),
     ("TPU에서 HBM이랑 VMEM 차이가 뭐예요?", "ko", "hbm_vs_vmem", "vmem_limit_bytes"),
+    ("Wie lese ich den Speicherverbrauch eines Geräts im Code aus? Gibt es memory_stats?", "de", "memory_from_code",
+     "peak_bytes_in_use"),
+    ("¿Cuál es la diferencia entre dtype y param_dtype en Flax para ahorrar memoria?", "es", "flax_param_dtype",
+     "param_dtype=jnp.float32"),
+    ("Comment faire de l'accumulation de gradient en JAX pour un gros batch effectif sans OOM ?", "fr",
+     "gradient_accumulation", "optax.MultiSteps"),
+    ("KV cache 32k context inference OOM on TPU, how to shrink it?", "en", "kv_cache", "dynamic_update_slice"),
+    ("логиты с vocab 256k занимают огромную память, как уменьшить?", "ru", "vocab_logits", "jax.checkpoint"),
 ]
 
 
