@@ -272,6 +272,29 @@ def vmem_table() -> str:
     return " · ".join(f"{', '.join(names)}: {size // MiB} MiB" for size, names in sorted(groups.items()))
 
 
+#: A last dimension this large is a vocabulary (the smallest common LM vocabularies are 32k).
+VOCAB_MIN = 32_000
+#: Two equal trailing dimensions this large are a sequence x sequence matrix (attention scores).
+SEQUENCE_MIN = 1024
+_DIMS = re.compile(r"\[(\d+(?:,\d+)*)\]")
+
+
+def _allocation_kind(shape: Any, op_name: Any) -> dict[str, Any]:
+    """What the largest allocation's shape says it is: attention scores (batch, heads, S, S) or
+    logits (…, vocabulary); nothing when the shape is not telling."""
+    m = _DIMS.search(str(shape or ""))
+    if not m:
+        return {}
+    dims = [int(d) for d in m.group(1).split(",")]
+    op = str(op_name or "").lower()
+    if (len(dims) >= 3 and dims[-1] == dims[-2] and dims[-1] >= SEQUENCE_MIN
+            and not any(w in op for w in ("lm_head", "conv"))):  # an image is H x W, not S x S
+        return {"largest_allocation_kind": "attention_scores", "largest_allocation_seq": dims[-1]}
+    if len(dims) >= 2 and dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:
+        return {"largest_allocation_kind": "vocab_logits", "largest_allocation_vocab": dims[-1]}
+    return {}
+
+
 def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
     """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
     VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
@@ -279,6 +302,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     gen = _generation(generation or out.get("target_generation"))
     if gen is not None:
         out["tpu_generation"] = gen.name
+    out.update(_allocation_kind(out.get("largest_allocation_shape"), out.get("largest_allocation_op")))
     gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
     if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
         out["requested_gpu_share_fraction"] = requested / gpu

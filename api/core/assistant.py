@@ -69,6 +69,7 @@ class Assistant:
         self.live = index if isinstance(index, LiveIndex) else None
         self._fixed = index if isinstance(index, Searcher) else None
         self.catalogue = catalogue or load_catalogue()
+        self._vocabulary = frozenset(f.name for f in self.catalogue.facts.values() if f.values)
         self.parts = AnswerParts(self.catalogue)
         self.rules = load_rules(self.catalogue)
 
@@ -147,7 +148,7 @@ class Assistant:
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
         facts = derive_facts(facts, self._generation(question, log, facts))
-        shown = _user_text_as_code(facts)
+        shown = _user_text_as_code(facts, self._vocabulary)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
         # leak growth): its category's evidence-triggered remedies apply, general advice does not.
@@ -290,7 +291,7 @@ class Assistant:
         # (that line says the JAX/XLA advice does not apply), else what recognised it.
         line = None
         if diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK:
-            line = self._diagnosis_line(diagnosis, _user_text_as_code(facts), None, language)
+            line = self._diagnosis_line(diagnosis, _user_text_as_code(facts, self._vocabulary), None, language)
         lines.append(line or self._msg("other_framework", language, framework=name))
         return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
                            citations=[], grounded=False, detected_language=detected,
@@ -519,9 +520,10 @@ def _as_code(text: str) -> str:
     return f"`{text}`" if text else text
 
 
-def _user_text_as_code(facts: dict) -> dict:
-    """The facts as shown in an answer: text that came from the user as code spans."""
-    return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS else v
+def _user_text_as_code(facts: dict, vocabulary: frozenset[str] = frozenset()) -> dict:
+    """The facts as shown in an answer: text that came from the user as code spans; words of
+    oomkb's own vocabulary (a fact whose values facts.yaml enumerates) stay plain."""
+    return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS and k not in vocabulary else v
             for k, v in facts.items()}
 
 

@@ -97,8 +97,9 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         biggest = max(error.allocations, key=lambda a: a.size_bytes or 0)
         if biggest.size_bytes:
             facts["largest_allocation_bytes"] = biggest.size_bytes
-            facts["largest_allocation_shape"] = biggest.shape
+            facts["largest_allocation_shape"] = _without_layout(biggest.shape)
             facts["largest_allocation_source"] = biggest.source
+            facts["largest_allocation_op"] = biggest.op_name
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape
@@ -118,6 +119,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["free_fraction"] = _fraction(error.free_bytes, error.requested_bytes)
     if error.exceeded_by_bytes and capacity:
         facts["exceeded_fraction"] = _fraction(error.exceeded_by_bytes, capacity)
+
+
+def _without_layout(shape: str | None) -> str | None:
+    """`f32[2,16,8192,8192]{3,2,1,0:T(8,128)}` as the user wrote it in JAX: `f32[2,16,8192,8192]`."""
+    return shape.split("{", 1)[0] if shape else shape
 
 
 def _padding_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
@@ -206,6 +212,7 @@ def _estimate_facts(report: EstimateReport, facts: dict[str, Fact]) -> None:
         facts["largest_allocation_bytes"] = max(biggest.bytes, int(facts.get("largest_allocation_bytes") or 0))
         facts.setdefault("largest_allocation_shape", biggest.shape)
         facts.setdefault("largest_allocation_source", biggest.source)
+        facts.setdefault("largest_allocation_op", getattr(biggest, "op_name", None))
         if hbm:
             facts["largest_allocation_fraction"] = _fraction(facts["largest_allocation_bytes"], hbm)
     sourced = [c for c in report.host_callbacks if c.source]

@@ -445,3 +445,32 @@ def test_outputs_that_already_share_the_arguments_never_get_donate_argnums_as_ne
 def test_outputs_too_small_to_cover_the_overflow_do_not_make_donation_the_verdict(client):
     r = ask(client, "what now?", error_log=_report_log("2.00G", "0B"))
     assert not (r.verdict or "").startswith("Your outputs")
+
+
+def _largest_log(shape: str, op: str) -> str:
+    return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
+            "of memory in memory space hbm. Used 22.41G of 15.75G hbm. Exceeded hbm capacity by 6.66G.\n\n"
+            "Total hbm usage >= 22.91G:\n    reserved        512.00M \n    program          19.87G \n"
+            "    arguments         2.54G \n\nOutput size 2.54G; shares 2.54G with arguments.\n\n"
+            "  Largest program allocations in hbm:\n\n  1. Size: 8.00G\n"
+            f'     Operator: op_type="exp" op_name="jit(train_step)/jit(main)/{op}"\n'
+            f"     Shape: {shape}{{3,2,1,0:T(8,128)}}\n     Unpadded size: 8.00G\n     Allocation type: HLO temp\n"
+            "     ==========================\n")
+
+
+def test_a_sequence_by_sequence_buffer_is_named_attention_scores_with_its_sequence(client):
+    r = ask(client, "what do i change first?", error_log=_largest_log("f32[2,16,8192,8192]", "attn/softmax/exp"))
+    assert r.facts["largest_allocation_kind"] == "attention_scores" and r.facts["largest_allocation_seq"] == 8192
+    assert r.verdict.startswith("The largest buffer, `f32[2,16,8192,8192]` (8.00 GiB)")
+    assert "8192 × 8192" in r.verdict and "dot_product_attention" in r.verdict
+
+
+def test_a_vocabulary_sized_buffer_is_named_the_logits(client):
+    r = ask(client, "로그 좀 봐주세요", error_log=_largest_log("f32[8,1024,262144]", "lm_head/dot_general"))
+    assert r.language == "ko" and r.facts["largest_allocation_kind"] == "vocab_logits"
+    assert "262144" in r.verdict and "logits" in r.verdict
+
+
+def test_an_ordinary_shape_names_no_kind(client):
+    r = ask(client, "what now?", error_log=_largest_log("f32[4096,4096]", "mlp/dot_general"))
+    assert "largest_allocation_kind" not in r.facts
