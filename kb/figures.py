@@ -200,6 +200,14 @@ class Figures:
         low = question.lower()
         return [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
 
+    def follow_up_answers(self, subject: str, question: str, language: str) -> list[FigureAnswer]:
+        """Short answers that a follow-up asks for in its conversation's terms ("and which policy
+        keeps the matmuls?" after a remat question): those that match the subject and the
+        question together but not the subject alone (that one was answered already)."""
+        before = {a.id for a in self.short_answers_of(subject)}
+        return [self._short(a, language) for a in self.short_answers_of(f"{subject}\n{question}")
+                if a.id not in before]
+
     # -- answering --------------------------------------------------------------------------
 
     def answer(self, question: str, language: str, every_generation: bool = True,

@@ -195,7 +195,13 @@ class Assistant:
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
-            figures = self.parts.figures_for(f"{context.subject}\n{question}", language)
+            answered = {a.id for a in self.parts.figures.short_answers_of(context.subject)}
+            figures = [f for f in self.parts.figures_for(f"{context.subject}\n{question}", language)
+                       # not again, unless it is the code of it that is asked for now
+                       if not (f.kind == ANSWER and f.subject in answered
+                               and not ("snippet" in analysis.asks and f.snippet))]
+        if not figures and context.follow_up and context.subject:
+            figures = self.parts.figures.follow_up_answers(context.subject, question, language)
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
                                     or bool(figures)
                                     or grounding.decide(
@@ -316,6 +322,10 @@ class Assistant:
         # one of another world's, "gc"), in a question that points back at the conversation, is
         # still about it.
         if conversation.refers_back(question):
+            return True
+        # "ok and which policy keeps the matmuls?": a question answered in the conversation's terms
+        subject = "\n".join(t.question for t in earlier if t.question)
+        if self.parts.figures.follow_up_answers(subject, question, FALLBACK):
             return True
         # A name the guides lack ("lm_head", "MultiSteps") in a question about memory is a detail
         # of the same conversation; in one about ML only ("the best learning-rate schedule?") it is

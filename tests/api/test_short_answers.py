@@ -152,3 +152,19 @@ def test_a_follow_up_about_a_detail_the_guides_do_not_name_is_still_answered(cli
     follow = _ask(client, {"question": "제일 큰 게 lm_head logits인 것 같은데 vocab이 256k라서 그런 것 같아요. 이거 어떻게 줄이죠?",
                            "conversation_id": first["conversation_id"]})
     assert follow["follow_up"] and follow["grounded"] and follow["language"] == "ko"
+
+
+def test_a_follow_up_in_the_conversation_s_terms_gets_the_new_answer_not_the_last_one_again(client):
+    first = _ask(client, {"question": "how do i use jax.checkpoint on a flax linen transformer block to save memory?"})
+    assert first["answer"].startswith("In Flax, rematerialize")
+    follow = _ask(client, {"question": "ok and which policy if i want to keep the matmul outputs?",
+                           "conversation_id": first["conversation_id"]})
+    assert follow["follow_up"] and follow["grounded"]
+    assert follow["answer"].startswith("`jax.checkpoint_policies.nothing_saveable`")
+    assert "In Flax, rematerialize" not in follow["answer"]
+
+
+def test_offloading_to_the_host_is_answered_with_both_ways(client):
+    body = _ask(client, {"question": "那 offload 到 host 怎么写？给个例子"})
+    assert body["language"] == "zh" and body["answer"].startswith("两种方式")
+    assert "save_and_offload_only_these_names" in body["answer"] and "with_memory_kind" in body["answer"]
