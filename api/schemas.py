@@ -224,6 +224,10 @@ class AskResponse(BaseModel):
         default_factory=list, description="evidence taken from earlier turns: error_log, report")
     tried: list[str] = Field(
         default_factory=list, description="remedy ids the conversation says were already tried")
+    tried_items: list[str] = Field(
+        default_factory=list,
+        description="what the user says they already did, this turn or earlier (kb/catalogue/intents.yaml "
+                    "`tried` ids: batch, donation, bf16, remat, gpu_pool_flags ...)")
 
 
 class SearchRequest(JsonRequest):

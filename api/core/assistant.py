@@ -282,7 +282,8 @@ class Assistant:
             verdict=outcome.verdict,
             follow_up=context.follow_up,
             inherited=context.inherited,
-            tried=context.tried,
+            tried=list(dict.fromkeys([*context.tried, *analysis.tried_remedies])),
+            tried_items=list(analysis.tried),
         )
 
     def _other_framework(self, language, detected, note_key, diagnosis, framework, facts) -> AskResponse:
