@@ -58,9 +58,20 @@ def prose_of(text: str) -> str:
     return "\n".join(kept)
 
 
+#: A word of a pasted error or of code inside a sentence: an identifier (`RuntimeError:`,
+#: `DataParallel`, `jax.jit`, `CUDA`), not a word of the sentence around it.
+_CODE_WORD = re.compile(r"\S*[_.:()=\[\]/]\S*|\b[A-Z][a-z]+[A-Z]\w*\b|\b[A-Z0-9]{2,}\b")
+
+
 def detect_prose_language(text: str) -> Detection:
-    """The language of the prose of `text`; the whole text's when it has too little prose."""
+    """The language of the prose of `text`; the whole text's when it has too little prose, and
+    that of its words without the identifiers when an error and the user's sentence share one
+    line ("RuntimeError: CUDA out of memory en PyTorch ..., ¿cómo lo soluciono?")."""
     prose = prose_of(text)
     if sum(ch.isalpha() for ch in strip_code(prose)) >= _MIN_LETTERS:
         return detect_language(prose)
-    return detect_language(text)
+    whole = detect_language(text)
+    if whole.method != "default":
+        return whole
+    words = _CODE_WORD.sub(" ", text[:_LINE_CHARS])
+    return detect_language(words) if sum(ch.isalpha() for ch in words) >= _MIN_LETTERS else whole
