@@ -57,6 +57,13 @@ CASES = [
      "gradient_accumulation", "optax.MultiSteps"),
     ("KV cache 32k context inference OOM on TPU, how to shrink it?", "en", "kv_cache", "dynamic_update_slice"),
     ("логиты с vocab 256k занимают огромную память, как уменьшить?", "ru", "vocab_logits", "jax.checkpoint"),
+    ("8개 GPU인데 학습하면 GPU 0만 꽉 차요. 왜 그런가요?", "ko", "one_device_fills", "NamedSharding"),
+    ("Como uso with_sharding_constraint dentro do jit? Tem um exemplo?", "pt", "sharding_constraint",
+     "with_sharding_constraint"),
+    ("Was bedeutet die Warnung 'Involuntary full rematerialization' beim Kompilieren?", "de",
+     "involuntary_full_remat", "SPMD"),
+    ("On fait tourner deux process JAX sur le même A100 et le second fait OOM, c'est normal ?", "fr",
+     "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION=.45"),
 ]
 
 
