@@ -27,7 +27,7 @@ from oomkb.units import parse_size
 __all__ = ["Intents", "QuestionAnalysis", "analyse", "load_intents", "INTENTS_FILE"]
 
 INTENTS_FILE = Path(__file__).with_name("catalogue") / "intents.yaml"
-Ask = Literal["snippet", "figure", "flag", "why", "next", "yes_no", "how"]
+Ask = Literal["snippet", "figure", "flag", "why", "next", "yes_no", "how", "error"]
 # A question whose embedding is at least this close to a topic's description is about it when no
 # cue names a topic (e5 cosines; calibrated on tests/data/questions_train.yaml).
 TOPIC_COSINE = 0.86

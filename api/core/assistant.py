@@ -466,7 +466,8 @@ class Assistant:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
                 lines += self._source_lines(c, language)
-        if diagnosis is None and not facts and not figures:  # a figure asked for needs no log
+        # a log is asked for only where it would settle the question: an error without its log
+        if diagnosis is None and not facts and not figures and analysis is not None and "error" in analysis.asks:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
 
