@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,67 +25,15 @@ ray = pytest.importorskip("ray")
 
 from oomkb.diagnostics.executors import ClusterUnavailable, RayExecutor, connect_executor  # noqa: E402
 from oomkb.diagnostics.plan import plan_program  # noqa: E402
+from tests.ray_cluster import (  # noqa: E402
+    NO_TOKEN, free_port, local_cluster, processes_under, stop_processes,
+)
 
 pytestmark = pytest.mark.slow  # a Ray cluster and real compiles
 
 ROOT = Path(__file__).parents[2]
 PROGRAMS = ROOT / "tests" / "programs"
 PLAN_FILE = PROGRAMS / "plan_programs.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def processes_under(folder: str) -> list[int]:
-    """This user's processes whose command line names ``folder`` (a Ray cluster's temp dir) or
-    whose environment holds ``OOMKB_TEST_RAY_CLUSTER=folder`` (every process ``ray start``
-    started, the client server included), and their descendants."""
-    marker = f"OOMKB_TEST_RAY_CLUSTER={folder}".encode()
-    parents: dict[int, int] = {}
-    named: set[int] = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        parents[pid] = int(stat.rpartition(")")[2].split()[1])
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            environ = []
-        if (folder in cmdline or marker in environ) and pid != os.getpid():
-            named.add(pid)
-    found = set(named)
-    grew = True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in found and pid not in found:
-                found.add(pid)
-                grew = True
-    return sorted(found)
-
-
-def stop_processes(pids: list[int]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        time.sleep(1.0)
-
-
-#: Test clusters bind 127.0.0.1 only and run without Ray's token authentication: its token file
-#: (~/.ray/auth_token) is shared by every cluster this user starts, and another one may replace it.
-NO_TOKEN = {"RAY_AUTH_MODE": "disabled"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -102,15 +48,8 @@ def oomkb_home(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     """A Ray cluster of 2 CPUs in this process, on 127.0.0.1, in a temporary folder of its own."""
-    temp = tempfile.mkdtemp(prefix="oomkb-ray-", dir="/tmp")
-    ray.init(address="local", include_dashboard=False, num_cpus=2, _node_ip_address="127.0.0.1",
-             _temp_dir=temp, logging_level="ERROR", log_to_driver=False)
-    try:
+    with local_cluster() as temp:
         yield temp
-    finally:
-        ray.shutdown()
-        stop_processes(processes_under(temp))
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_a_plan_on_the_cluster_is_the_serial_plan(cluster):
