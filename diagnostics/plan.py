@@ -224,6 +224,8 @@ class ExecutionReport(BaseModel):
     executor: str = Field(description="processes (local workers) or ray (a cluster)")
     workers: int
     rounds: int = Field(description="batches of compiles sent to the workers at once")
+    round_sizes: list[int] = Field(default_factory=list,
+                                   description="the measurements each round asked for, in order")
     compiles: int = Field(description="compiles the workers made (speculative ones included)")
     cached: int = Field(0, description="measurements answered from the compile cache, no compile")
     speculative: int = Field(0, description="compiles made at once ahead of need whose result the "
@@ -310,6 +312,7 @@ class _Session:
         #: The factory arguments the baseline program is built with (set by the plan).
         self.extra: dict[str, Any] = {}
         self.rounds = 0
+        self.round_sizes: list[int] = []
         self.cached = 0
         self._ready: dict[str, tuple[_Measured, int]] = {}
 
@@ -349,6 +352,7 @@ class _Session:
         if len(results) != len(todo):
             raise PlanError("the workers answered a different number of measurements")
         self.rounds += 1
+        self.round_sizes.append(len(todo))
         for key, result in zip(todo, results):
             self._ready[key] = (_Measured.model_validate(result["measured"]),
                                 int(result.get("compiles") or 0))
@@ -611,6 +615,7 @@ def plan_factory(
         seconds=round(time.perf_counter() - started, 3), warnings=warnings,
         execution=None if remote is None else ExecutionReport(
             executor="workers", workers=remote.slots, rounds=session.rounds,
+            round_sizes=session.round_sizes,
             compiles=session.compiles, cached=session.cached,
             speculative=session.unused_compiles()),
     )
