@@ -184,9 +184,10 @@ def print_plan(report, plot: Path | None = None) -> None:
               f"({target.device_kind}): {report.compiles} compiles in {report.seconds:.1f} s")
     if report.execution is not None:
         run = report.execution
-        out.print(f"on {run.workers} {escape(run.executor)} worker(s): {run.compiles} compiles in "
-                  f"{run.rounds} rounds, {run.cached} from the compile cache, "
-                  f"{run.seconds:.1f} s wall")
+        where = "Ray worker(s)" if run.executor == "ray" else "local worker process(es)"
+        out.print(f"on {run.workers} {where}: {run.compiles} compiles in {run.rounds} rounds "
+                  f"({run.speculative} measured ahead and not needed), {run.cached} from the "
+                  f"compile cache, {run.seconds:.1f} s wall")
     for line in verdict_lines(report.baseline):
         out.print(line)
     if report.fixes:

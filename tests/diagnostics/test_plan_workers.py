@@ -115,6 +115,35 @@ def test_a_changed_program_is_compiled_again(executor, tmp_path):
     assert changed.baseline.total_bytes > first.baseline.total_bytes
 
 
+def test_the_command_line_plans_on_workers_and_says_how(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    program = tmp_path / "small.py"
+    program.write_text("import jax, jax.numpy as jnp\n"
+                       "def make(batch=8):\n"
+                       "    return jnp.tanh, (jax.ShapeDtypeStruct((batch, 1 << 20), jnp.float32),)\n")
+    command = [sys.executable, "-m", "oomkb", "plan", f"{program}:make", "--vary", "batch=1..8192",
+               "--workers", "2"]
+    env = {**os.environ, "PYTHONPATH": str(PROGRAMS.parents[1])}
+    env.pop("OOMKB_RAY_ADDRESS", None)
+    report = json.loads(subprocess.run([*command, "--json"], capture_output=True, text=True,
+                                       env=env, timeout=300, check=True).stdout)
+    run = report["execution"]
+    assert run["executor"] == "processes" and run["workers"] == 2
+    assert run["rounds"] == len(run["round_sizes"]) and max(run["round_sizes"]) == 2
+    # the serial plan of the same program, by the same command without --workers
+    serial = json.loads(subprocess.run([*command[:-2], "--json"], capture_output=True, text=True,
+                                       env=env, timeout=300, check=True).stdout)
+    assert serial["execution"] is None
+    assert report["vary"]["curve"] == serial["vary"]["curve"]
+    assert report["vary"]["boundary"] and report["vary"]["largest_fitting"] == serial["vary"]["largest_fitting"]
+    text = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300,
+                          check=True).stdout
+    assert "on 2 local worker process(es)" in text and "from the compile cache" in text
+
+
 def test_cache_entries_are_written_whole_and_keyed_by_what_decides_them(tmp_path):
     cache = CompileCache(tmp_path / "cache")
     request = MeasureRequest(generation="v5e", topology="v5e:2x2", kwargs={"batch": 8})
