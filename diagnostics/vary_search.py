@@ -329,6 +329,15 @@ def _supposed(known: dict[int, Probe], value: int, state: str) -> Probe:
     return Probe(state, figure, capacity, compiled=True)  # type: ignore[arg-type]
 
 
+def _likely(known: dict[int, Probe], value: int) -> str:
+    """``"fits"`` or ``"over"``: what the line through the nearest measured figures says of
+    ``value`` (``"fits"`` when there is no line)."""
+    supposed = _supposed(known, value, "fits")
+    if supposed.bytes is not None and supposed.capacity and supposed.bytes >= supposed.capacity:
+        return "over"
+    return "fits"
+
+
 def search_ahead(
     probe_many: Callable[[list[int]], list[Probe]],
     values: Values,
@@ -357,10 +366,13 @@ def search_ahead(
         chosen: list[int] = []
         frontier = [(dict(read), value)]
         # Where the factory has refused values, the next one is likely refused too.
-        states = ("refused", "fits", "over") if any(
-            p.state == "refused" for p in read.values()) else ("fits", "over")
+        refusing = any(p.state == "refused" for p in read.values())
         while frontier and len(chosen) < width - 1:
             answers, at = frontier.pop(0)
+            # The likelier outcome first: where the line through the measured figures puts it.
+            likely = _likely({**base, **answers}, at)
+            states = (("refused",) if refusing else ()) + (
+                ("fits", "over") if likely == "fits" else ("over", "fits"))
             for state in states:
                 supposed = {**answers, at: _supposed({**base, **answers}, at, state)}
                 nxt = _next_probe(values, known, supposed, strategy)

@@ -164,6 +164,16 @@ def test_bisection_s_rounds_fall_to_about_log_width_plus_one_of_the_range(width,
     assert parallel.rounds <= math.ceil(most * serial.compiles)
 
 
+def test_two_workers_measure_the_likelier_next_value_ahead():
+    # The line through the measured figures says which way the current value goes; the value
+    # the search would ask next on that side is measured with it.
+    bytes_of, accepts, values = PATTERNS["batch padded to 8 rows"]
+    serial = search(hbm_probe(bytes_of, accepts), values)
+    parallel = search_ahead(rounds_of(hbm_probe(bytes_of, accepts)), values, 2)
+    assert parallel.probes == serial.probes
+    assert parallel.rounds <= math.ceil(0.6 * serial.compiles)
+
+
 def test_a_round_of_one_is_the_serial_search():
     bytes_of, accepts, values = PATTERNS["linear batch"]
     serial = search(hbm_probe(bytes_of, accepts), values)
