@@ -79,8 +79,13 @@ def local_cluster(cpus: int = 2) -> Iterator[str]:
     import ray
 
     temp = tempfile.mkdtemp(prefix="oomkb-ray-", dir="/tmp")
-    saved = {name: os.environ.get(name) for name in NO_TOKEN}
-    os.environ.update(NO_TOKEN)
+    # The workers' temporary folders go inside the cluster's: a worker a test kills cannot
+    # clean up after itself, and what it leaves is removed with the cluster.
+    scratch = Path(temp) / "tmp"
+    scratch.mkdir()
+    environment = {**NO_TOKEN, "TMPDIR": str(scratch)}
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
     ray.init(address="local", include_dashboard=False, num_cpus=cpus, _node_ip_address="127.0.0.1",
              _temp_dir=temp, logging_level="ERROR", log_to_driver=False)
     try:

@@ -128,10 +128,12 @@ DRIVER = textwrap.dedent('''
 
 def test_an_address_started_with_ray_start_serves_a_plan_and_retries_a_killed_worker(tmp_path):
     temp = tempfile.mkdtemp(prefix="oomkb-raystart-", dir="/tmp")
+    scratch = os.path.join(temp, "tmp")  # what a killed worker leaves goes with the cluster
+    os.mkdir(scratch)
     port = free_port()
     ray_cli = str(Path(sys.executable).with_name("ray"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0",
-           "OOMKB_TEST_RAY_CLUSTER": temp, **NO_TOKEN}
+           "OOMKB_TEST_RAY_CLUSTER": temp, "TMPDIR": scratch, **NO_TOKEN}
     ports = {"--ray-client-server-port": free_port(),"--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(),
              "--metrics-export-port": free_port(), "--runtime-env-agent-port": free_port(),
              "--node-manager-port": free_port(), "--object-manager-port": free_port()}
