@@ -40,13 +40,15 @@ def run_submitted(kind: str, source: str, factory: str, fields: Mapping[str, Any
                     timeout_s=timeout_s, donation_check=bool(fields.get("donation_check", True)),
                     top_n=int(fields.get("top_n", 10)), limits=rules, isolate=isolate)
             elif kind == "plan":
+                from oomkb.diagnostics.choose import ChooseSpec
                 from oomkb.diagnostics.plan import VarySpec, plan_program
 
-                vary = fields.get("vary")
+                vary, choose = fields.get("vary"), fields.get("choose")
                 report = plan_program(
                     program, target=fields.get("tpu", "v5e"), topology=fields.get("topology"),
-                    vary=VarySpec.model_validate(vary) if vary else None, timeout_s=timeout_s,
-                    limits=rules, isolate=isolate)
+                    vary=VarySpec.model_validate(vary) if vary else None,
+                    choose=ChooseSpec.model_validate(choose) if choose else None,
+                    timeout_s=timeout_s, limits=rules, isolate=isolate)
             else:
                 raise ValueError(f"unknown job kind {kind!r}")
             return {"result": report.model_dump(mode="json")}

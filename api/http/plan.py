@@ -101,6 +101,8 @@ def mount_plan(app: FastAPI, settings: Settings, *, gate: threading.Semaphore,
 
             if body.vary is not None:
                 body.vary.spec()  # a bad range is a 400 now, not a failed job later
+            if body.choose is not None:
+                body.choose.spec()
             return queued(request.app.state.job_queue, "plan", body, owner_of(request))
         if refused := refusal(settings):
             return JSONResponse({"detail": refused}, status_code=503)

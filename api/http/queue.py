@@ -178,6 +178,8 @@ class JobQueue:
         fields = body.model_dump(mode="json", exclude={"source", "factory"})
         if kind == "plan" and body.vary is not None:
             fields["vary"] = body.vary.spec().model_dump(mode="json")
+        if kind == "plan" and getattr(body, "choose", None) is not None:
+            fields["choose"] = body.choose.spec().model_dump(mode="json")
         with self.lock:
             active = sum(1 for j in self.jobs.values() if j.owner == owner and j.state not in FINISHED)
             if active >= self.settings.jobs_per_client:

@@ -97,6 +97,20 @@ def test_the_fixes_on_workers_are_the_serial_fixes(executor):
     assert parallel.compiles == serial.compiles + parallel.execution.speculative
 
 
+def test_choices_on_workers_are_the_serial_choices(executor):
+    # --choose: each value a keyword argument of the measurement, on the workers like any other;
+    # a bool and a float travel as themselves (the factory refuses anything else)
+    program = f"{PROGRAMS / 'choose_programs.py'}:flagged"
+    for choose, vary in (("half=false,true", None), ("scale=1.0,2.5", "batch=1..4096")):
+        serial = plan_program(program, target="v5e", choose=choose, vary=vary, timeout_s=300)
+        parallel = plan_program(program, target="v5e", choose=choose, vary=vary, timeout_s=300,
+                                executor=executor)
+        rows = lambda r: [(c.value, c.status, c.fits, c.total_bytes, c.at_value)  # noqa: E731
+                          for c in r.choices]
+        assert rows(parallel) == rows(serial) and all(c.status != "factory_error"
+                                                     for c in parallel.choices)
+
+
 def test_a_changed_program_is_compiled_again(executor, tmp_path):
     source = tmp_path / "grows.py"
     source.write_text(
