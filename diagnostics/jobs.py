@@ -17,6 +17,8 @@ JOBS: dict[str, tuple[str, str]] = {
     "estimate": ("oomkb.diagnostics.estimate", "estimate_job"),
     # a plan: fixes, other generations and --vary compiles
     "plan": ("oomkb.diagnostics.plan", "plan_job"),
+    # a long-lived worker answering single compiles of one program (parallel plans)
+    "measure_worker": ("oomkb.diagnostics.measure_worker", "measure_worker_job"),
     # repeated calls on the local backend with live-array tracking
     "profile": ("oomkb.diagnostics.profile", "profile_job"),
     # a function of the user's file called with the payload's arguments (tests and benchmarks of the sandbox)

@@ -76,12 +76,14 @@ from oomkb.diagnostics.program import (
     unpack_program,
     wants_devices,
 )
+from oomkb.diagnostics.measure import MeasureRequest
 from oomkb.diagnostics.sandbox import Limits, job_value, run_job
-from oomkb.diagnostics.vary_search import Probe, Values, search
+from oomkb.diagnostics.vary_search import Probe, Values, search, search_ahead
 from oomkb.units import MIB, format_bytes
 
 __all__ = [
     "ChoiceReport",
+    "ExecutionReport",
     "FixReport",
     "PlanError",
     "PlanReport",
@@ -167,6 +169,8 @@ class VaryReport(BaseModel):
     monotonic: bool = Field(True, description="the totals compiled grow with the value")
     curve: list[VaryPoint] = Field(default_factory=list)
     compiles: int = 0
+    rounds: int | None = Field(None, description="rounds of compiles made at once (parallel "
+                                                 "plans); a serial search makes one per compile")
     bisection_compiles: int = Field(
         0, description="the most compiles plain bisection needs on the same values (HI, LO, then "
                        "halving); `compiles` never exceeds it")
@@ -214,6 +218,22 @@ class ChoiceReport(BaseModel):
     note: str | None = None
 
 
+class ExecutionReport(BaseModel):
+    """Where a plan's compiles ran (``--workers``/``--ray``) and what running them at once gave."""
+
+    executor: str = Field(description="processes (local workers) or ray (a cluster)")
+    workers: int
+    rounds: int = Field(description="batches of compiles sent to the workers at once")
+    round_sizes: list[int] = Field(default_factory=list,
+                                   description="the measurements each round asked for, in order")
+    compiles: int = Field(description="compiles the workers made (speculative ones included)")
+    cached: int = Field(0, description="measurements answered from the compile cache, no compile")
+    speculative: int = Field(0, description="compiles made at once ahead of need whose result the "
+                                            "serial plan would not have needed")
+    seconds: float = 0.0
+    note: str | None = None
+
+
 class PlanReport(BaseModel):
     """The `oomkb plan --json` object (CONTRACT "Added in round 2")."""
 
@@ -233,6 +253,8 @@ class PlanReport(BaseModel):
     compiles: int
     seconds: float
     warnings: list[str] = Field(default_factory=list)
+    execution: ExecutionReport | None = Field(
+        None, description="set when the compiles ran on workers (--workers, --ray)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,14 +278,113 @@ class _Measured(BaseModel):
         return self.status == "fits"
 
 
-class _Session:
-    """One plan's compiles: counts them, reports progress, caches topologies and HBM sizes."""
+class _Remote:
+    """The plan child's line to its caller's workers (:mod:`diagnostics.executors`), through an
+    exchange folder: batches of :class:`MeasureRequest` out, results (or cache hits) back."""
 
-    def __init__(self, progress: Callable[[str], None] | None, program: str | None = None) -> None:
+    def __init__(self, folder: Path, slots: int) -> None:
+        self.folder = folder
+        self.slots = max(1, slots)
+
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        from oomkb.diagnostics.exchange import ask
+
+        reply = ask(self.folder, message)
+        if not isinstance(reply, dict) or "error" in reply:
+            raise PlanError(f"the workers could not measure: {reply.get('error') if isinstance(reply, dict) else reply}")
+        return reply
+
+
+class _Session:
+    """One plan's compiles: counts them, reports progress, caches topologies and HBM sizes.
+
+    With a :class:`_Remote`, every compile is a :class:`MeasureRequest` sent to the caller's
+    workers (:meth:`request`, :meth:`prefetch` for several at once); without one, each runs here.
+    """
+
+    def __init__(self, progress: Callable[[str], None] | None, program: str | None = None,
+                 remote: _Remote | None = None) -> None:
         self.compiles = 0
         self.progress = progress or (lambda _message: None)
         #: The user's ``FILE.py:FACTORY`` as given, for commands in snippets.
         self.program = program
+        self.remote = remote
+        #: The factory arguments the baseline program is built with (set by the plan).
+        self.extra: dict[str, Any] = {}
+        self.rounds = 0
+        self.round_sizes: list[int] = []
+        self.cached = 0
+        self._ready: dict[str, tuple[_Measured, int]] = {}
+
+    @property
+    def slots(self) -> int:
+        """How many compiles run at once (the workers free)."""
+        return self.remote.slots if self.remote is not None else 1
+
+    def request(self, req: MeasureRequest, local: Callable[[], _Measured]) -> _Measured:
+        """The measurement ``req`` asks for: by ``local()`` here, or from the workers (a result
+        fetched ahead by :meth:`prefetch` is used once and counted when used)."""
+        if self.remote is None:
+            return local()
+        key = req.model_dump_json(exclude={"what"})
+        if key not in self._ready:
+            self.prefetch([req])
+        measured, compiles = self._ready.pop(key)
+        self.compiles += compiles
+        return measured
+
+    def prefetch(self, requests: Sequence[MeasureRequest]) -> None:
+        """Send ``requests`` to the workers in one round (nothing without workers)."""
+        if self.remote is None:
+            return
+        todo: dict[str, MeasureRequest] = {}
+        for req in requests:
+            key = req.model_dump_json(exclude={"what"})
+            if key not in self._ready:
+                todo.setdefault(key, req)
+        if not todo:
+            return
+        self.progress(f"round {self.rounds + 1}: {len(todo)} compile(s) on "
+                      f"{self.remote.slots} worker(s)")
+        reply = self.remote.ask({"op": "measure",
+                                 "requests": [r.model_dump() for r in todo.values()]})
+        results = reply.get("results") or []
+        if len(results) != len(todo):
+            raise PlanError("the workers answered a different number of measurements")
+        self.rounds += 1
+        self.round_sizes.append(len(todo))
+        for key, result in zip(todo, results):
+            self._ready[key] = (_Measured.model_validate(result["measured"]),
+                                int(result.get("compiles") or 0))
+            self.cached += bool(result.get("cached"))
+
+    def peek(self, req: MeasureRequest) -> tuple[_Measured, bool]:
+        """A fetched measurement and whether it cost a compile, left for :meth:`request`."""
+        measured, compiles = self._ready[req.model_dump_json(exclude={"what"})]
+        return measured, compiles > 0
+
+    def unused_compiles(self) -> int:
+        """Compiles fetched ahead that the plan did not need (counted in its total)."""
+        return sum(compiles for _measured, compiles in self._ready.values())
+
+    def baseline(self, spec: tpu.TargetSpec, compute: Callable[[], EstimateReport],
+                 top_n: int) -> EstimateReport:
+        """The baseline estimate: from the compile cache when the caller has one, else computed
+        (and then given to the caller to keep)."""
+        if self.remote is None:
+            self.compiles += 1
+            return compute()
+        key = {"generation": spec.generation, "topology": spec.topology, "kwargs": self.extra,
+               "top_n": top_n}
+        found = self.remote.ask({"op": "baseline_get", "request": key}).get("report")
+        if found:
+            self.cached += 1
+            return EstimateReport.model_validate(found)
+        self.compiles += 1
+        report = compute()
+        self.remote.ask({"op": "baseline_put", "request": key,
+                         "report": report.model_dump(mode="json")})
+        return report
 
     def devices(self, spec: tpu.TargetSpec) -> list[Any]:
         return tpu.topology_devices(spec)
@@ -389,17 +510,20 @@ def plan_factory(
     top_n: int = 10,
     program: str | None = None,
     choose: ChooseSpec | str | tuple | None = None,
+    remote: _Remote | None = None,
 ) -> PlanReport:
     """Plan ``factory``'s program on ``target`` in this process (see the module docstring).
 
     ``program`` is the ``FILE.py:FACTORY`` text the factory came from, used in the commands
     that snippets suggest. ``choose`` (``"remat=none,full"``) compiles each value of a
     categorical keyword, with ``vary`` searching under each (:mod:`diagnostics.choose`).
+    ``remote`` (set by :func:`plan_job` for ``--workers``/``--ray``) sends the compiles to the
+    caller's workers, several at once.
     """
     started = time.perf_counter()
     tpu.prepare_in_process()
     spec = tpu.resolve_target(target, topology)
-    session = _Session(progress, program)
+    session = _Session(progress, program, remote)
     extra: dict[str, Any] = {}
     if vary is not None:
         vary = check_vary(vary)
@@ -438,17 +562,19 @@ def plan_factory(
             )
     if vary is not None:
         extra = {name: base_value}
+    session.extra = dict(extra)
 
     session.progress(f"compiling the baseline for {spec.topology}")
-    baseline = estimate_factory(_bound(factory, extra), target=spec.generation,
-                                topology=spec.topology, donation_check=False, top_n=top_n)
-    session.compiles += 1
+    baseline = session.baseline(spec, lambda: estimate_factory(
+        _bound(factory, extra), target=spec.generation, topology=spec.topology,
+        donation_check=False, top_n=top_n), top_n)
     devices = session.devices(spec)
     produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
     program = unpack_program(produced, label, mesh)
 
     fixes: list[FixReport] = []
     warnings: list[str] = []
+    session.prefetch(_independent_requests(session, factory, program, extra, spec, baseline))
     # An HBM OOM's total comes from the compiler's buffer assignment at the failure (measured,
     # code size excluded); a failure in another memory space says nothing about the HBM total.
     base_total = baseline.total_bytes if (
@@ -481,11 +607,17 @@ def plan_factory(
                            measured=keyword_default(factory, choose.name), vary=vary,
                            vary_report=vary_report)
     fixes, no_saving = _split_no_saving(fixes)
+    session.compiles += session.unused_compiles()
     return PlanReport(
         function=baseline.function, target=baseline.target, baseline=baseline, fixes=fixes,
         no_saving=no_saving,
         vary=vary_report, choices=choices, compiles=session.compiles,
         seconds=round(time.perf_counter() - started, 3), warnings=warnings,
+        execution=None if remote is None else ExecutionReport(
+            executor="workers", workers=remote.slots, rounds=session.rounds,
+            round_sizes=session.round_sizes,
+            compiles=session.compiles, cached=session.cached,
+            speculative=session.unused_compiles()),
     )
 
 
@@ -571,8 +703,10 @@ def _call_source(fn: Any) -> str:
 
 
 
-def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
-                  baseline: EstimateReport, base_total: int | None) -> list[FixReport]:
+def _donation_setting(session: _Session, program: Any, spec: tpu.TargetSpec
+                      ) -> tuple[dict[str, tuple], list[Any]] | None:
+    """jax.jit's donation arguments for the arguments whose buffers can hold outputs, and those
+    candidates; None when there are none (or the program does not trace)."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
@@ -582,22 +716,35 @@ def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
                else SingleDeviceSharding(device))
     specs = jax.tree_util.tree_map(lambda leaf: as_spec(leaf, default), (args, kwargs))
     jitted = fn if is_jitted(fn) else jax.jit(fn)
-    name = callable_name(fn)
     try:
-        traced = trace(jitted, specs[0], specs[1], name, device)
+        traced = trace(jitted, specs[0], specs[1], callable_name(fn), device)
     except DiagnosticsError:
-        return []
+        return None
     donated, candidates, _ = donation_plan(traced, argument_names(fn, len(args)))
     if not candidates:
-        return []
+        return None
     positions = sorted({k[1] for k in donated if k[0] == "pos"}
                        | {c.argnum for c in candidates if c.argnum is not None})
     names = sorted({k[1] for k in donated if k[0] == "kw"}
                    | {c.argname for c in candidates if c.argname is not None})
-    jit_kwargs = {"donate_argnums": tuple(positions), "donate_argnames": tuple(names)}
+    return {"donate_argnums": tuple(positions), "donate_argnames": tuple(names)}, candidates
+
+
+def _donation_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
+                  baseline: EstimateReport, base_total: int | None) -> list[FixReport]:
+    fn, args, kwargs, mesh = program
+    name = callable_name(fn)
+    setting = _donation_setting(session, program, spec)
+    if setting is None:
+        return []
+    jit_kwargs, candidates = setting
+    positions, names = list(jit_kwargs["donate_argnums"]), list(jit_kwargs["donate_argnames"])
     before = session.compiles
-    measured = session.measure(fn, args, kwargs, spec, mesh, jit_kwargs=jit_kwargs,
-                               what=f"{name} with donated arguments")
+    what = f"{name} with donated arguments"
+    measured = session.request(
+        _request(spec, session.extra, what=what,
+                 donate={k: list(v) for k, v in jit_kwargs.items()}),
+        lambda: session.measure(fn, args, kwargs, spec, mesh, jit_kwargs=jit_kwargs, what=what))
     parts = []
     if positions:
         parts.append(f"donate_argnums={tuple(positions)!r}")
@@ -645,9 +792,11 @@ def _vmem_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         base.note += _hardware_caveat(spec)
         return base
     def at(limit: int) -> _Measured:
-        return session.measure(fn, args, kwargs, spec, mesh,
-                               options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024},
-                               what=f"the kernel under a {format_bytes(limit)} scoped VMEM limit")
+        options = {"xla_tpu_scoped_vmem_limit_kib": limit // 1024}
+        what = f"the kernel under a {format_bytes(limit)} scoped VMEM limit"
+        return session.request(
+            _request(spec, session.extra, options=options, what=what),
+            lambda: session.measure(fn, args, kwargs, spec, mesh, options=options, what=what))
 
     def short_of_scoped(m: _Measured) -> bool:
         return m.oom_space == "vmem" and m.vmem_kind == "scoped_limit"
@@ -749,17 +898,35 @@ def _bigger_grids(spec: tpu.TargetSpec) -> list[str]:
     return grids
 
 
-def _remeasure(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
-               spec: tpu.TargetSpec, label: str,
-               options: Mapping[str, Any] | None = None) -> _Measured:
+def measure_request(session: _Session, factory: Callable[..., Any], label: str,
+                    req: MeasureRequest) -> _Measured:
+    """``req`` measured in this process: the factory called with its arguments, then compiled."""
+    spec = tpu.resolve_target(req.generation, req.topology)
     devices = session.devices(spec)
     try:
-        produced, mesh = call_factory(factory, devices=devices, kwargs=extra, label=label)
+        produced, mesh = call_factory(factory, devices=devices, kwargs=req.kwargs, label=label)
         fn, args, kwargs, mesh = unpack_program(produced, label, mesh)
     except FactoryError as err:
         return _Measured(status="factory_error", error=str(err), capacity_bytes=session.hbm(spec))
-    return session.measure(fn, args, kwargs, spec, mesh, options=options,
-                           what=f"{callable_name(fn)}")
+    jit_kwargs = None if req.donate is None else {k: tuple(v) for k, v in req.donate.items()}
+    return session.measure(fn, args, kwargs, spec, mesh, jit_kwargs=jit_kwargs,
+                           options=req.options, cast_bf16=req.cast_bf16,
+                           what=req.what or f"{callable_name(fn)}")
+
+
+def _remeasure(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
+               spec: tpu.TargetSpec, label: str,
+               options: Mapping[str, Any] | None = None) -> _Measured:
+    req = _request(spec, extra, options=options)
+    return session.request(req, lambda: measure_request(session, factory, label, req))
+
+
+def _request(spec: tpu.TargetSpec, extra: Mapping[str, Any], **settings: Any) -> MeasureRequest:
+    """The request for the factory with ``extra`` on ``spec`` with ``settings``."""
+    if settings.get("options") is not None:
+        settings["options"] = dict(settings["options"])
+    return MeasureRequest(generation=spec.generation, topology=spec.topology,
+                          kwargs=dict(extra), **settings)
 
 
 def _topology_fix(session: _Session, factory: Callable[..., Any], extra: Mapping[str, Any],
@@ -810,20 +977,10 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
                     baseline: EstimateReport) -> list[FixReport]:
     """Every generation with more memory per device (HBM, or VMEM for a kernel over the physical
     VMEM), each compiled, smallest memory first: one fix per generation that fits."""
-    gens = tpu.generations()
-    current = gens[spec.generation]
-    if baseline.vmem is not None:
-        key = lambda g: g.vmem_bytes or 0  # noqa: E731
-    else:
-        key = _hbm_of
-    better = sorted((g for g in gens.values() if key(g) > key(current)), key=key)
+    better, options = _better_generations(spec, baseline)
     before = session.compiles
     tried: list[str] = []
     fitting: list[FixReport] = []
-    options = None
-    if baseline.vmem is not None:
-        # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
-        options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
     for gen in better:
         other = tpu.resolve_target(gen.name)
         start = session.compiles
@@ -861,6 +1018,62 @@ def _generation_fix(session: _Session, factory: Callable[..., Any], extra: Mappi
     )]
 
 
+def _better_generations(spec: tpu.TargetSpec, baseline: EstimateReport
+                        ) -> tuple[list[tpu.Generation], dict[str, Any] | None]:
+    """The generations with more memory per device than ``spec``'s, smallest first, and the
+    compiler options to compile a kernel short of VMEM with on them."""
+    gens = tpu.generations()
+    current = gens[spec.generation]
+    if baseline.vmem is not None:
+        key = lambda g: g.vmem_bytes or 0  # noqa: E731
+    else:
+        key = _hbm_of
+    better = sorted((g for g in gens.values() if key(g) > key(current)), key=key)
+    options = None
+    if baseline.vmem is not None:
+        # The kernel needs more VMEM than the default scoped limit anywhere: give it its need.
+        options = {"xla_tpu_scoped_vmem_limit_kib": _ceil_mib(baseline.vmem.used_bytes) // 1024}
+    return better, options
+
+
+def _independent_requests(session: _Session, factory: Callable[..., Any], program: Any,
+                          extra: Mapping[str, Any], spec: tpu.TargetSpec,
+                          baseline: EstimateReport) -> list[MeasureRequest]:
+    """The fixes' compiles that do not wait on one another, for the workers to run at once: the
+    donation, the first scoped-VMEM limit, every larger topology and other generation, bfloat16.
+    The fixes then read their results (the same compiles the serial plan makes, plus the larger
+    topologies past the first that fits). Nothing without workers."""
+    if session.remote is None or session.slots < 2:
+        return []
+    wanted: list[MeasureRequest] = []
+    donation = _donation_setting(session, program, spec)
+    if donation is not None:
+        jit_kwargs = donation[0]
+        wanted.append(_request(spec, extra, donate={k: list(v) for k, v in jit_kwargs.items()}))
+    vmem = baseline.vmem
+    if vmem is not None and vmem.kind != "capacity":
+        limit = min(_ceil_granule(vmem.used_bytes), vmem.capacity_bytes)
+        wanted.append(_request(spec, extra,
+                               options={"xla_tpu_scoped_vmem_limit_kib": limit // 1024}))
+    hbm_short = not baseline.fits and baseline.oom_space in (None, "hbm")
+    if hbm_short and wants_devices(factory):
+        for grid in _bigger_grids(spec):
+            try:
+                wanted.append(_request(tpu.resolve_target(spec.generation, grid), extra))
+            except DiagnosticsError:
+                break
+    if hbm_short or (vmem is not None and vmem.kind == "capacity"):
+        better, options = _better_generations(spec, baseline)
+        for gen in better:
+            try:
+                wanted.append(_request(tpu.resolve_target(gen.name), extra, options=options))
+            except DiagnosticsError:
+                continue
+    if hbm_short and _bf16_paths(program):
+        wanted.append(_request(spec, extra, cast_bf16=True))
+    return wanted
+
+
 def _vmem_caveat(gen: tpu.Generation, baseline: EstimateReport) -> str:
     """For a kernel short of VMEM: where the deviceless target's VMEM may differ from hardware."""
     if baseline.vmem is None or not gen.vmem_hardware_note:
@@ -868,12 +1081,12 @@ def _vmem_caveat(gen: tpu.Generation, baseline: EstimateReport) -> str:
     return f" ({gen.vmem_hardware_note})"
 
 
-def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
-              base_total: int | None) -> list[FixReport]:
+def _bf16_paths(program: Any) -> list[str]:
+    """The floating-point arguments wider than 16 bits, by the estimate's labels."""
     import jax
     import jax.numpy as jnp
 
-    fn, args, kwargs, mesh = program
+    fn, args, kwargs, _mesh = program
     # The estimate's argument labels ("params['w1']", not "args[0][0]['w1']").
     arg_names = argument_names(fn, len(args))
     paths = []
@@ -881,11 +1094,20 @@ def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
         dtype = getattr(leaf, "dtype", None)
         if dtype is not None and jnp.issubdtype(dtype, jnp.floating) and jnp.dtype(dtype).itemsize > 2:
             paths.append(leaf_path(path, arg_names))
+    return paths
+
+
+def _bf16_fix(session: _Session, program: Any, spec: tpu.TargetSpec,
+              base_total: int | None) -> list[FixReport]:
+    fn, args, kwargs, mesh = program
+    paths = _bf16_paths(program)
     if not paths:
         return []
     before = session.compiles
-    measured = session.measure(fn, args, kwargs, spec, mesh, cast_bf16=True,
-                               what=f"{callable_name(fn)} with bfloat16 arguments")
+    what = f"{callable_name(fn)} with bfloat16 arguments"
+    measured = session.request(
+        _request(spec, session.extra, cast_bf16=True, what=what),
+        lambda: session.measure(fn, args, kwargs, spec, mesh, cast_bf16=True, what=what))
     shown = paths
     return [FixReport(
         id="bf16_arguments",
@@ -934,8 +1156,22 @@ def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: 
         memo[value] = _remeasure(session, factory, kwargs(value), spec, label)
         return _as_probe(memo[value], session.compiles > start)
 
+    def probe_many(values: list[int]) -> list[Probe]:
+        # One round: the value the search asks for and those it may ask next, compiled at once
+        # on the workers; only those it reads are taken (and counted) below.
+        requests = [_request(spec, kwargs(v)) for v in values]
+        session.prefetch(requests)
+        return [_as_probe(*session.peek(r)) for r in requests]
+
     known = {v: _as_probe(m, False) for v, m in seed.items()}
-    found = search(probe, vary.domain(), known=known, strategy=strategy)  # type: ignore[arg-type]
+    if session.slots > 1:
+        found = search_ahead(probe_many, vary.domain(), session.slots, known=known,
+                             strategy=strategy)  # type: ignore[arg-type]
+        for value in found.probes:
+            if value not in memo:
+                memo[value] = _remeasure(session, factory, kwargs(value), spec, label)
+    else:
+        found = search(probe, vary.domain(), known=known, strategy=strategy)  # type: ignore[arg-type]
     largest = found.largest
     curve = [
         VaryPoint(value=v, total_bytes=m.total_bytes if m.compiled else None, fits=m.fits,
@@ -971,6 +1207,7 @@ def _vary(session: _Session, factory: Callable[..., Any], vary: VarySpec, spec: 
         boundary=largest is not None and found.above is not None,
         searched=found.searched, monotonic=monotonic, curve=curve,
         compiles=session.compiles - before, bisection_compiles=found.bisection_compiles,
+        rounds=found.rounds if session.remote is not None else None,
         refused=len(failed), note="; ".join(notes) or None,
     )
 
@@ -1020,6 +1257,9 @@ def _choices(
     keyword argument of the measurement (``extra``, as --vary's value does), never bound into it."""
     label = factory_label(factory)
     rows: list[ChoiceReport] = []
+    if vary is None:  # on workers: every choice's compile at once (nothing without workers)
+        session.prefetch([_request(spec, {name: value}) for _text, value in values
+                          if not same_value(value, measured)])
     for text, value in values:
         before = session.compiles
         session.progress(f"choice {name}={text}")
@@ -1062,6 +1302,7 @@ def plan_program(
     python: str | None = None,
     paths: Sequence[str] = (),
     isolate: bool = False,
+    executor: Any = None,
 ) -> PlanReport:
     """Plan ``FILE.py:FACTORY`` in a sandboxed child process (the CLI/HTTP route).
 
@@ -1069,6 +1310,11 @@ def plan_program(
     per step to ``progress_file`` when given (the CLI shows them as they come). ``isolate=True``
     runs the child in the bubblewrap sandbox (:func:`diagnostics.sandbox.run_job`): it sees the
     program's folder read-only, the progress file's folder read-write, and no other files.
+
+    ``executor`` (:func:`diagnostics.executors.connect_executor`: local worker processes or a
+    Ray cluster) runs the plan's independent compiles at once, each in a worker sandboxed the
+    same way, and answers those measured before from the compile cache; the report's
+    ``execution`` says how many rounds, compiles and cache hits it took. The caller closes it.
     """
     spec = tpu.resolve_target(target, topology)
     program_spec = resolve_program(program)
@@ -1079,21 +1325,74 @@ def plan_program(
     if choose is not None:
         choose = check_choose(choose, vary)
     what = f"the plan of {program_spec.label}"
-    result = run_job(
-        "plan",
-        {
-            "program": str(program_spec), "generation": spec.generation,
-            "topology": spec.topology, "vary": vary.model_dump() if vary else None,
-            "choose": choose.model_dump() if choose else None,
-            "progress_file": str(progress_file) if progress_file else None,
-        },
-        timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
-        isolate=isolate,
-        read_only=[program_spec.path.parent, *filter(None, [project_root(program_spec.path)])],
-        writable=[progress_file.parent] if progress_file else [],
-        home_files=[tpu.hbm_cache_path()],
-    )
-    return job_value(result, PlanReport, what)
+    payload: dict[str, Any] = {
+        "program": str(program_spec), "generation": spec.generation,
+        "topology": spec.topology, "vary": vary.model_dump() if vary else None,
+        "choose": choose.model_dump() if choose else None,
+        "progress_file": str(progress_file) if progress_file else None,
+    }
+    read_only = [program_spec.path.parent, *filter(None, [project_root(program_spec.path)])]
+    writable = [progress_file.parent] if progress_file else []
+    if executor is None:
+        result = run_job(
+            "plan", payload, timeout_s=timeout_s, limits=limits, what=what, python=python,
+            sys_path=paths, isolate=isolate, read_only=read_only, writable=writable,
+            home_files=[tpu.hbm_cache_path()],
+        )
+        return job_value(result, PlanReport, what)
+    return _plan_on_workers(executor, program_spec, payload, what, timeout_s=timeout_s,
+                            limits=limits, python=python, paths=paths, isolate=isolate,
+                            read_only=read_only, writable=writable)
+
+
+def _plan_on_workers(executor: Any, program_spec: Any, payload: dict[str, Any], what: str, *,
+                     timeout_s: float, limits: Limits | None, python: str | None,
+                     paths: Sequence[str], isolate: bool, read_only: list[Path],
+                     writable: list[Path]) -> PlanReport:
+    """:func:`plan_program` with its compiles on ``executor``'s workers (see there)."""
+    import shutil
+    import tempfile
+    import threading
+
+    from oomkb.diagnostics.executors import MeasureBroker, WorkerSpec
+
+    started = time.perf_counter()
+    executor.start(WorkerSpec(
+        program=str(program_spec), isolate=isolate, limits=limits or Limits(),
+        timeout_s=timeout_s, python=python, paths=[str(p) for p in paths],
+        read_only=[str(p) for p in read_only], home_files=[str(tpu.hbm_cache_path())]))
+    exchange = Path(tempfile.mkdtemp(prefix="oomkb-exchange-"))
+    broker = MeasureBroker(executor, str(program_spec), program_spec.path)
+    stop = threading.Event()
+    serving = threading.Thread(target=broker.serve, args=(exchange, stop), daemon=True)
+    serving.start()
+    try:
+        result = run_job(
+            "plan", {**payload, "exchange": str(exchange), "slots": executor.slots},
+            timeout_s=timeout_s, limits=limits, what=what, python=python, sys_path=paths,
+            isolate=isolate, read_only=read_only, writable=[*writable, exchange],
+            home_files=[tpu.hbm_cache_path()],
+        )
+        report = job_value(result, PlanReport, what)
+    except Exception:
+        if broker.failure is not None:
+            raise broker.failure from None  # the workers' own error (a lost worker, a timeout)
+        raise
+    finally:
+        stop.set()
+        serving.join(timeout=10)
+        executor.stop()
+        shutil.rmtree(exchange, ignore_errors=True)
+    execution = report.execution or ExecutionReport(executor=executor.kind, workers=executor.slots,
+                                                    rounds=0, compiles=report.compiles)
+    report.execution = execution.model_copy(update={
+        "executor": executor.kind, "workers": executor.slots,
+        "seconds": round(time.perf_counter() - started, 3),
+        "note": f"compiled on {executor.describe()}; {broker.cached} measurement(s) and the "
+                "baseline when unchanged come from the compile cache"
+        if broker.cached else f"compiled on {executor.describe()}",
+    })
+    return report
 
 
 def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -1104,10 +1403,12 @@ def plan_job(payload: Mapping[str, Any]) -> dict[str, Any]:
     factory = load_factory(str(payload["program"]))
     vary = payload.get("vary")
     progress = _file_progress(Path(payload["progress_file"])) if payload.get("progress_file") else None
+    remote = (_Remote(Path(payload["exchange"]), int(payload.get("slots") or 1))
+              if payload.get("exchange") else None)
     report = plan_factory(
         factory, target=str(payload["generation"]), topology=str(payload["topology"]),
         vary=VarySpec.model_validate(vary) if vary else None, progress=progress,
-        program=str(payload["program"]),
+        program=str(payload["program"]), remote=remote,
         choose=ChooseSpec.model_validate(payload["choose"]) if payload.get("choose") else None,
     )
     return report.model_dump(mode="json")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Probe", "SearchResult", "Values", "bisection_compiles", "search"]
+__all__ = ["Probe", "SearchResult", "Values", "bisection_compiles", "search", "search_ahead"]
 
 #: Refused values tried while looking for one accepted value near a target, before giving up.
 MAX_REFUSED_PER_LOOKUP = 96
@@ -105,6 +105,10 @@ class SearchResult:
     probes: dict[int, Probe] = field(default_factory=dict)
     refused_between: int = 0
     guesses: int = 0
+    #: Rounds of probes made at once (:func:`search_ahead`; :func:`search` makes one per probe).
+    rounds: int = 0
+    #: Compiles measured ahead that the search did not need (:func:`search_ahead`).
+    ahead_unused: int = 0
 
 
 def bisection_compiles(count: int) -> int:
@@ -127,6 +131,28 @@ def _alignments(span: int) -> list[int]:
     return sorted(found)
 
 
+def _candidates(values: Values, alignments: list[int], target: int, lo: int, hi: int):
+    """Indices strictly between ``lo`` and ``hi``, nearest ``target`` on the refusal pattern."""
+    count = len(values)
+    seen: set[int] = set()
+    if values.listed is not None or values.step != 1:
+        # The user named the values: the nearest ones first, outwards.
+        yield from sorted(range(lo + 1, hi), key=lambda i: (abs(i - target), i))
+        return
+    t_value = values.at(target)
+    lo_v, hi_v = values.at(lo) if lo >= 0 else values.low - 1, (
+        values.at(hi) if hi < count else values.high + 1)
+    for a in alignments:
+        if a > hi_v - lo_v:
+            break
+        down = (t_value // a) * a
+        up = down if down == t_value else down + a
+        for v in sorted({down, up}, key=lambda v: (abs(v - t_value), v)):
+            if lo_v < v < hi_v and v not in seen:
+                seen.add(v)
+                yield values.index(v)
+
+
 def search(
     probe: Callable[[int], Probe],
     values: Values,
@@ -144,7 +170,7 @@ def search(
     fresh: set[int] = set()
     count = len(values)
     budget = bisection_compiles(count)
-    state = {"compiles": 0, "guesses": 0}
+    state = {"compiles": 0, "guesses": 0, "rounds": 0}
     alignments = _alignments(max(1, values.high - values.low))
 
     def measure(value: int) -> Probe:
@@ -153,28 +179,11 @@ def search(
             memo[value] = result
             fresh.add(value)
             state["compiles"] += int(result.compiled)
+            state["rounds"] += 1
         return memo[value]
 
     def candidates(target: int, lo: int, hi: int):
-        """Indices strictly between ``lo`` and ``hi``, nearest ``target`` on the refusal pattern."""
-        seen: set[int] = set()
-        if values.listed is not None or values.step != 1:
-            # The user named the values: the nearest ones first, outwards.
-            order = sorted(range(lo + 1, hi), key=lambda i: (abs(i - target), i))
-            yield from order
-            return
-        t_value = values.at(target)
-        lo_v, hi_v = values.at(lo) if lo >= 0 else values.low - 1, (
-            values.at(hi) if hi < count else values.high + 1)
-        for a in alignments:
-            if a > hi_v - lo_v:
-                break
-            down = (t_value // a) * a
-            up = down if down == t_value else down + a
-            for v in sorted({down, up}, key=lambda v: (abs(v - t_value), v)):
-                if lo_v < v < hi_v and v not in seen:
-                    seen.add(v)
-                    yield values.index(v)
+        return _candidates(values, alignments, target, lo, hi)
 
     def accepted_near(target: int, lo: int, hi: int) -> int | None:
         """The index nearest ``target`` (strictly inside (lo, hi)) whose value the factory takes."""
@@ -192,7 +201,7 @@ def search(
         return SearchResult(largest=largest, above=above, searched=searched, reason=reason,
                             compiles=state["compiles"], bisection_compiles=budget,
                             probes=memo, refused_between=refused_between,
-                            guesses=state["guesses"])
+                            guesses=state["guesses"], rounds=state["rounds"])
 
     # 1. HI, or the accepted value nearest it.
     top = accepted_near(count - 1, -1, count)
@@ -274,6 +283,121 @@ def search(
         return result(None, values.at(hi), True, reason, refused_between)
     return result(values.at(lo), values.at(hi) if hi < count else None, True, None,
                   refused_between)
+
+
+def _next_probe(values: Values, known: dict[int, Probe] | None, answers: dict[int, Probe],
+                strategy: str) -> int | None:
+    """The value :func:`search` would probe next after reading ``answers``; None when it would
+    stop. The search is replayed from the start on the same answers, so it is in exactly the
+    state the real one is in (it is deterministic)."""
+
+    asked: list[int] = []
+    stop = LookupError("the search asked for a value not answered yet")  # this one instance
+
+    def ask(value: int) -> Probe:
+        if value in answers:
+            return answers[value]
+        asked.append(value)
+        raise stop
+
+    try:
+        search(ask, values, known=known, strategy=strategy)  # type: ignore[arg-type]
+    except LookupError as err:
+        if err is not stop:
+            raise
+        return asked[0]
+    return None
+
+
+def _supposed(known: dict[int, Probe], value: int, state: str) -> Probe:
+    """A stand-in for ``value``'s probe, had it come out ``state``: its bytes on the line through
+    the nearest measured figures (so the search can plan its next step from it)."""
+    points = sorted((v, p) for v, p in known.items() if p.bytes is not None)
+    capacity = next((p.capacity for _v, p in points if p.capacity), None)
+    below = [(v, p.bytes) for v, p in points if v < value]
+    above = [(v, p.bytes) for v, p in points if v > value]
+    pair = (below[-1], above[0]) if below and above else (
+        tuple(below[-2:]) if len(below) >= 2 else tuple(above[:2]) if len(above) >= 2 else None)
+    figure = None
+    if pair is not None and pair[1][0] != pair[0][0]:
+        (v0, b0), (v1, b1) = pair
+        figure = int(b0 + (b1 - b0) * (value - v0) / (v1 - v0))
+    if figure is not None and capacity:
+        figure = min(figure, capacity) if state == "fits" else max(figure, capacity + 1)
+    if state == "refused":
+        return Probe("refused")
+    return Probe(state, figure, capacity, compiled=True)  # type: ignore[arg-type]
+
+
+def _likely(known: dict[int, Probe], value: int) -> str:
+    """``"fits"`` or ``"over"``: what the line through the nearest measured figures says of
+    ``value`` (``"fits"`` when there is no line)."""
+    supposed = _supposed(known, value, "fits")
+    if supposed.bytes is not None and supposed.capacity and supposed.bytes >= supposed.capacity:
+        return "over"
+    return "fits"
+
+
+def search_ahead(
+    probe_many: Callable[[list[int]], list[Probe]],
+    values: Values,
+    width: int,
+    *,
+    known: dict[int, Probe] | None = None,
+    strategy: Literal["model", "bisect"] = "model",
+) -> SearchResult:
+    """:func:`search`, with up to ``width`` values probed per round (on ``width`` workers).
+
+    The search itself decides, exactly as :func:`search` does, so the answer and every value it
+    reads are the serial search's. Each time it asks for a value not measured yet, the round
+    measures that value together with the values the search would ask for next, for either
+    outcome, breadth first (the search run ahead on supposed outcomes, :func:`_supposed`): a
+    round covers about log2(width+1) of the search's steps, so the rounds fall from one per step
+    to about log(width+1) of them. ``rounds`` counts them; ``probes`` holds only what the search
+    read (the values measured ahead and not needed are ``ahead_unused``).
+    """
+    width = max(1, int(width))
+    base = dict(known or {})
+    read: dict[int, Probe] = {}
+    fetched: dict[int, Probe] = {}
+    rounds = 0
+
+    def ahead(value: int) -> list[int]:
+        chosen: list[int] = []
+        frontier = [(dict(read), value)]
+        # Where the factory has refused values, the next one is likely refused too.
+        refusing = any(p.state == "refused" for p in read.values())
+        while frontier and len(chosen) < width - 1:
+            answers, at = frontier.pop(0)
+            # The likelier outcome first: where the line through the measured figures puts it.
+            likely = _likely({**base, **answers}, at)
+            states = (("refused",) if refusing else ()) + (
+                ("fits", "over") if likely == "fits" else ("over", "fits"))
+            for state in states:
+                supposed = {**answers, at: _supposed({**base, **answers}, at, state)}
+                nxt = _next_probe(values, known, supposed, strategy)
+                if nxt is not None and nxt != value and nxt not in chosen \
+                        and nxt not in fetched and nxt not in supposed:
+                    chosen.append(nxt)
+                    frontier.append((supposed, nxt))
+                if len(chosen) >= width - 1:
+                    break
+        return chosen
+
+    def probe(value: int) -> Probe:
+        nonlocal rounds
+        if value not in fetched:
+            batch = [value, *ahead(value)] if width > 1 else [value]
+            for v, result in zip(batch, probe_many(batch)):
+                fetched[v] = result
+            rounds += 1
+        read[value] = fetched[value]
+        return fetched[value]
+
+    result = search(probe, values, known=known, strategy=strategy)
+    result.rounds = rounds
+    result.ahead_unused = sum(p.compiled for v, p in fetched.items() if v not in read)
+    return result
 
 
 def _stated_error(probe: Probe) -> float:

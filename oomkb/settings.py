@@ -125,6 +125,14 @@ class Settings(StorageSettings):
         "namespace, read-only runtime; estimates answer 503 when it is missing) or `none` "
         "(resource limits only; the README's warning applies)",
     )
+    ray_address: str | None = Field(
+        default=None, max_length=300,
+        description="a Ray cluster (HOST:PORT): POST /v1/estimate and /v1/plan queue jobs on it "
+        "(202 and GET /v1/jobs/{id}) instead of running one at a time here")
+    jobs_per_client: int = Field(default=8, ge=1, le=1000,
+                                 description="jobs one client may have waiting or running on the cluster")
+    job_ttl_s: float = Field(default=24 * 3600.0, gt=0,
+                             description="how long a finished job's answer is kept if never fetched")
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices(
         "slack_bot_token", "SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices(

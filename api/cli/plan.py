@@ -36,7 +36,13 @@ PLAN_HELP = (
     "--choose NAME=a,b,c: compile each value of a categorical keyword argument of the factory "
     "(a remat policy, an offload target, a mesh layout, a dtype; given as the type of the "
     "keyword's default, else as text); with --vary, the largest value that fits under each "
-    "choice (--plot draws one curve per choice). Runs in one child process with a timeout."
+    "choice (--plot draws one curve per choice). Runs in one child process with a timeout.\n\n"
+    "--workers N runs the independent compiles (fixes, generations, topologies, a round of "
+    "--vary values) on N worker processes at once, each in the same sandbox; --ray ADDRESS (or "
+    "OOMKB_RAY_ADDRESS) on a Ray cluster's workers. The answer is the serial plan's; the report "
+    "says how many compiles and rounds it took. Results are kept in a compile cache under "
+    "OOMKB_HOME: a plan run again compiles only what changed. A cluster that cannot be reached "
+    "is said so, and the plan runs on this machine."
 )
 
 
@@ -69,6 +75,14 @@ def plan_command(
     python: PythonOption = None,
     path: PathOption = None,
     isolate: IsolateOption = False,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", min=1, max=256,
+                                    help="compile on N local worker processes at once")
+    ] = None,
+    ray_address: Annotated[
+        Optional[str], typer.Option("--ray", metavar="ADDRESS", envvar="OOMKB_RAY_ADDRESS",
+                                    help="compile on the Ray cluster at ADDRESS (HOST:PORT)")
+    ] = None,
 ) -> None:
     """Compile FILE.py:FACTORY with each remedy and report what fits."""
     from oomkb.diagnostics.choose import check_choose
@@ -83,6 +97,7 @@ def plan_command(
         vary_spec = parse_vary(vary) if vary is not None else None
         choose_spec = check_choose(choose, vary_spec) if choose is not None else None
     err = Console(stderr=True)
+    executor = plan_executor(workers, ray_address, err)
     with tempfile.TemporaryDirectory(prefix="oomkb-plan-") as tmp:
         progress_file = Path(tmp) / "progress.jsonl"
         progress_file.touch()
@@ -93,14 +108,19 @@ def plan_command(
                 outcome["report"] = plan_program(program, target=tpu, topology=topology, python=python,
                                                  paths=paths, vary=vary_spec, choose=choose_spec,
                                                  timeout_s=timeout,
-                                                 progress_file=progress_file, isolate=isolate)
+                                                 progress_file=progress_file, isolate=isolate,
+                                                 executor=executor)
             except BaseException as exc:  # re-raised below, in the main thread
                 outcome["error"] = exc
 
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
-        _follow(thread, progress_file, err if err.is_terminal or not as_json else None)
-        thread.join()
+        try:
+            _follow(thread, progress_file, err if err.is_terminal or not as_json else None)
+            thread.join()
+        finally:
+            if executor is not None:
+                executor.close()
     if "error" in outcome:
         with user_errors():
             raise outcome["error"]
@@ -113,6 +133,20 @@ def plan_command(
         print(report.model_dump_json(indent=2))
         return
     print_plan(report, plot)
+
+
+def plan_executor(workers: int | None, ray_address: str | None, err: Console):
+    """The executor --workers/--ray ask for (None: the serial plan). A cluster that cannot be
+    reached is said on stderr, and the plan runs here (on --workers processes, if given)."""
+    from oomkb.diagnostics.executors import ClusterUnavailable, connect_executor
+
+    if ray_address:
+        try:
+            return connect_executor(workers, ray_address)
+        except ClusterUnavailable as exc:
+            where = f"on {workers} local worker(s)" if workers else "locally"
+            err.print(f"[yellow]warning:[/] {escape(str(exc))}; running the plan {where}")
+    return connect_executor(workers, None)
 
 
 def _follow(thread: threading.Thread, path: Path, console: Console | None) -> None:
@@ -148,6 +182,12 @@ def print_plan(report, plot: Path | None = None) -> None:
     target = report.target
     out.print(f"[bold]{escape(report.function)}[/] on [bold]{target.topology}[/] "
               f"({target.device_kind}): {report.compiles} compiles in {report.seconds:.1f} s")
+    if report.execution is not None:
+        run = report.execution
+        where = "Ray worker(s)" if run.executor == "ray" else "local worker process(es)"
+        out.print(f"on {run.workers} {where}: {run.compiles} compiles in {run.rounds} rounds "
+                  f"({run.speculative} measured ahead and not needed), {run.cached} from the "
+                  f"compile cache, {run.seconds:.1f} s wall")
     for line in verdict_lines(report.baseline):
         out.print(line)
     if report.fixes:
@@ -176,6 +216,8 @@ def print_plan(report, plot: Path | None = None) -> None:
     if vary is not None:
         count = (f"{vary.compiles} compiles; plain bisection needs up to "
                  f"{vary.bisection_compiles}")
+        if vary.rounds is not None:
+            count = f"{vary.compiles} compiles in {vary.rounds} rounds" + count[count.index(";"):]
         if not vary.searched:
             out.print(f"[red]could not search {escape(vary.name)}: no value the factory accepts "
                       f"was found ({escape(count)})[/]")

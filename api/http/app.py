@@ -423,7 +423,11 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             if app.state.mcp_lifespan is not None:  # the MCP session manager of /mcp
                 await stack.enter_async_context(app.state.mcp_lifespan())
-            yield
+            try:
+                yield
+            finally:
+                if app.state.job_queue is not None:
+                    app.state.job_queue.close()
 
     app = FastAPI(
         title="oomkb",
@@ -437,6 +441,11 @@ def create_app(
     app.state.settings = settings
     app.state.holder = holder
     app.state.estimate_gate = threading.Semaphore(1)
+    app.state.job_queue = None
+    if settings.ray_address:  # jobs on a Ray cluster instead of one at a time here
+        from oomkb.api.http.queue import JobQueue
+
+        app.state.job_queue = JobQueue(settings)
     app.state.feedback_store = store_for(settings)
     if settings.enable_estimate and not settings.estimate_isolated:
         log.warning("OOMKB_ESTIMATE_SANDBOX=none: submitted programs run without isolation "
@@ -492,9 +501,11 @@ def create_app(
         """The guides: id, title, language and sections."""
         return assistant.guides()
 
+    from oomkb.api.http.queue import QUEUED_RESPONSE, mount_jobs, queued
+
     @app.post(
         "/v1/estimate", response_model=EstimateReport, tags=["diagnostics"],
-        responses={**_ERRORS, **ESTIMATE_ERRORS},
+        responses={**QUEUED_RESPONSE, **_ERRORS, **ESTIMATE_ERRORS},
     )
     def estimate(body: EstimateRequest, request: Request) -> Any:
         """Estimate the TPU HBM a program needs (off unless the operator enables it).
@@ -502,9 +513,14 @@ def create_app(
         The program runs in a child process with a wall-clock timeout, CPU-time and address-space
         limits, a private working folder and no secrets in its environment; unless the operator
         opted out, inside a bubblewrap sandbox with no network, its own PID namespace and a
-        read-only view of only the Python runtime and packages."""
+        read-only view of only the Python runtime and packages.
+
+        On a server with a Ray cluster (OOMKB_RAY_ADDRESS) it is queued instead: 202 with a
+        `job_id` for GET /v1/jobs/{job_id}; the workers run it under the same rules."""
         if not settings.enable_estimate:
             return JSONResponse({"detail": ESTIMATE_DISABLED}, status_code=403)
+        if request.app.state.job_queue is not None:
+            return queued(request.app.state.job_queue, "estimate", body, _caller(request))
         if refusal := sandbox_refusal(settings):
             return JSONResponse({"detail": refusal}, status_code=503)
         return run_estimate(body, settings, request.app.state.estimate_gate)
@@ -513,7 +529,9 @@ def create_app(
     from oomkb.api.http.plan import mount_plan
 
     mount_plan(app, settings, gate=app.state.estimate_gate, busy=EstimateBusy,
-               responses={**_ERRORS, **ESTIMATE_ERRORS}, refusal=sandbox_refusal)
+               responses={**QUEUED_RESPONSE, **_ERRORS, **ESTIMATE_ERRORS},
+               refusal=sandbox_refusal, owner_of=_caller)
+    mount_jobs(app, _caller, _ERRORS)
 
     @app.get("/healthz", tags=["probes"])
     def healthz() -> dict[str, str]:

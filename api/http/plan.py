@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
@@ -84,15 +84,26 @@ def run_plan(req: PlanRequest, settings: Settings, gate: threading.Semaphore,
 
 def mount_plan(app: FastAPI, settings: Settings, *, gate: threading.Semaphore,
                busy: type[Exception], responses: dict[int, Any],
-               refusal: Callable[[Settings], str | None]) -> None:
-    """Add POST /v1/plan to ``app`` (``gate``, ``busy`` and ``refusal`` are /v1/estimate's)."""
+               refusal: Callable[[Settings], str | None],
+               owner_of: Callable[[Request], str] = lambda request: "-") -> None:
+    """Add POST /v1/plan to ``app`` (``gate``, ``busy`` and ``refusal`` are /v1/estimate's;
+    ``owner_of`` names the client a queued job belongs to)."""
 
     @app.post("/v1/plan", response_model=PlanReport, tags=["diagnostics"], responses=responses)
-    def plan(body: PlanRequest) -> Any:
+    def plan(body: PlanRequest, request: Request) -> Any:
         """Find what makes a program fit by compiling each remedy (off unless the operator
-        enables it; the same sandbox and limits as /v1/estimate)."""
+        enables it; the same sandbox and limits as /v1/estimate). On a server with a Ray
+        cluster (OOMKB_RAY_ADDRESS) it is queued: 202 with a `job_id` for GET /v1/jobs/{job_id}."""
         if not settings.enable_estimate:
             return JSONResponse({"detail": PLAN_DISABLED}, status_code=403)
+        if request.app.state.job_queue is not None:
+            from oomkb.api.http.queue import queued
+
+            if body.vary is not None:
+                body.vary.spec()  # a bad range is a 400 now, not a failed job later
+            if body.choose is not None:
+                body.choose.spec()
+            return queued(request.app.state.job_queue, "plan", body, owner_of(request))
         if refused := refusal(settings):
             return JSONResponse({"detail": refused}, status_code=503)
         return run_plan(body, settings, gate, busy)

@@ -283,6 +283,8 @@ class SlackBot:
         # paths, shapes and code the asker may not mean to share with the channel.
         self.command_response = command_response
         self.seen = SeenEvents()
+        #: Estimates and plans asked for in Slack, on the job queue (api/http/slack_jobs.py).
+        self.jobs: Any = None
         self._token = bot_token
         self.evidence = SlackEvidence(bot_token, bot_user_id)
         client = client or WebClient(base_url=api_url)
@@ -414,6 +416,8 @@ class SlackBot:
         self._post_in_thread(client, event)
 
     def _post_in_thread(self, client: WebClient, event: dict) -> None:
+        if self.jobs is not None and self.jobs.handle(event, client):
+            return
         blocks, text = self.reply(event.get("text") or "", event, client)
         client.chat_postMessage(
             channel=event["channel"],
@@ -521,5 +525,9 @@ def mount_slack(app: FastAPI, settings: Settings, holder: AssistantHolder,
         bolt_response = await run_in_threadpool(bot.app.dispatch, bolt_request)
         return to_starlette_response(bolt_response)
 
+    if settings.enable_estimate and getattr(app.state, "job_queue", None) is not None:
+        from oomkb.api.http.slack_jobs import SlackJobs
+
+        bot.jobs = SlackJobs(app.state.job_queue, bot.evidence, bot.app.client)
     app.state.slack = bot
     return bot

@@ -119,6 +119,10 @@ class SlackEvidence:
                 texts.append(text)
         return ("\n".join(texts) or None), report
 
+    def download(self, client: WebClient, item: dict[str, Any]) -> str | None:
+        """The text of a message's file (bounded, from Slack's file host only), or None."""
+        return self._download(client, item)
+
     def _download(self, client: WebClient, item: dict[str, Any]) -> str | None:
         file_id = item.get("id")
         try:

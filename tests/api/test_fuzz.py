@@ -34,6 +34,9 @@ BUDGET: dict[tuple[str, str], dict[GenerationMode, int]] = {
     ("POST", "/v1/estimate"): {GenerationMode.POSITIVE: 150, GenerationMode.NEGATIVE: 150},
     ("POST", "/v1/plan"): {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 100},
     ("POST", "/v1/feedback"): {GenerationMode.POSITIVE: 100, GenerationMode.NEGATIVE: 100},
+    # a server without a job queue (no OOMKB_RAY_ADDRESS): every id is unknown (404)
+    ("GET", "/v1/jobs/{job_id}"): {GenerationMode.POSITIVE: 30},
+    ("DELETE", "/v1/jobs/{job_id}"): {GenerationMode.POSITIVE: 30},
     ("GET", "/v1/docs"): {GenerationMode.POSITIVE: 1},
     ("GET", "/healthz"): {GenerationMode.POSITIVE: 1},
     ("GET", "/readyz"): {GenerationMode.POSITIVE: 1},

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from oomkb.diagnostics.vary_search import Probe, Values, bisection_compiles, search
+from oomkb.diagnostics.vary_search import Probe, Values, bisection_compiles, search, search_ahead
 
 GIB = 1 << 30
 CAPACITY = int(15.75 * GIB)
@@ -131,3 +131,59 @@ def test_everything_fits_takes_one_compile():
 
 def test_bisection_count_matches_its_definition():
     assert [bisection_compiles(n) for n in (1, 2, 3, 5, 262144)] == [1, 2, 3, 4, 20]
+
+
+# --- several values per round (parallel plans: --workers, --ray) ------------------------------
+
+
+def rounds_of(probe):
+    """``probe`` as a round's callback: every value of the round, in order."""
+    return lambda values: [probe(v) for v in values]
+
+
+@pytest.mark.parametrize("width", [2, 3, 4])
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_rounds_read_exactly_what_the_serial_search_reads(name, width):
+    bytes_of, accepts, values = PATTERNS[name]
+    serial = search(hbm_probe(bytes_of, accepts), values)
+    parallel = search_ahead(rounds_of(hbm_probe(bytes_of, accepts)), values, width)
+    assert (parallel.largest, parallel.above) == (serial.largest, serial.above)
+    assert parallel.probes == serial.probes and parallel.compiles == serial.compiles
+    assert parallel.rounds <= serial.compiles + parallel.refused_between
+
+
+@pytest.mark.parametrize("width, most", [(3, 0.6), (7, 0.45)])
+def test_bisection_s_rounds_fall_to_about_log_width_plus_one_of_the_range(width, most):
+    # No figure to build a line from (no stated need): the search bisects; measured ahead,
+    # each round covers about log2(width+1) of its steps.
+    bytes_of, accepts, values = PATTERNS["batch padded to 8 rows"]
+    serial = search(hbm_probe(bytes_of, accepts, state_figure=False), values)
+    parallel = search_ahead(rounds_of(hbm_probe(bytes_of, accepts, state_figure=False)), values,
+                            width)
+    assert parallel.largest == serial.largest
+    assert parallel.rounds <= math.ceil(most * serial.compiles)
+
+
+def test_two_workers_measure_the_likelier_next_value_ahead():
+    # The line through the measured figures says which way the current value goes; the value
+    # the search would ask next on that side is measured with it.
+    bytes_of, accepts, values = PATTERNS["batch padded to 8 rows"]
+    serial = search(hbm_probe(bytes_of, accepts), values)
+    parallel = search_ahead(rounds_of(hbm_probe(bytes_of, accepts)), values, 2)
+    assert parallel.probes == serial.probes
+    assert parallel.rounds <= math.ceil(0.6 * serial.compiles)
+
+
+def test_a_round_of_one_is_the_serial_search():
+    bytes_of, accepts, values = PATTERNS["linear batch"]
+    serial = search(hbm_probe(bytes_of, accepts), values)
+    one = search_ahead(rounds_of(hbm_probe(bytes_of, accepts)), values, 1)
+    assert one.rounds == serial.compiles and one.ahead_unused == 0
+
+
+def test_rounds_reuse_known_values():
+    bytes_of, accepts, values = PATTERNS["seq, multiples of 128"]
+    probe = hbm_probe(bytes_of, accepts)
+    known = {4096: Probe("fits", bytes_of(4096), CAPACITY, compiled=True)}
+    search_ahead(rounds_of(probe), values, 3, known=known)
+    assert 4096 not in probe.calls
