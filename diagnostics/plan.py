@@ -1269,11 +1269,11 @@ def _choices(
             if default:
                 rows.append(_baseline_row(name, text, baseline))
                 continue
-            measured = _remeasure(session, factory, {name: value}, spec, where)
+            result = _remeasure(session, factory, {name: value}, spec, where)
             rows.append(ChoiceReport(
-                name=name, value=text, fits=measured.fits,
-                total_bytes=measured.total_bytes if measured.compiled else None,
-                status=measured.status, error=measured.error,
+                name=name, value=text, fits=result.fits,
+                total_bytes=result.total_bytes if result.compiled else None,
+                status=result.status, error=result.error,
                 compiles=session.compiles - before,
             ))
         elif default and vary_report is not None:

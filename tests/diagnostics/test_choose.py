@@ -202,6 +202,17 @@ def test_cli_choices_without_vary_are_each_compiled_and_a_refused_value_says_why
 
 
 @slow
+def test_the_default_choice_listed_after_another_still_reuses_the_baseline(cli):
+    # the default compared against a value, never against the measurement of the choice before it
+    result = cli(f"{CHOOSE_FILE}:scaled", "--choose", "dtype=bfloat16,float32", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    rows = {row["value"]: row for row in data["choices"]}
+    assert rows["bfloat16"]["compiles"] == 1 and rows["float32"]["compiles"] == 0
+    assert rows["float32"]["total_bytes"] == data["baseline"]["total_bytes"]
+
+
+@slow
 def test_cli_text_table_converts_a_bool_keyword(cli):
     result = cli(f"{CHOOSE_FILE}:flagged", "--choose", "half=false,true")
     assert result.exit_code == 0, result.output
