@@ -87,6 +87,7 @@ class ShortAnswer(_Strict):
     remedies: list[str] = Field(default_factory=list)
     replaces: list[str] = Field(default_factory=list, description="settings whose line this makes redundant")
     snippet: str | None = Field(default=None, description="Python code shown under the answer (it must parse)")
+    unless: list[str] = Field(default_factory=list, description="more specific answers that replace this one")
 
 
 class QuestionKind(_Strict):
@@ -198,7 +199,9 @@ class Figures:
     def short_answers_of(self, question: str) -> list[ShortAnswer]:
         """The short answers whose every keyword group has a hit in `question`."""
         low = question.lower()
-        return [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
+        matched = [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
+        ids = {a.id for a in matched}
+        return [a for a in matched if not ids.intersection(a.unless)]
 
     def follow_up_answers(self, subject: str, question: str, language: str) -> list[FigureAnswer]:
         """Short answers that a follow-up asks for in its conversation's terms ("and which policy
@@ -361,6 +364,9 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
             raise fail(f"answer {a.id!r}", f"unknown source {a.source!r}")
         if not a.all or any(not group for group in a.all):
             raise fail(f"answer {a.id!r}", "needs non-empty keyword groups")
+        unknown = set(a.unless) - {b.id for b in data.answers}
+        if unknown:
+            raise fail(f"answer {a.id!r}", f"unless names unknown answers {sorted(unknown)}")
         if not set(a.replaces) <= setting_names:
             raise fail(f"answer {a.id!r}", f"replaces unknown settings {sorted(set(a.replaces) - setting_names)}")
         check_texts(path, f"answer {a.id!r} text", a.text, set())

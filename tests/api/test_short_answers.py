@@ -64,6 +64,8 @@ CASES = [
      "involuntary_full_remat", "SPMD"),
     ("On fait tourner deux process JAX sur le même A100 et le second fait OOM, c'est normal ?", "fr",
      "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION=.45"),
+    ("v5e-16 上训练 128k 长上下文一直 OOM，ring attention 要怎么做？", "zh", "long_context", "jax.lax.ppermute"),
+    ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
 ]
 
 
