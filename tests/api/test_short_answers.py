@@ -66,6 +66,8 @@ CASES = [
      "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION=.45"),
     ("v5e-16 上训练 128k 长上下文一直 OOM，ring attention 要怎么做？", "zh", "long_context", "jax.lax.ppermute"),
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
+    ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
+     "checkpoint_restore", "StandardRestore"),
 ]
 
 
