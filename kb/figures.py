@@ -62,6 +62,7 @@ class Value(_Strict):
 class GenerationFigures(_Strict):
     hbm_public: Value | None = None
     cores_per_chip: Value | None = None
+    slice_counts: Value | None = None
     vmem: Value | None = None
     scoped_vmem: Value | None = None
 

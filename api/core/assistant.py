@@ -34,6 +34,7 @@ from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
 from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
+from oomkb.kb.sizing import KIND as SIZING, load_sizing
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -72,6 +73,7 @@ class Assistant:
         self._vocabulary = frozenset(f.name for f in self.catalogue.facts.values() if f.values)
         self.parts = AnswerParts(self.catalogue)
         self.rules = load_rules(self.catalogue)
+        self.sizing = load_sizing(self.parts.figures, self.rules.read_count_facts)
 
     @property
     def searcher(self) -> Searcher:
@@ -202,8 +204,17 @@ class Assistant:
                                and not ("snippet" in analysis.asks and f.snippet))]
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
+        # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
+        # first; a follow-up gets it where its own figures change the result. It is not a figure
+        # the question asked for unless asked ("how much?", "will it fit?").
+        asked_size = bool({"figure", "yes_no"} & set(analysis.asks))
+        sizes = self.sizing.answer(
+            question, language, asked=asked_size,
+            earlier="\n".join(t.question for t in earlier if t.question) if context.follow_up else "")
+        if sizes and asked_size:
+            figures, sizes = [*sizes, *figures], []
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
-                                    or bool(figures)
+                                    or bool(figures) or bool(sizes)
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
@@ -244,23 +255,26 @@ class Assistant:
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.
-        answer_cites = [f.cite for f in figures if f.kind == ANSWER and f.cite]
-        if answer_cites:
-            cited = [r for r in cited if r.citation in answer_cites]
-        shown_results = cited if figures and not facts else results
+        answer_cites = list(dict.fromkeys(f.cite for f in figures if f.kind in (ANSWER, SIZING) and f.cite))
+        # arithmetic shown without a log: the passages beside it are those of its section
+        size_cites = [f.cite for f in sizes if f.cite] if not facts else []
+        if answer_cites or size_cites:
+            cited = [r for r in cited if r.citation in answer_cites or r.citation in size_cites]
+        shown_results = cited if (figures or sizes) and not facts else results
         if not answer_cites and figures and not analysis.topics_named and not facts:
             # a figure asked for is the answer: no passage found by meaning is shown after it,
             # and one is cited for its context
             cited, shown_results = cited[:1], []
         citations = self._citations(searcher, remedies, cited, language=language,
-                                    first=[*([outcome.cite] if outcome.verdict and outcome.cite else []),
-                                           *answer_cites])
+                                    first=list(dict.fromkeys([
+                                        *([outcome.cite] if outcome.verdict and outcome.cite else []),
+                                        *answer_cites, *(f.cite for f in sizes if f.cite)])))
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,
-                               figures=figures, next_steps=next_steps,
+                               figures=[*sizes, *figures] if grounded else figures, next_steps=next_steps,
                                # a follow-up asking about something else does not get the verdict
                                # it was given on the same evidence one turn before
                                verdict=None if (figures and context.follow_up and not req_log_new)
@@ -277,7 +291,7 @@ class Assistant:
             remedies=remedies,
             confidence=round(confidence, 3),
             facts=facts,
-            figures=figures,
+            figures=[*sizes, *figures],
             next_steps=next_steps,
             verdict=outcome.verdict,
             follow_up=context.follow_up,
@@ -327,6 +341,9 @@ class Assistant:
         # "ok and which policy keeps the matmuls?": a question answered in the conversation's terms
         subject = "\n".join(t.question for t in earlier if t.question)
         if self.parts.figures.follow_up_answers(subject, question, FALLBACK):
+            return True
+        # "and in int8?", "with batch 32?": a figure that changes the conversation's arithmetic
+        if self.sizing.answer(question, FALLBACK, asked=True, earlier=subject):
             return True
         # A name the guides lack ("lm_head", "MultiSteps") in a question about memory is a detail
         # of the same conversation; in one about ML only ("the best learning-rate schedule?") it is

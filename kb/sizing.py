@@ -1,0 +1,382 @@
+"""Arithmetic on the figures a question states: a model's weights, its training state and an
+inference KV cache, set against the devices the question names (`kb/catalogue/sizing.yaml`).
+
+"Will a 30B model with Adam fit on a v4-8?" has an answer before any compile: 30e9 parameters ×
+16 B is 447 GiB against 4 chips × 32 GiB. Each line says what it multiplied and what it assumed,
+so the asker can check it; nothing here is presented as measured. In a conversation the figures
+of the earlier turns count too ("and with batch 32?"), the last value stated winning, and a
+follow-up gets a line only where its own figures changed the result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oomkb.units import format_bytes, parse_size
+from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.figures import FigureAnswer, Figures, load_figures
+from oomkb.kb.remedies.plurals import placeholders
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.translations import check_texts
+
+__all__ = ["Sizing", "Stated", "load_sizing"]
+
+FILE = "sizing.yaml"
+KIND = "sizing"  # the FigureAnswer kind of these lines
+GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
+TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
+_SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
+_NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
+_QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
+               "devices_times_model")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Pattern(_Strict):
+    pattern: str
+    scale: float = 1.0
+    k_scale: float | None = None
+
+
+class DType(_Strict):
+    pattern: str
+    bytes: float = Field(gt=0)
+    name: str
+
+
+class Optimizer(_Strict):
+    pattern: str
+    name: str
+    moments: int = Field(ge=0)
+
+
+class Gpu(_Strict):
+    names: list[str] = Field(min_length=1)
+    memory: str
+    source: str
+
+
+class Message(_Strict):
+    params: list[str]
+    text: dict[str, str]
+
+
+class SizingFile(_Strict):
+    quantities: dict[str, list[Pattern]]
+    dtypes: list[DType]
+    optimizers: list[Optimizer]
+    cues: dict[str, list[str]]
+    gpus: list[Gpu]
+    messages: dict[str, Message]
+
+
+@dataclass
+class Stated:
+    """What a text states, each the last value given."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    dtype: DType | None = None
+    optimizer: Optimizer | None = None
+    cues: set[str] = field(default_factory=set)
+    device: str | None = None          # the label of the device named
+    device_memory: int | None = None   # bytes per device
+    memory_label: str | None = None    # as the question or the public page states it
+    devices: int | None = None
+    gpu: bool = False
+
+
+def _last(patterns, text: str) -> tuple[int, float] | None:
+    """(position, value) of the last match of any pattern in `text`."""
+    best = None
+    for p, compiled in patterns:
+        for m in compiled.finditer(text):
+            raw = m.group(1).replace(" ", "")
+            scale = p.scale
+            if raw.endswith("k"):
+                if p.k_scale is None:
+                    continue
+                raw, scale = raw[:-1], scale * p.k_scale
+            try:
+                value = float(raw) * scale
+            except ValueError:
+                continue
+            if best is None or m.start() >= best[0]:
+                best = (m.start(), value)
+    return best
+
+
+class Sizing:
+    """The loaded sizing file and the lines it computes."""
+
+    def __init__(self, data: SizingFile, figures: Figures, count_facts=None):
+        self.data = data
+        self.figures = figures
+        self._count_facts = count_facts  # EvidenceRules.read_count_facts (devices and GPU memory named)
+        compile_ = lambda p: re.compile(p, re.IGNORECASE)  # noqa: E731
+        self._quantities = {q: [(p, compile_(p.pattern)) for p in ps] for q, ps in data.quantities.items()}
+        self._dtypes = [(d, compile_(d.pattern)) for d in data.dtypes]
+        self._optimizers = [(o, compile_(o.pattern)) for o in data.optimizers]
+        self._cues = {k: [compile_(p) for p in ps] for k, ps in data.cues.items()}
+        self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
+                      for g in data.gpus]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(self, text: str) -> Stated:
+        low = (text or "").lower()
+        s = Stated()
+        for name, patterns in self._quantities.items():
+            hit = _last(patterns, low)
+            if hit is not None and hit[1] > 0:
+                s.values[name] = hit[1]
+        s.dtype = self._last_of(self._dtypes, low)
+        s.optimizer = self._last_of(self._optimizers, low)
+        s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
+        self._read_devices(low, s)
+        return s
+
+    @staticmethod
+    def _last_of(items, low: str):
+        best = None
+        for item, pattern in items:
+            for m in pattern.finditer(low):
+                if best is None or m.start() > best[0]:
+                    best = (m.start(), item)
+        return best[1] if best else None
+
+    def _read_devices(self, low: str, s: Stated) -> None:
+        counted = self._count_facts({}, low) if self._count_facts else {}
+        n = s.values.get("devices_times_model") or counted.get("devices_named")
+        s.devices = int(n) if n else None
+        gens = self.figures.generations_in(low)
+        if gens:  # a TPU generation named: its chips and their HBM
+            gen = gens[-1]
+            f = self.figures.data.generations.get(gen)
+            if f is None or f.hbm_public is None:
+                return
+            s.device, s.memory_label = f"TPU {gen}", str(f.hbm_public.value)
+            s.device_memory = parse_size(str(f.hbm_public.value))
+            slices = [m for m in _SLICE.finditer(low) if gen in self.figures.generations_in(m.group(1))]
+            if slices and f.slice_counts is not None:
+                n = int(slices[-1].group(2))
+                cores = int(f.cores_per_chip.value) if f.cores_per_chip else 1
+                s.devices = max(1, n // cores) if f.slice_counts.value == "cores" else n
+            return
+        memory = counted.get("gpu_memory_named_bytes")
+        label = None
+        for gpu, patterns in self._gpus:
+            if any(p.search(low) for p in patterns):
+                label = gpu.names[0].upper()
+                if memory is None:
+                    memory, s.memory_label = parse_size(gpu.memory), gpu.memory
+                break
+        if memory is None:
+            return
+        s.gpu = True
+        s.device = label or "GPU"
+        s.device_memory = int(memory)
+        gib = int(memory) / (1 << 30)
+        s.memory_label = s.memory_label or (f"{gib:g} GB" if gib.is_integer() else format_bytes(int(memory)))
+
+    # -- answering --------------------------------------------------------------------------
+
+    def answer(self, text: str, language: str, asked: bool = False, earlier: str = "") -> list[FigureAnswer]:
+        """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
+        figure or whether something fits (then a model's size is given even without a device
+        named). `earlier`: the conversation's earlier questions; only lines that the new turn
+        changes are returned."""
+        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked)
+        if earlier and lines:
+            before = {a.text for a in self._answer(earlier, language, True)}
+            lines = [a for a in lines if a.text not in before]
+        return lines
+
+    def _answer(self, text: str, language: str, asked: bool) -> list[FigureAnswer]:
+        s = self.read(text)
+        out = []
+        model = self._model(s, language, asked)
+        if model is not None:
+            out.append(model)
+        kv = self._kv(s, language)
+        if kv is not None:
+            out.append(kv)
+        return out
+
+    def _model(self, s: Stated, language: str, asked: bool) -> FigureAnswer | None:
+        params = s.values.get("params")
+        if not params or params < 1e6 or params > 1e13:
+            return None
+        known = s.device_memory is not None
+        training = s.optimizer is not None or "training" in s.cues
+        if not (known or asked or training):
+            return None
+        count = _count(params)
+        assumed: list[str] = []
+        parts: list[str] = []
+        devices = s.devices or 1
+        if training and not ("inference" in s.cues and s.optimizer is None and "training" not in s.cues):
+            opt = s.optimizer or self.data.optimizers[0]
+            if s.optimizer is None:
+                assumed.append(opt.name)
+            per_param, per_half = (2 + opt.moments) * 4, (2 + opt.moments) * 2
+            state, half = params * per_param, params * per_half
+            parts.append(self._msg("training", language, params=count, per_param=per_param,
+                                   optimizer=opt.name, moments=opt.moments, state=format_bytes(state),
+                                   per_param_half=per_half, state_half=format_bytes(half)))
+            need = half if (s.dtype is not None and s.dtype.bytes <= 2) else state
+            total = state
+            if known:
+                parts += self._fit(s, language, need, devices, training=True)
+        else:
+            dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+            if s.dtype is None:
+                assumed.append("bfloat16")
+            total = need = params * dtype_bytes
+            parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
+                                   dtype=dtype_name, weights=format_bytes(need)))
+            if known:
+                parts += self._fit(s, language, need, devices, training=False)
+        if assumed:
+            parts.append(self._msg("assumed", language, what=", ".join(assumed)))
+        return FigureAnswer(kind=KIND, subject="training_state" if training else "weights",
+                            text=self._join(parts, language), value_bytes=int(total), sources=["computed"],
+                            cite=TRAINING_CITE)
+
+    def _fit(self, s: Stated, language: str, need: float, devices: int, training: bool) -> list[str]:
+        memory = s.device_memory or 0
+        device, label = s.device or "", s.memory_label or format_bytes(memory)
+        per = need / devices
+        out: list[str] = []
+        shown = format_bytes(need)
+        if need <= memory:
+            out.append(self._msg("fits_one", language, device=device, memory=label, need=shown,
+                                 left=format_bytes(memory - need)))
+        elif devices > 1 and per <= memory:
+            if training:
+                out.append(self._msg("fits_sharded", language, device=device, memory=label, devices=devices, need=shown,
+                                     per_device=format_bytes(per), left=format_bytes(memory - per)))
+            else:
+                out.append(self._msg("weights_sharded_load", language, device=device, memory=label,
+                                     devices=devices, per_device=format_bytes(per)))
+        elif devices > 1:
+            if training:
+                out.append(self._msg("no_fit_sharded", language, device=device, memory=label, need=shown,
+                                     devices=devices, per_device=format_bytes(per)))
+            else:
+                out.append(self._msg("weights_no_fit_one", language, device=device, memory=label))
+        else:
+            out.append(self._msg("no_fit_one", language, device=device, memory=label, need=shown)
+                       if training else self._msg("weights_no_fit_one", language, device=device, memory=label))
+        placed = min(need, per if devices > 1 else need)
+        if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
+            out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
+        return out
+
+    def _kv(self, s: Stated, language: str) -> FigureAnswer | None:
+        v = s.values
+        # a KV cache named, or implied: serving a model whose attention shape the text gives
+        if not ("kv_cache" in s.cues or ("inference" in s.cues and (v.get("kv_heads") or v.get("heads")))):
+            return None
+        layers, batch, seq = v.get("layers"), v.get("batch"), v.get("seq")
+        heads = v.get("kv_heads") or v.get("heads")
+        head_dim = v.get("head_dim")
+        assumed = []
+        if not head_dim and v.get("hidden") and v.get("heads"):
+            head_dim = v["hidden"] / v["heads"]
+            assumed.append(f"head dim = {_num(v['hidden'])} / {_num(v['heads'])} = {_num(head_dim)}")
+        if not all((layers, seq, heads, head_dim)):
+            return None
+        if not v.get("kv_heads"):
+            assumed.append(f"KV heads = {_num(heads)}")
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+        if s.dtype is None:
+            assumed.append("bfloat16")
+        shape = dict(layers=_num(layers), seq=_num(seq), kv_heads=_num(heads), head_dim=_num(head_dim),
+                     bytes=_num(dtype_bytes), dtype=dtype_name)
+        if not batch:  # what each sequence of the batch costs: the batch the asker can afford follows
+            kv = 2 * layers * seq * heads * head_dim * dtype_bytes
+            parts = [self._msg("kv_per_sequence", language, **shape, kv=format_bytes(kv))]
+            if assumed:
+                parts.append(self._msg("assumed", language, what=", ".join(assumed)))
+            return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
+                                value_bytes=int(kv), sources=["computed"], cite=KV_CITE)
+        elements = 2 * layers * batch * seq * heads * head_dim
+        kv = elements * dtype_bytes
+        parts = [self._msg("kv", language, **shape, batch=_num(batch), kv=format_bytes(kv))]
+        if dtype_bytes > 1:
+            parts.append(self._msg("kv_int8", language, kv_int8=format_bytes(elements)))
+        if s.devices and s.devices > 1:
+            parts.append(self._msg("kv_sharded", language, devices=s.devices,
+                                   per_device=format_bytes(kv / s.devices)))
+        if assumed:
+            parts.append(self._msg("assumed", language, what=", ".join(assumed)))
+        return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language), value_bytes=int(kv),
+                            sources=["computed"], cite=KV_CITE)
+
+    @staticmethod
+    def _join(parts: list[str], language: str) -> str:
+        return ("" if language in _NO_SPACES else " ").join(parts)
+
+    def _msg(self, key: str, language: str, **values: object) -> str:
+        texts = self.data.messages[key].text
+        template = texts.get(language) or texts["en"]
+        return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _count(params: float) -> str:
+    """7e9 -> '7B', 1.5e9 -> '1.5B', 350e6 -> '350M'."""
+    if params >= 1e9:
+        return f"{params / 1e9:g}B"
+    return f"{params / 1e6:g}M"
+
+
+def _validate(data: SizingFile, path: Path) -> None:
+    for name in data.quantities:
+        if name not in _QUANTITIES:
+            raise CatalogueError(f"{path}: quantities.{name}: not one of {', '.join(_QUANTITIES)}")
+    for group in (data.quantities.values(), [data.dtypes], [data.optimizers]):
+        for items in group:
+            for item in items:
+                try:
+                    compiled = re.compile(item.pattern)
+                except re.error as exc:
+                    raise CatalogueError(f"{path}: pattern {item.pattern!r}: {exc}") from exc
+                if isinstance(item, Pattern) and compiled.groups < 1:
+                    raise CatalogueError(f"{path}: pattern {item.pattern!r}: needs a group for the number")
+    for key, message in data.messages.items():
+        check_texts(path, f"messages.{key}", message.text, set(message.params))
+        for lang, text in message.text.items():
+            if set(placeholders(text)) != set(message.params):
+                raise CatalogueError(f"{path}: messages.{key}.{lang}: placeholders differ from params")
+
+
+@lru_cache(maxsize=4)
+def _data(folder: str) -> SizingFile:
+    path = Path(folder) / FILE
+    data = read_model(path, SizingFile)
+    _validate(data, path)
+    return data
+
+
+def load_sizing(figures: Figures | None = None, count_facts=None, folder: Path | None = None) -> Sizing:
+    """The sizing file of `folder` (default: this floor's catalogue), checked. `figures`: the
+    generations' HBM and slice naming; `count_facts`: EvidenceRules.read_count_facts, for the
+    devices and GPU memory a question names."""
+    data = _data(str(folder or Path(__file__).parent / "catalogue"))
+    if count_facts is None:
+        from oomkb.kb.evidence_rules import load_rules
+        count_facts = load_rules().read_count_facts
+    return Sizing(data, figures or load_figures(), count_facts)
