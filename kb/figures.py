@@ -89,6 +89,8 @@ class ShortAnswer(_Strict):
     replaces: list[str] = Field(default_factory=list, description="settings whose line this makes redundant")
     snippet: str | None = Field(default=None, description="Python code shown under the answer (it must parse)")
     unless: list[str] = Field(default_factory=list, description="more specific answers that replace this one")
+    log_markers: list[str] = Field(default_factory=list,
+                                   description="texts of a pasted log that call for this answer too")
 
 
 class QuestionKind(_Strict):
@@ -203,6 +205,14 @@ class Figures:
         matched = [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
+
+    def log_answers(self, log: str, language: str) -> list[FigureAnswer]:
+        """Short answers a pasted log calls for (a warning the log shows: "Involuntary full
+        rematerialization"), whatever the question says."""
+        if not log:
+            return []
+        return [self._short(a, language) for a, _ in self._answers
+                if any(m in log for m in a.log_markers)]
 
     def follow_up_answers(self, subject: str, question: str, language: str) -> list[FigureAnswer]:
         """Short answers that a follow-up asks for in its conversation's terms ("and which policy

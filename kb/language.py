@@ -58,6 +58,9 @@ class _Evidence:
         self.letters = {ch: {c: 1.0 / len(codes) for c in codes}
                         for ch, codes in data["letters"].items()}
         self.loanwords = frozenset(str(w).lower() for w in data["loanwords"])
+        self.romanized = {code: frozenset(str(w).lower() for w in ws)
+                          for code, ws in (data.get("romanized") or {}).items()}
+        self.romanized_min = int(data.get("romanized_min_words", 3))
 
 
 @lru_cache(maxsize=1)
@@ -183,6 +186,12 @@ def _latin(prose: str, exhaustive: bool = False) -> Detection:
         for code, weight in ev.words.get(w, {}).items():
             distinct[code] += weight
     evidence = max(distinct.values())
+    # Hindi typed in Latin letters ("fir bhi OOM aa raha hai"): answered in Hindi
+    for code, listed in ev.romanized.items():
+        hits = len(listed.intersection(words))
+        if hits >= ev.romanized_min and hits > evidence:
+            return Detection(language=code, detected=code, supported=True, method="words",
+                             scores={**scores, code: float(hits)})
     ld_weight = _LANGDETECT_WEIGHT_SHORT if len(words) < _SHORT_WORDS else _LANGDETECT_WEIGHT_LONG
     # langdetect adds at most `ld_weight` to any one language (its probabilities sum to 1 or
     # less) and can only call the text unsupported below _UNSUPPORTED_MAX_EVIDENCE: when the

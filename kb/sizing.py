@@ -189,6 +189,11 @@ class Sizing:
 
     # -- answering --------------------------------------------------------------------------
 
+    def asks_to_fit(self, text: str) -> bool:
+        """Whether `text` asks if something fits ("will it fit?", "放得下吗")."""
+        low = (text or "").lower()
+        return any(p.search(low) for p in self._cues.get("fits", []))
+
     def answer(self, text: str, language: str, asked: bool = False, earlier: str = "") -> list[FigureAnswer]:
         """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
         figure or whether something fits (then a model's size is given even without a device
@@ -202,6 +207,7 @@ class Sizing:
 
     def _answer(self, text: str, language: str, asked: bool) -> list[FigureAnswer]:
         s = self.read(text)
+        asked = asked or "fits" in s.cues
         out = []
         model = self._model(s, language, asked)
         if model is not None:
@@ -217,7 +223,7 @@ class Sizing:
             return None
         known = s.device_memory is not None
         training = s.optimizer is not None or "training" in s.cues
-        if not (known or asked or training):
+        if not (known or asked):
             return None
         count = _count(params)
         assumed: list[str] = []
@@ -302,9 +308,11 @@ class Sizing:
             assumed.append("bfloat16")
         shape = dict(layers=_num(layers), seq=_num(seq), kv_heads=_num(heads), head_dim=_num(head_dim),
                      bytes=_num(dtype_bytes), dtype=dtype_name)
+        per_seq = 2 * layers * seq * heads * head_dim * dtype_bytes
+        afford = self._max_batch(s, language, per_seq, seq)
         if not batch:  # what each sequence of the batch costs: the batch the asker can afford follows
-            kv = 2 * layers * seq * heads * head_dim * dtype_bytes
-            parts = [self._msg("kv_per_sequence", language, **shape, kv=format_bytes(kv))]
+            kv = per_seq
+            parts = [self._msg("kv_per_sequence", language, **shape, kv=format_bytes(kv)), *afford]
             if assumed:
                 parts.append(self._msg("assumed", language, what=", ".join(assumed)))
             return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
@@ -317,6 +325,7 @@ class Sizing:
         if s.devices and s.devices > 1:
             parts.append(self._msg("kv_sharded", language, devices=s.devices,
                                    per_device=format_bytes(kv / s.devices)))
+        parts += afford
         if assumed:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language), value_bytes=int(kv),
@@ -325,6 +334,19 @@ class Sizing:
     @staticmethod
     def _join(parts: list[str], language: str) -> str:
         return ("" if language in _NO_SPACES else " ").join(parts)
+
+    def _max_batch(self, s: Stated, language: str, per_seq: float, seq: float) -> list[str]:
+        """How many sequences fit beside the weights on one device, where both are known."""
+        params = s.values.get("params")
+        if not (params and s.device_memory and per_seq > 0) or (s.devices or 1) > 1:
+            return []
+        weights = params * (s.dtype.bytes if s.dtype else 2)
+        free = s.device_memory - weights
+        if free <= 0:
+            return []
+        return [self._msg("kv_max_batch", language, memory=s.memory_label, weights=format_bytes(weights),
+                          free=format_bytes(free), per_seq=format_bytes(per_seq),
+                          max_batch=int(free // per_seq), seq=_num(seq))]
 
     def _msg(self, key: str, language: str, **values: object) -> str:
         texts = self.data.messages[key].text

@@ -204,17 +204,20 @@ class Assistant:
                                and not ("snippet" in analysis.asks and f.snippet))]
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
+        if req_log_new:  # a warning in the pasted log that has its own answer
+            named = {f.subject for f in figures}
+            figures += [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
         # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").
-        asked_size = bool({"figure", "yes_no"} & set(analysis.asks))
+        asked_size = bool({"figure", "yes_no"} & set(analysis.asks)) or self.sizing.asks_to_fit(question)
         sizes = self.sizing.answer(
             question, language, asked=asked_size,
             earlier="\n".join(t.question for t in earlier if t.question) if context.follow_up else "")
-        if sizes and asked_size:
+        if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             figures, sizes = [*sizes, *figures], []
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
-                                    or bool(figures) or bool(sizes)
+                                    or bool(figures) or (bool(sizes) and context.follow_up)
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
@@ -241,7 +244,7 @@ class Assistant:
         lead = (self._lead(analysis, language, {r.id for r in remedies})
                 if grounded and diagnosis is None and not facts
                 and not (figures and not analysis.topics_named)
-                and not any(f.kind == ANSWER for f in figures) else None)
+                and not any(f.kind in (ANSWER, SIZING) for f in figures) else None)
         if lead is not None:
             remedies.insert(0, lead)
         if grounded:

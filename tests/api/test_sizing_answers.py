@@ -1,0 +1,54 @@
+"""Arithmetic asked of the assistant (issue 21): "will it fit?", "how big is the KV cache?", in a
+conversation whose later turns change one figure ("and in int8?"), and in Hinglish, which is
+answered in Hindi. Through the real app (REST, real index and model)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oomkb.api.core.assistant import Assistant
+from oomkb.api.http.app import create_app
+from oomkb.kb.sizing import KIND
+from oomkb.settings import Settings
+from tests.conftest import LOCAL
+
+
+@pytest.fixture(scope="module")
+def client(searcher):
+    with TestClient(create_app(Settings(), Assistant(searcher)), base_url=LOCAL) as c:
+        yield c
+
+
+def _ask(client, body: dict) -> dict:
+    r = client.post("/v1/ask", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_will_it_fit_is_answered_first_with_the_arithmetic_and_its_section(client):
+    r = _ask(client, {"question": "Will a 30B model trained with AdamW fit on a v4-8?"})
+    assert r["grounded"] and r["language"] == "en"
+    assert r["answer"].startswith("**Training state:** 30B parameters × 16 B")
+    assert "111.76 GiB per device" in r["answer"] and "cannot fit" in r["answer"]
+    assert [f["kind"] for f in r["figures"]][0] == KIND
+    assert r["citations"][0]["doc_id"] + "#" + r["citations"][0]["section"] == \
+        "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+    assert "Reduce the batch size" not in r["answer"]  # the state does not shrink with the batch
+
+
+def test_a_hinglish_kv_cache_chain_is_answered_in_hindi_and_its_follow_up_recomputes(client):
+    first = _ask(client, {"question": "bhai 8B llama model serve kar raha hu: 32 layers, 8 kv heads, head_dim 128, "
+                                      "KV cache bf16. batch 16 aur max seq 8192 pe KV cache kitni memory lega?"})
+    assert first["language"] == "hi" and first["grounded"]
+    assert first["answer"].startswith("**वेट्स:** 8B")  # asked "how much": the model's size first
+    assert "**KV कैश:** 2 (K और V) × 32 लेयर × बैच 16" in first["answer"] and "16.00 GiB" in first["answer"]
+    second = _ask(client, {"question": "aur agar cache int8 me rakhun to?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["language"] == "hi" and second["grounded"] and second["follow_up"]
+    assert "1 B (int8) = 8.00 GiB" in second["answer"]
+
+
+def test_a_question_without_figures_gets_no_arithmetic(client):
+    r = _ask(client, {"question": "How do I see which arrays are alive after each training step?"})
+    assert not any(f["kind"] == KIND for f in r["figures"])

@@ -1,0 +1,94 @@
+"""Arithmetic on the figures a question states (issue 21, "little arithmetic is done"): a model's
+training state and weights against the devices named, an inference KV cache, and the batch that
+fits beside the weights; read in every language, each line saying what it multiplied."""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkb.kb.errors import CatalogueError
+from oomkb.kb.sizing import FILE, load_sizing
+from oomkb.units import format_bytes
+
+SIZING = load_sizing()
+GiB = 1 << 30
+
+
+def _only(text: str, language: str = "en", **kw):
+    lines = SIZING.answer(text, language, **kw)
+    assert len(lines) == 1, [a.text for a in lines]
+    return lines[0]
+
+
+def test_a_slice_name_counting_cores_gives_its_chips_and_30b_with_adam_cannot_fit_a_v4_8():
+    a = _only("will a 30B model with adam fit on a v4-8?", asked=True)
+    assert a.subject == "training_state"
+    assert a.value_bytes == 30e9 * 16
+    # v4-8 is 8 TensorCores, 4 chips of 32 GiB: 447 GiB / 4 = 111.76 GiB per chip > 32 GiB
+    assert "447.03 GiB" in a.text and "4 devices" in a.text and format_bytes(30e9 * 16 / 4) in a.text
+    assert "cannot fit" in a.text
+
+
+def test_a_slice_name_counting_chips_fits_7b_with_adam_when_fully_sharded_in_chinese():
+    a = _only("用7B模型在v5e-8上训练，Adam优化器，显存够吗？", "zh", asked=True)
+    assert "104.31 GiB" in a.text and "8 个设备" in a.text and format_bytes(7e9 * 16 / 8) in a.text
+    assert a.text.startswith("**训练状态：**")
+
+
+def test_weights_alone_on_one_gpu_say_to_load_them_sharded_over_the_cards_named():
+    a = _only("loading a 34B model in bf16 on 2x A6000 OOMs while loading the weights", asked=False)
+    assert a.subject == "weights" and a.value_bytes == 34e9 * 2
+    assert "NamedSharding" in a.text and "2 devices" in a.text and "48 GB" in a.text
+
+
+def test_a_named_optimizer_is_not_assumed_and_an_unnamed_one_is_said_to_be():
+    assert "Assumed" not in _only("3B model, adamw, v5e-4, does it fit?", asked=True).text
+    assert "Assumed, since the question does not say: Adam" in _only("fine-tuning a 3B model on v5e-4", asked=True).text
+
+
+def test_the_kv_cache_is_computed_from_figures_given_in_either_order():
+    a = _only("kv cache for 32 layers, 8 kv heads, head_dim 128, batch 16, seq 8192?", asked=True)
+    assert a.value_bytes == 2 * 32 * 16 * 8192 * 8 * 128 * 2 == 16 * GiB
+    assert "16.00 GiB" in a.text and "8.00 GiB" in a.text  # bfloat16, then int8
+    ko = _only("KV 캐시 계산해줘: 레이어 80, kv heads 8, head_dim 128, 배치 16, 컨텍스트 32k, 8개 GPU", "ko")
+    assert ko.value_bytes == 2 * 80 * 16 * 32768 * 8 * 128 * 2
+    assert "160.00 GiB" in ko.text and "20.00 GiB" in ko.text  # over the 8 GPUs named
+
+
+def test_without_a_batch_the_cache_is_given_per_sequence_and_the_batch_that_fits_beside_the_weights():
+    lines = SIZING.answer("serving an 8B model on one H100 80GB: 32 layers, 8 kv heads, head_dim 128, "
+                          "context 8192. what's the max batch for the kv cache?", "en", asked=True)
+    kv = next(x for x in lines if x.subject == "kv_cache")
+    assert kv.value_bytes == 1 * GiB and "for each sequence" in kv.text
+    # 80 GiB - 8e9 x 2 B (14.90 GiB) = 65.10 GiB, at 1 GiB a sequence: 65
+    assert "at most 65 sequences" in kv.text
+
+
+def test_figures_that_are_not_a_model_size_are_not_read_as_one():
+    assert SIZING.answer("my loop has 16 B per param overhead and batch 32", "en", asked=True) == []
+    assert SIZING.answer("int8 quantization halves the bytes, right?", "en", asked=True) == []
+    assert SIZING.answer("we trained on 7B tokens with batch 32", "en", asked=True) == []
+
+
+def test_a_follow_up_gets_only_what_its_own_figures_change():
+    earlier = "serving llama 7b: 32 layers, 32 heads, head_dim 128, kv cache, context 4096, batch 32, on v5e-8"
+    first = SIZING.answer(earlier, "en", asked=True)
+    assert any(a.subject == "kv_cache" and "64.00 GiB" in a.text for a in first)
+    again = SIZING.answer("and in int8?", "en", asked=True, earlier=earlier)
+    assert [a.subject for a in again if a.subject == "kv_cache"] == ["kv_cache"]
+    assert "× 1 B (int8) = 32.00 GiB" in next(a.text for a in again if a.subject == "kv_cache")
+    assert SIZING.answer("thanks, makes sense", "en", asked=True, earlier=earlier) == []
+
+
+def test_every_message_is_written_in_every_language():
+    for key, message in SIZING.data.messages.items():
+        assert len(message.text) == 11, key
+
+
+def test_a_broken_pattern_in_the_catalogue_is_named(tmp_path):
+    from oomkb.kb import sizing
+    src = sizing.Path(sizing.__file__).parent / "catalogue" / FILE
+    text = src.read_text(encoding="utf-8").replace("(?:亿|億|억)", "(?:亿|億|억", 1)
+    (tmp_path / FILE).write_text(text, encoding="utf-8")
+    with pytest.raises(CatalogueError, match="pattern"):
+        load_sizing(folder=tmp_path)
