@@ -192,8 +192,9 @@ class Assistant:
         # the earlier turns' subject ("how do I turn it off?").
         # With a log or report, a generation's figure is given only for a generation named: the
         # evidence already says which limit was hit (not every generation's VMEM again).
+        # A setting named beside a log is the asker's own configuration, not a question about it.
         figures = self.parts.figures_for(question, language, every_generation=not facts,
-                                         named_settings=not analysis.tried)
+                                         named_settings=not analysis.tried and not facts)
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
@@ -282,7 +283,7 @@ class Assistant:
                                # it was given on the same evidence one turn before
                                verdict=None if (figures and context.follow_up and not req_log_new)
                                else outcome.verdict,
-                               lead=lead, analysis=analysis)
+                               lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict))
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -435,7 +436,8 @@ class Assistant:
         return out
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
-                 grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None) -> str:
+                 grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
+                 evidence_verdict=False) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -447,7 +449,9 @@ class Assistant:
         if figures:
             lines.append("")
         line = self._diagnosis_line(diagnosis, facts, report, language)
-        if line:
+        # a warning with its own verdict (the donation warning) is not "no known OOM message"
+        if line and not ((verdict or evidence_verdict) and str(facts.get("category") or "unknown") == "unknown"
+                         and (diagnosis is None or diagnosis.category == "unknown")):
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if isinstance(report, PlanReport):  # a plan leads with what was verified to fit
             lines += plan_lines(self._msg, report, language)
