@@ -160,6 +160,8 @@ class ParsedError(BaseModel):
     preallocated_temp_allocation_bytes: int | None = None
     total_allocation_bytes: int | None = None
     remat_limit_bytes: int | None = None
+    pool_limit_bytes: int | None = Field(None, description="the GPU allocator pool's limit (BFC stats)")
+    pool_in_use_bytes: int | None = Field(None, description="what the GPU allocator pool had in use (BFC stats)")
     remat_reduced_to_bytes: int | None = None
     # Another framework's allocator (PyTorch's caching allocator).
     allocated_bytes: int | None = Field(None, description="held by the framework's live tensors")
@@ -642,7 +644,11 @@ def _scan(
 
 
 def _derive_figures(values: dict[str, Any]) -> None:
-    """Fill used = TensorCore + SparseCore and exceeded_by = used - available when unstated."""
+    """Fill used = TensorCore + SparseCore and exceeded_by = used - available when unstated, and
+    the free memory of a GPU allocator's pool from its stats (limit - in use)."""
+    if (values.get("free_bytes") is None and values.get("pool_limit_bytes") is not None
+            and values.get("pool_in_use_bytes") is not None):
+        values["free_bytes"] = max(values["pool_limit_bytes"] - values["pool_in_use_bytes"], 0)
     if values.get("used_bytes") is None:
         if values.get("tensorcore_bytes") is not None and values.get("sparsecore_bytes") is not None:
             values["used_bytes"] = values["tensorcore_bytes"] + values["sparsecore_bytes"]

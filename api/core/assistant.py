@@ -192,9 +192,11 @@ class Assistant:
         # the earlier turns' subject ("how do I turn it off?").
         # With a log or report, a generation's figure is given only for a generation named: the
         # evidence already says which limit was hit (not every generation's VMEM again).
-        # A setting named beside a log is the asker's own configuration, not a question about it.
+        # A setting named beside the log it comes with is the asker's own configuration, not a
+        # question about it; named in a follow-up ("and if I set X?") it is asked about.
         figures = self.parts.figures_for(question, language, every_generation=not facts,
-                                         named_settings=not analysis.tried and not facts)
+                                         named_settings=not analysis.tried
+                                         and not (facts and not context.follow_up))
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):

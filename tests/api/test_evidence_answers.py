@@ -474,3 +474,31 @@ def test_a_vocabulary_sized_buffer_is_named_the_logits(client):
 def test_an_ordinary_shape_names_no_kind(client):
     r = ask(client, "what now?", error_log=_largest_log("f32[4096,4096]", "mlp/dot_general"))
     assert "largest_allocation_kind" not in r.facts
+
+
+# ------------------------------------------------------------------ a fragmented GPU pool (BFC stats)
+
+BFC_STATS_LOG = (
+    "W1104 10:01:02.000001   77 bfc_allocator.cc:482] Allocator (GPU_0_bfc) ran out of memory trying to "
+    "allocate 6.00GiB (rounded to 6442450944)requested by op \n"
+    "W1104 10:01:02.000101   77 bfc_allocator.cc:1129] Stats: \n"
+    "Limit:                     29.66GiB\n"
+    "InUse:                     22.90GiB\n"
+    "MaxInUse:                  29.10GiB\n"
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+    "6442450944 bytes.")
+
+
+def test_a_gpu_pool_with_enough_free_bytes_in_pieces_is_called_fragmented(client):
+    r = ask(client, "Why does it fail when the stats say almost 7 GiB are free?", error_log=BFC_STATS_LOG)
+    assert r.facts["pool_limit_bytes"] and r.facts["free_bytes"] > r.facts["requested_bytes"]
+    assert r.verdict.startswith("JAX's pool had 6.76 GiB free (22.90 GiB in use of its 29.66 GiB limit)")
+    assert "fragmented" in r.verdict and "XLA_PYTHON_CLIENT_MEM_FRACTION" in r.verdict
+    assert "only 6.76 GiB is free" not in r.answer  # the diagnosis does not say "only" of enough bytes
+
+
+def test_integer_inputs_in_the_donation_warning_are_named_as_the_batch(client):
+    log = DONATION_LOG.replace("float32[185,16,16,3]", "bfloat16[64,2048]")
+    r = ask(client, "Is my donation broken?", error_log=log)
+    assert "integer arrays" in r.verdict and "donate_argnums=(0,)" in r.verdict
+    assert "recognise" not in r.answer.lower() and "Diagnosis" not in r.answer
