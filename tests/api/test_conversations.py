@@ -327,7 +327,9 @@ def test_the_web_page_keeps_its_conversation_and_sends_it(page):
 def test_a_follow_up_asking_for_the_flag_gets_the_setting_of_the_earlier_turn(client):
     """hi: "why does JAX grab 75% of my GPU?" then "how do I switch that off, which variable?"."""
     first = _ask(client, {"question": "JAX शुरू होते ही मेरे GPU की 75% मेमोरी क्यों पकड़ लेता है?"})
-    assert first["grounded"] is True and first["answer"].startswith("**XLA_PYTHON_CLIENT_MEM_FRACTION**")
+    # the short answer about the pool ("not a leak: 75% at the first operation") first, then the setting's line
+    assert first["grounded"] is True and first["answer"].startswith("यह लीक नहीं है")
+    assert "**XLA_PYTHON_CLIENT_MEM_FRACTION**" in first["answer"]
     assert "jax.checkpoint" not in first["answer"]  # no remedy guessed from the question's meaning
     answer = _ask(client, {"question": "इसे कैसे बंद करें? कौन सा flag लगाना होगा?",
                            "conversation_id": first["conversation_id"]})

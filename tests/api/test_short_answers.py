@@ -68,6 +68,18 @@ CASES = [
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
     ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
      "checkpoint_restore", "StandardRestore"),
+    ("JAX 一启动就占用了 GPU 75% 的显存，我只建了一个很小的数组，这是泄漏吗？", "zh", "gpu_preallocation",
+     "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    ("I set os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'] = '.5' in a later notebook cell and it does nothing, why?",
+     "en", "env_before_import", "import jax"),
+    ("Как инициализировать параметры модели сразу шардированными, не собирая их целиком на одном устройстве?", "ru",
+     "sharded_init", "out_shardings=shardings"),
+    ("Uso tf.data para alimentar mi entrenamiento de JAX en la GPU y me da OOM nada más empezar, ¿por qué?", "es",
+     "tensorflow_with_jax", "tf.config.set_visible_devices"),
+    ("Was bedeutet \"preallocated temp allocation\" in meiner OOM-Meldung, und wie verkleinere ich das?", "de",
+     "preallocated_temp", "temp_size_in_bytes"),
+    ("cuda_malloc_async で OOM は消えましたが、ステップが遅くなりました。デフォルトの BFC アロケータのままで良い方法はありますか？",
+     "ja", "bfc_fragmentation", "XLA_PYTHON_CLIENT_MEM_FRACTION=.9"),
 ]
 
 
@@ -179,3 +191,38 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
     body = _ask(client, {"question": "那 offload 到 host 怎么写？给个例子"})
     assert body["language"] == "zh" and body["answer"].startswith("两种方式")
     assert "save_and_offload_only_these_names" in body["answer"] and "with_memory_kind" in body["answer"]
+
+
+@pytest.mark.parametrize("question, answer_id", [
+    # a pure TensorFlow/Keras OOM is another framework's: not the answer about TensorFlow beside JAX
+    ("My Keras model runs out of GPU memory with TensorFlow 2.15, how do I fix it?", "tensorflow_with_jax"),
+    ("tf.data pipeline with JAX is slow, how do I prefetch?", "tensorflow_with_jax"),
+    # sharding without creating anything: not the sharded initialization
+    ("How do I shard the batch over 8 devices with NamedSharding?", "sharded_init"),
+    # what a pool setting does, without a notebook or a setting that had no effect
+    ("What does XLA_PYTHON_CLIENT_MEM_FRACTION do?", "env_before_import"),
+    # the dump of the buffer assignment, not what its temp allocation means
+    ("Welches XLA-Flag schreibt das Buffer-Assignment meines jit-Programms in Dateien?", "preallocated_temp"),
+    # a pool setting's speed and fragmentation, without an allocator named: the setting's question
+    ("XLA_PYTHON_CLIENT_PREALLOCATE=false करने से exactly क्या होता है? इससे training slow होती है क्या? और "
+     "fragmentation का issue आता है क्या?", "bfc_fragmentation"),
+    # memory held after del: the pool keeps it, not the preallocation at start
+    ("nvidia-smi still shows 30 GB used after I deleted every array, why doesn't JAX release it?", "gpu_preallocation"),
+])
+def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
+    assert answer_id not in [a.id for a in FIGURES.short_answers_of(question)]
+
+
+@pytest.mark.parametrize("question, answer_id, replaced", [
+    ("I set XLA_PYTHON_CLIENT_PREALLOCATE=false in a Colab cell but JAX still takes 75% of the GPU right away",
+     "env_before_import", "gpu_preallocation"),
+    ("Two processes on the same GPU: JAX grabs 75% at startup in each, how do I share it?",
+     "processes_share_gpu", "gpu_preallocation"),
+    ("When I run tf.data next to JAX, all the GPU memory is taken right away", "tensorflow_with_jax",
+     "gpu_preallocation"),
+    ("How do I restore sharded params with Orbax without materializing them on one device?", "checkpoint_restore",
+     "sharded_init"),
+])
+def test_the_more_specific_answer_replaces_the_general_one(question, answer_id, replaced):
+    ids = [a.id for a in FIGURES.short_answers_of(question)]
+    assert answer_id in ids and replaced not in ids, ids
