@@ -92,3 +92,11 @@ def test_a_broken_pattern_in_the_catalogue_is_named(tmp_path):
     (tmp_path / FILE).write_text(text, encoding="utf-8")
     with pytest.raises(CatalogueError, match="pattern"):
         load_sizing(folder=tmp_path)
+
+
+def test_the_lines_follow_the_glossary_and_each_language_s_register():
+    from oomkb.kb.editorial import Text, load_glossary, text_problems
+    glossary = load_glossary()
+    problems = [str(p) for key, m in SIZING.data.messages.items() for lang, text in m.text.items()
+                for p in text_problems(Text(where=f"sizing.yaml {key}", language=lang, text=text), glossary)]
+    assert problems == []
