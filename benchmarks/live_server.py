@@ -108,10 +108,14 @@ def thread_count(pid: int) -> int:
 class LiveServer:
     """`oomkb serve` in a child process on 127.0.0.1:`port` (a free one by default).
 
-    Use as a context manager; `env` adds variables to this process's environment."""
+    Use as a context manager; `env` adds variables to this process's environment; `root` is the
+    source tree the server runs from (default: this checkout; another one is imported from its
+    own folder, e.g. a worktree of an earlier commit for an A/B comparison)."""
 
     def __init__(self, *, port: int | None = None, env: Mapping[str, str] | None = None,
-                 log_level: str = "warning", args: list[str] | None = None) -> None:
+                 log_level: str = "warning", args: list[str] | None = None,
+                 root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else ROOT
         self.args = list(args or [])
         self.port = port or free_port()
         self.base_url = f"http://{HOST}:{self.port}"
@@ -135,7 +139,7 @@ class LiveServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "oomkb.api.cli", "serve", "--host", HOST, "--port", str(self.port),
                  "--log-level", self.log_level, *self.args],
-                cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.root, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
         return self
