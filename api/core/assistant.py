@@ -34,6 +34,7 @@ from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
 from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
+from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
@@ -74,6 +75,7 @@ class Assistant:
         self.parts = AnswerParts(self.catalogue)
         self.rules = load_rules(self.catalogue)
         self.sizing = load_sizing(self.parts.figures, self.rules.read_count_facts)
+        self.platforms = load_platforms()
 
     @property
     def searcher(self) -> Searcher:
@@ -197,6 +199,11 @@ class Assistant:
         figures = self.parts.figures_for(question, language, every_generation=not facts,
                                          named_settings=not analysis.tried
                                          and not (facts and not context.follow_up))
+        if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
+            before = {x.id for x in self.parts.figures.short_answers_of(
+                "\n".join(t.question for t in earlier if t.question))}
+            figures = [f for f in figures if not (f.kind == ANSWER and f.subject in before
+                                                  and not ("snippet" in analysis.asks and f.snippet))]
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
@@ -257,6 +264,15 @@ class Assistant:
                              figures, language, format_bytes,
                              {r.id for r in remedies} | set(analysis.tried_remedies))
                          if r.id not in outcome.exclude]
+        # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
+        if facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
+                "\n".join([*(t.question for t in earlier if t.question), question]))):
+            tpu_only = self.platforms.tpu_only
+            remedies = [r for r in remedies if not (tpu_only(r.text) or any(tpu_only(f) for f in r.flags))]
+            if lead is not None and (tpu_only(lead.text) or any(tpu_only(f) for f in lead.flags)):
+                lead = None
+            results = [r for r in results if r.card is None or not tpu_only(
+                "\n".join([r.card.summary, *r.card.actions]))]
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be

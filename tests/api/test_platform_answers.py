@@ -1,0 +1,52 @@
+"""A GPU question gets no XLA:TPU flag (issue 21: "TPU text leaks into GPU answers"), a TPU
+question still does; a follow-up does not get the short answer of its first turn again.
+Through the real app (REST)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oomkb.api.core.assistant import Assistant
+from oomkb.api.http.app import create_app
+from oomkb.kb.platform import load_platforms
+from oomkb.settings import Settings
+from tests.conftest import LOCAL
+
+
+@pytest.fixture(scope="module")
+def client(searcher):
+    with TestClient(create_app(Settings(), Assistant(searcher)), base_url=LOCAL) as c:
+        yield c
+
+
+def _ask(client, body: dict) -> dict:
+    r = client.post("/v1/ask", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_the_platform_words():
+    p = load_platforms()
+    assert p.gpu_only("OOM on my A100 80GB with remat") and p.gpu_only("显存不够, RTX 4090")
+    assert not p.gpu_only("remat on TPU v5e") and not p.gpu_only("GPU vs TPU v4 memory")
+    assert not p.gpu_only("how does remat save memory?")
+    assert p.tpu_only("set `--xla_tpu_rematerialization_algo=PEAK_PRIORITY`") and not p.tpu_only("jax.checkpoint")
+
+
+def test_a_gpu_question_gets_no_tpu_flag_and_a_tpu_question_does(client):
+    gpu = _ask(client, {"question": "the backward pass OOMs on an A100 80GB, how do I use remat to save memory?"})
+    assert gpu["grounded"] and "xla_tpu" not in gpu["answer"]
+    tpu = _ask(client, {"question": "the backward pass OOMs at compile on TPU v5e, which XLA flags make remat "
+                                    "save more memory?"})
+    assert "xla_tpu_rematerialization" in tpu["answer"]
+
+
+def test_a_follow_up_does_not_get_the_first_turn_s_short_answer_again(client):
+    first = _ask(client, {"question": "how do I add remat to a scanned layer in flax linen? it OOMs on A100"})
+    assert "nn.remat(Block)" in first["answer"]
+    second = _ask(client, {"question": "ok did nn.remat(Block) inside nn.scan with nothing_saveable, it fits but "
+                                       "step time went up 35%. is there a middle ground?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and "dots_with_no_batch_dims_saveable" in second["answer"]
+    assert "Block = nn.remat(Block)" not in second["answer"]
