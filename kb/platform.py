@@ -25,6 +25,7 @@ class _File(BaseModel):
     gpu: list[str] = Field(min_length=1)
     tpu: list[str] = Field(min_length=1)
     tpu_only_marks: list[str] = Field(min_length=1)
+    tpu_only_remedies: list[str] = Field(default_factory=list)
 
 
 def _words(terms: list[str]) -> re.Pattern[str]:
@@ -38,11 +39,17 @@ class Platforms:
         self._gpu = _words(data.gpu)
         self._tpu = _words(data.tpu)
         self._marks = tuple(m.lower() for m in data.tpu_only_marks)
+        self.tpu_only_remedies = frozenset(data.tpu_only_remedies)
 
     def gpu_only(self, text: str) -> bool:
         """`text` names a GPU and no TPU."""
         low = (text or "").lower()
         return bool(self._gpu.search(low)) and not self._tpu.search(low)
+
+    def tpu_only_remedy(self, remedy) -> bool:
+        """A step (its id, text and flags) that holds on TPU only."""
+        return (remedy.id in self.tpu_only_remedies or self.tpu_only(remedy.text)
+                or any(self.tpu_only(f) for f in remedy.flags))
 
     def tpu_only(self, text: str | None) -> bool:
         """`text` (a step, a card) holds on TPU only."""

@@ -31,6 +31,8 @@ KIND = "sizing"  # the FigureAnswer kind of these lines
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
+POOL_CITE = "runtime-buffer-allocation#debugging"
+_GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -76,6 +78,7 @@ class SizingFile(_Strict):
     optimizers: list[Optimizer]
     cues: dict[str, list[str]]
     gpus: list[Gpu]
+    unless: dict[str, list[str]] = Field(default_factory=dict)
     messages: dict[str, Message]
 
 
@@ -189,6 +192,10 @@ class Sizing:
 
     # -- answering --------------------------------------------------------------------------
 
+    def without_repeats(self, lines: list[FigureAnswer], answered: set[str]) -> list[FigureAnswer]:
+        """`lines` less those that a short answer given beside them already says (`unless`)."""
+        return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
+
     def asks_to_fit(self, text: str) -> bool:
         """Whether `text` asks if something fits ("will it fit?", "放得下吗")."""
         low = (text or "").lower()
@@ -215,6 +222,9 @@ class Sizing:
         kv = self._kv(s, language)
         if kv is not None:
             out.append(kv)
+        pool = self._pool_ceiling(text, s, language)
+        if pool is not None:
+            out.append(pool)
         return out
 
     def _model(self, s: Stated, language: str, asked: bool) -> FigureAnswer | None:
@@ -286,6 +296,20 @@ class Sizing:
         if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
             out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
         return out
+
+    def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of
+        80 GB): the pool is what filled up, not the card."""
+        if not (s.gpu and s.device_memory):
+            return None
+        pool = GPU_POOL_SHARE * s.device_memory
+        for m in _GB.finditer((text or "").lower()):
+            seen = float(m.group(1)) * (1 << 30)
+            if abs(seen - s.device_memory) > 0.02 * s.device_memory and abs(seen - pool) <= 0.03 * s.device_memory:
+                return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._msg(
+                    "pool_ceiling", language, seen=f"{m.group(1)} GB", memory=s.memory_label,
+                    pool=format_bytes(pool)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
+        return None
 
     def _kv(self, s: Stated, language: str) -> FigureAnswer | None:
         v = s.values

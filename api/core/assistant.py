@@ -224,6 +224,7 @@ class Assistant:
         sizes = self.sizing.answer(
             question, language, asked=asked_size,
             earlier="\n".join(t.question for t in earlier if t.question) if context.follow_up else "")
+        sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             figures, sizes = [*sizes, *figures], []
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
@@ -268,8 +269,8 @@ class Assistant:
         if facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
                 "\n".join([*(t.question for t in earlier if t.question), question]))):
             tpu_only = self.platforms.tpu_only
-            remedies = [r for r in remedies if not (tpu_only(r.text) or any(tpu_only(f) for f in r.flags))]
-            if lead is not None and (tpu_only(lead.text) or any(tpu_only(f) for f in lead.flags)):
+            remedies = [r for r in remedies if not self.platforms.tpu_only_remedy(r)]
+            if lead is not None and self.platforms.tpu_only_remedy(lead):
                 lead = None
             results = [r for r in results if r.card is None or not tpu_only(
                 "\n".join([r.card.summary, *r.card.actions]))]

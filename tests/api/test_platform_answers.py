@@ -29,6 +29,7 @@ def _ask(client, body: dict) -> dict:
 def test_the_platform_words():
     p = load_platforms()
     assert p.gpu_only("OOM on my A100 80GB with remat") and p.gpu_only("显存不够, RTX 4090")
+    assert not p.gpu_only("运行时显存碎片化导致分配失败")  # 显存: any device memory in Chinese usage
     assert not p.gpu_only("remat on TPU v5e") and not p.gpu_only("GPU vs TPU v4 memory")
     assert not p.gpu_only("how does remat save memory?")
     assert p.tpu_only("set `--xla_tpu_rematerialization_algo=PEAK_PRIORITY`") and not p.tpu_only("jax.checkpoint")
@@ -50,3 +51,16 @@ def test_a_follow_up_does_not_get_the_first_turn_s_short_answer_again(client):
                            "conversation_id": first["conversation_id"]})
     assert second["follow_up"] and "dots_with_no_batch_dims_saveable" in second["answer"]
     assert "Block = nn.remat(Block)" not in second["answer"]
+
+
+def test_the_tpu_only_steps_are_steps_of_the_catalogue():
+    from oomkb.kb.remedies import load_catalogue
+    ids = {r.id for r in load_catalogue().remedies}
+    assert load_platforms().tpu_only_remedies <= ids
+
+
+def test_an_h100_fragmentation_question_hears_of_the_pool_not_of_the_tpu_runtime(client):
+    r = _ask(client, {"question": "On an H100 I get OOM mid-epoch although the profiler peak is ~60GB of 80. "
+                                  "Already tried XLA_PYTHON_CLIENT_PREALLOCATE=false, it got worse. Fragmentation?"})
+    assert r["answer"].startswith("The 60 GB you see is JAX's default pool on a 80 GB card")
+    assert "defragments" not in r["answer"] and "xla_tpu" not in r["answer"]

@@ -100,3 +100,12 @@ def test_the_lines_follow_the_glossary_and_each_language_s_register():
     problems = [str(p) for key, m in SIZING.data.messages.items() for lang, text in m.text.items()
                 for p in text_problems(Text(where=f"sizing.yaml {key}", language=lang, text=text), glossary)]
     assert problems == []
+
+
+def test_a_figure_at_three_quarters_of_the_named_card_is_called_jax_s_pool():
+    ru = SIZING.answer("На H100 ловлю OOM, хотя по профайлеру пик ~60GB из 80", "ru")
+    assert [a.subject for a in ru] == ["gpu_pool"] and "XLA_PYTHON_CLIENT_MEM_FRACTION=.9" in ru[0].text
+    assert SIZING.answer("my A100 80GB shows 80GB used", "en") == []
+    assert SIZING.answer("RTX 3090 uses 12GB", "en") == []
+    # a short answer that says the same leaves the line out
+    assert SIZING.without_repeats(ru, {"gpu_preallocation"}) == []
