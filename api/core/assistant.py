@@ -137,6 +137,8 @@ class Assistant:
                     and own > 0 and detection.scores[detection.language] - own < FOLLOW_UP_LANGUAGE_MARGIN):
                 detection = before
         language, detected, note_key = self._language(req.language, detection)
+        # a greeting that opens the message says nothing about what is asked (read for the language only)
+        question = conversation.without_greeting(question)
 
         diagnosis = None
         if log.strip():

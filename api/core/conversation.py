@@ -207,16 +207,32 @@ CATALOGUE_FILE = floor_dir("kb") / "catalogue" / "conversation.yaml"
 
 class _Catalogue(BaseModel):
     follow_up_cues: list[str]
+    greetings: list[str] = []
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> list[re.Pattern[str]]:
+def _catalogue() -> tuple[list[re.Pattern[str]], re.Pattern[str] | None]:
     try:
         data = _Catalogue.model_validate(
             yaml.load(CATALOGUE_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER))
-        return [re.compile(p, re.IGNORECASE) for p in data.follow_up_cues]
+        greeting = (re.compile(r"^\s*(?:" + "|".join(f"(?:{g})" for g in data.greetings) + r")[\s,.!:;\-—–、，！。]+",
+                               re.IGNORECASE) if data.greetings else None)
+        return [re.compile(p, re.IGNORECASE) for p in data.follow_up_cues], greeting
     except (OSError, yaml.YAMLError, ValidationError, re.error) as exc:
         raise CatalogueError(f"{CATALOGUE_FILE.name} unreadable: {exc}") from exc
+
+
+def _patterns() -> list[re.Pattern[str]]:
+    return _catalogue()[0]
+
+
+def without_greeting(question: str) -> str:
+    """`question` less a greeting that opens it ("hi all, ...", "大家好，..."), when something is left."""
+    greeting = _catalogue()[1]
+    if greeting is None:
+        return question
+    rest = greeting.sub("", question, count=1)
+    return rest if rest.strip() else question
 
 
 def refers_back(question: str) -> bool:

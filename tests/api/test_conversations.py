@@ -355,3 +355,11 @@ def test_a_follow_up_naming_a_python_api_the_guides_lack_is_still_answered(clien
     answer = _ask(client, {"question": "Et gc.collect() ou jax.clear_caches(), ça sert à quelque chose ?",
                            "conversation_id": cid})
     assert answer["follow_up"] is True and answer["grounded"] is True and answer["language"] == "fr"
+
+
+def test_a_greeting_that_opens_a_question_does_not_take_it_out_of_scope():
+    from oomkb.api.core.conversation import without_greeting
+    assert without_greeting("hello, how do I stop jax grabbing all gpu memory?").startswith("how do I stop")
+    assert without_greeting("大佬们 我用 jax.jit") == "我用 jax.jit"
+    assert without_greeting("history of jax memory") == "history of jax memory"  # not a greeting
+    assert without_greeting("hello") == "hello"  # nothing would be left
