@@ -102,8 +102,15 @@ MAX_DETECT_CHARS = 8_000
 _MAX_PROSE_CHARS = 2_000
 
 
+#: Scripts written without spaces: a "token" there is a whole clause ("cacheのサイズを…28層、KV").
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u4e00-\u9fff\u3400-\u4dbf\uac00-\ud7af]")
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
+
+
 def _prose_token(m: re.Match[str]) -> str:
     token = m.group()
+    if _UNSPACED.search(token):  # keep the clause's own letters, drop the code and numbers in it
+        return _ASCII_RUN.sub(" ", token)
     if token.startswith("-") or _TECHNICAL.search(token):  # flags, identifiers, numbers: all of it
         return " "
     return _NAME.sub(" ", token)

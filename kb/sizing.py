@@ -166,8 +166,9 @@ class Sizing:
             f = self.figures.data.generations.get(gen)
             if f is None or f.hbm_public is None:
                 return
-            s.device, s.memory_label = f"TPU {gen}", str(f.hbm_public.value)
+            s.device = f"TPU {gen}"
             s.device_memory = parse_size(str(f.hbm_public.value))
+            s.memory_label = format_bytes(s.device_memory)  # one unit in every figure: GiB
             slices = [m for m in _SLICE.finditer(low) if gen in self.figures.generations_in(m.group(1))]
             if slices and f.slice_counts is not None:
                 n = int(slices[-1].group(2))
@@ -180,15 +181,14 @@ class Sizing:
             if any(p.search(low) for p in patterns):
                 label = gpu.names[0].upper()
                 if memory is None:
-                    memory, s.memory_label = parse_size(gpu.memory), gpu.memory
+                    memory = parse_size(gpu.memory)
                 break
         if memory is None:
             return
         s.gpu = True
         s.device = label or "GPU"
         s.device_memory = int(memory)
-        gib = int(memory) / (1 << 30)
-        s.memory_label = s.memory_label or (f"{gib:g} GB" if gib.is_integer() else format_bytes(int(memory)))
+        s.memory_label = format_bytes(int(memory))  # one unit in every figure: GiB
 
     # -- answering --------------------------------------------------------------------------
 

@@ -62,5 +62,5 @@ def test_the_tpu_only_steps_are_steps_of_the_catalogue():
 def test_an_h100_fragmentation_question_hears_of_the_pool_not_of_the_tpu_runtime(client):
     r = _ask(client, {"question": "On an H100 I get OOM mid-epoch although the profiler peak is ~60GB of 80. "
                                   "Already tried XLA_PYTHON_CLIENT_PREALLOCATE=false, it got worse. Fragmentation?"})
-    assert r["answer"].startswith("The 60 GB you see is JAX's default pool on a 80 GB card")
+    assert r["answer"].startswith("The 60 GB you see is JAX's default pool on a 80.00 GiB card")
     assert "defragments" not in r["answer"] and "xla_tpu" not in r["answer"]

@@ -153,3 +153,10 @@ def test_langdetect_is_skipped_only_where_it_cannot_change_the_result(monkeypatc
     asked.clear()
     assert detect_language("How do I find out why the buffer of my model is so large?").language == "en"
     assert asked == []
+
+
+def test_japanese_with_code_and_numbers_glued_into_its_clauses_stays_japanese():
+    from oomkb.kb.prose import detect_prose_language
+    q = "推論でKV cacheのサイズを見積もりたいです。28層、KV heads 16、head_dim 256、bf16 だと何GiBになりますか？"
+    assert detect_prose_language(q).language == "ja"
+    assert detect_prose_language("v5e-8 上训练一个 ~3B 的模型，compile 的时候就 OOM 了。").language == "zh"

@@ -38,7 +38,7 @@ def test_a_slice_name_counting_chips_fits_7b_with_adam_when_fully_sharded_in_chi
 def test_weights_alone_on_one_gpu_say_to_load_them_sharded_over_the_cards_named():
     a = _only("loading a 34B model in bf16 on 2x A6000 OOMs while loading the weights", asked=False)
     assert a.subject == "weights" and a.value_bytes == 34e9 * 2
-    assert "NamedSharding" in a.text and "2 devices" in a.text and "48 GB" in a.text
+    assert "NamedSharding" in a.text and "2 devices" in a.text and "48.00 GiB" in a.text
 
 
 def test_a_named_optimizer_is_not_assumed_and_an_unnamed_one_is_said_to_be():
