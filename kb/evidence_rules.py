@@ -145,8 +145,9 @@ class EvidenceRules:
 
     def __init__(self, rules: list[Rule], frameworks: list[Framework], jax_markers: list[str],
                  catalogue: Catalogue, text_facts: list[TextFact] = (),
-                 count_facts: list[CountFact] = ()):
+                 count_facts: list[CountFact] = (), no_jax: list[str] = ()):
         self.rules = rules
+        self.no_jax = [re.compile(p, re.IGNORECASE) for p in no_jax]
         self.text_facts = list(text_facts)
         self.count_facts = [(c, [re.compile(p, re.IGNORECASE) for p in c.patterns]) for c in count_facts]
         self.frameworks = frameworks
@@ -235,6 +236,12 @@ class EvidenceRules:
         """The framework whose out-of-memory error `texts` show, when none of them shows JAX or
         XLA (a JAX program that imports torch is still a JAX question)."""
         low = "\n".join((t or "")[:_MARKER_WINDOW] for t in texts).lower()
+        # "I don't use JAX": a JAX named only to say it is not used is no JAX marker
+        said_without = [p for p in self.no_jax if p.search(low)]
+        if said_without:
+            low = said_without[0].sub(" ", low)
+            for p in said_without[1:]:
+                low = p.sub(" ", low)
         if any(m in low for m in self.jax_markers):
             return None
         for framework in self.frameworks:
@@ -344,6 +351,7 @@ class _RulesFile(BaseModel):
     count_facts: list[CountFact] = Field(default_factory=list)
     frameworks: list[Framework]
     jax_markers: list[str] = Field(min_length=1)
+    no_jax: list[str] = Field(default_factory=list)
 
 
 def load_rules(catalogue: Catalogue | None = None) -> EvidenceRules:
@@ -399,8 +407,13 @@ def _load(folder: str) -> EvidenceRules:
             raise checker.fail(FILE, f"count fact {cf.fact!r}", "is not a whole-number fact of facts.yaml")
     for fw in data.frameworks:
         checker._check_texts(FILE, f"framework {fw.id!r} name", fw.name, set())
+    for pattern in data.no_jax:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise checker.fail(FILE, f"no_jax pattern {pattern!r}", str(exc))
     return EvidenceRules(data.rules, data.frameworks, data.jax_markers, catalogue, data.text_facts,
-                         data.count_facts)
+                         data.count_facts, data.no_jax)
 
 
 def _guides():

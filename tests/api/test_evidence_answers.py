@@ -502,3 +502,10 @@ def test_integer_inputs_in_the_donation_warning_are_named_as_the_batch(client):
     r = ask(client, "Is my donation broken?", error_log=log)
     assert "integer arrays" in r.verdict and "donate_argnums=(0,)" in r.verdict
     assert "recognise" not in r.answer.lower() and "Diagnosis" not in r.answer
+
+
+def test_a_tensorflow_error_from_someone_who_says_they_do_not_use_jax_is_declined(client):
+    r = ask(client, "tf.keras で ResourceExhaustedError: OOM when allocating tensor with shape[64,256,256,128] "
+                    "が出ます。JAXは使ってないです。どうすれば？")
+    assert r.language == "ja" and not r.grounded and "TensorFlow" in r.answer
+    assert ask(client, "my jax program prints OOM when allocating tensor, why?").grounded
