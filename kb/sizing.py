@@ -32,6 +32,7 @@ GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
+SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
@@ -88,6 +89,7 @@ class Stated:
 
     values: dict[str, float] = field(default_factory=dict)
     dtype: DType | None = None
+    dtypes_named: set[str] = field(default_factory=set)
     optimizer: Optimizer | None = None
     cues: set[str] = field(default_factory=set)
     device: str | None = None          # the label of the device named
@@ -142,6 +144,7 @@ class Sizing:
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
         s.dtype = self._last_of(self._dtypes, low)
+        s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         self._read_devices(low, s)
@@ -222,6 +225,9 @@ class Sizing:
         kv = self._kv(s, language)
         if kv is not None:
             out.append(kv)
+        scores = self._scores(s, language)
+        if scores is not None:
+            out.append(scores)
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
@@ -249,6 +255,14 @@ class Sizing:
                                    optimizer=opt.name, moments=opt.moments, state=format_bytes(state),
                                    per_param_half=per_half, state_half=format_bytes(half)))
             need = half if (s.dtype is not None and s.dtype.bytes <= 2) else state
+            # bf16 and f32 both named: the usual mixed precision (bf16 weights and gradients,
+            # f32 moments) is what is meant
+            if {"bfloat16", "float32"} <= s.dtypes_named and opt.moments:
+                per_mixed = 2 + 2 + 4 * opt.moments
+                need = params * per_mixed
+                parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
+                                       state_mixed=format_bytes(need),
+                                       state_master=format_bytes(params * (per_mixed + 4))))
             total = state
             if known:
                 parts += self._fit(s, language, need, devices, training=True)
@@ -296,6 +310,25 @@ class Sizing:
         if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
             out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
         return out
+
+    def _scores(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The attention score matrix asked about: batch × heads × S × S × bytes, per layer."""
+        v = s.values
+        heads, seq = v.get("heads"), v.get("seq")
+        if "scores" not in s.cues or not (heads and seq):
+            return None
+        batch = v.get("batch") or 1
+        assumed = [] if v.get("batch") else ["batch 1"]
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        if s.dtype is None:
+            assumed.append("float32")
+        size = batch * heads * seq * seq * dtype_bytes
+        parts = [self._msg("scores", language, batch=_num(batch), heads=_num(heads), seq=_num(seq),
+                           bytes=_num(dtype_bytes), dtype=dtype_name, scores=format_bytes(size))]
+        if assumed:
+            parts.append(self._msg("assumed", language, what=", ".join(assumed)))
+        return FigureAnswer(kind=KIND, subject="attention_scores", text=self._join(parts, language),
+                            value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
 
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of
@@ -402,6 +435,12 @@ def _validate(data: SizingFile, path: Path) -> None:
                     raise CatalogueError(f"{path}: pattern {item.pattern!r}: {exc}") from exc
                 if isinstance(item, Pattern) and compiled.groups < 1:
                     raise CatalogueError(f"{path}: pattern {item.pattern!r}: needs a group for the number")
+    for key, patterns in data.cues.items():
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise CatalogueError(f"{path}: cues.{key} {pattern!r}: {exc}") from exc
     for key, message in data.messages.items():
         check_texts(path, f"messages.{key}", message.text, set(message.params))
         for lang, text in message.text.items():

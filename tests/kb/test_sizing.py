@@ -109,3 +109,14 @@ def test_a_figure_at_three_quarters_of_the_named_card_is_called_jax_s_pool():
     assert SIZING.answer("RTX 3090 uses 12GB", "en") == []
     # a short answer that says the same leaves the line out
     assert SIZING.without_repeats(ru, {"gpu_preallocation"}) == []
+
+
+def test_the_attention_score_matrix_is_sized_per_layer():
+    a = _only("com batch 1, 32 heads e seq 32768, quanto ocupa a matriz de scores em fp32?", "pt", asked=True)
+    assert a.subject == "attention_scores" and a.value_bytes == 32 * 32768 * 32768 * 4 == 128 * GiB
+    assert "128.00 GiB por camada" in a.text and "splash" in a.text
+
+
+def test_bf16_and_f32_named_together_give_the_mixed_precision_state():
+    a = _only("1.3B model, params and grads bf16 and the Adam state fp32, how much memory?", asked=True)
+    assert "2 + 2 + 8 = 12 B per parameter = " + format_bytes(1.3e9 * 12) in a.text
