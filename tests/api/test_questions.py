@@ -123,3 +123,14 @@ def test_a_requested_snippet_is_filled_with_the_askers_size(client):
     assert body["language"] == "pt"
     assert "vmem_limit_bytes=48 * 1024 * 1024" in body["answer"]
     assert "64 * 1024 * 1024" not in body["answer"]
+
+
+@pytest.mark.parametrize("question,language,tried", [
+    ("flaxのnn.scanで24層回してて、各Blockにnn.remat付けたのにピークメモリがほぼ変わらない", "ja", ["remat"]),
+    ("har decoder block pe nn.remat laga diya, per-device batch 1 bhi kar diya, fir bhi OOM", "hi", ["batch", "remat"]),
+    ("поднял XLA_PYTHON_CLIENT_MEM_FRACTION до .99, всё равно OOM", "ru", ["gpu_pool_flags"]),
+    ("how do I put remat on my model?", "en", []),
+])
+def test_what_was_tried_is_read_in_more_wordings(question, language, tried):
+    from oomkb.kb.question import analyse
+    assert analyse(question, language).tried == tried
