@@ -33,11 +33,12 @@ TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
+ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "devices_times_model")
+               "tensors", "devices_times_model")
 
 
 class _Strict(BaseModel):
@@ -228,6 +229,9 @@ class Sizing:
         scores = self._scores(s, language)
         if scores is not None:
             out.append(scores)
+        acts = self._activations(s, language)
+        if acts is not None:
+            out.append(acts)
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
@@ -310,6 +314,24 @@ class Sizing:
         if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
             out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
         return out
+
+    def _activations(self, s: Stated, language: str) -> FigureAnswer | None:
+        """Activations kept for the backward pass, when the question gives the model's shape and
+        how many [B, S, D] tensors a layer keeps; and with full remat per layer."""
+        v = s.values
+        layers, tensors, batch, seq, hidden = (v.get(k) for k in ("layers", "tensors", "batch", "seq", "hidden"))
+        if "activations" not in s.cues or not all((layers, tensors, batch, seq, hidden)):
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+        one = batch * seq * hidden * dtype_bytes
+        parts = [self._msg("activations", language, layers=_num(layers), tensors=_num(tensors), batch=_num(batch),
+                           seq=_num(seq), hidden=_num(hidden), bytes=_num(dtype_bytes), dtype=dtype_name,
+                           activations=format_bytes(layers * tensors * one), remat=format_bytes(layers * one),
+                           one_layer=format_bytes(tensors * one))]
+        if s.dtype is None:
+            parts.append(self._msg("assumed", language, what="bfloat16"))
+        return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
+                            value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
 
     def _scores(self, s: Stated, language: str) -> FigureAnswer | None:
         """The attention score matrix asked about: batch × heads × S × S × bytes, per layer."""

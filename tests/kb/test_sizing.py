@@ -120,3 +120,10 @@ def test_the_attention_score_matrix_is_sized_per_layer():
 def test_bf16_and_f32_named_together_give_the_mixed_precision_state():
     a = _only("1.3B model, params and grads bf16 and the Adam state fp32, how much memory?", asked=True)
     assert "2 + 2 + 8 = 12 B per parameter = " + format_bytes(1.3e9 * 12) in a.text
+
+
+def test_activation_memory_is_computed_from_the_shape_and_the_tensors_a_layer_keeps():
+    a = _only("how much activation memory with batch 8, seq 4096, d_model 4096, 32 layers, "
+              "about 10 tensors of [B,T,D] per layer?", asked=True)
+    assert a.subject == "activations" and a.value_bytes == 32 * 10 * 8 * 4096 * 4096 * 2 == 80 * GiB
+    assert "= 8.00 GiB" in a.text  # with full remat per layer: only each layer's input
