@@ -34,6 +34,8 @@ ANSWER = "answer"  # the FigureAnswer kind of a short answer
 MESSAGES: dict[str, tuple[str, ...]] = {
     "hbm": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
             "measured_with"),
+    "hbm_megacore": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
+                     "measured_with"),
     "vmem": ("generation", "vmem", "source"),
     "scoped_vmem": ("generation", "limit", "source", "vmem"),
     "cores": ("generation", "cores", "source", "devices"),
@@ -63,6 +65,7 @@ class GenerationFigures(_Strict):
     hbm_public: Value | None = None
     cores_per_chip: Value | None = None
     slice_counts: Value | None = None
+    megacore: Value | None = None
     vmem: Value | None = None
     scoped_vmem: Value | None = None
 
@@ -290,7 +293,7 @@ class Figures:
             per_device = parse_size(gen.hbm_reported)
             source, where = self._source(fig.hbm_public.source, language)
             out.text = self._msg(
-                "hbm", language, generation=name, public=fig.hbm_public.value, public_source=source,
+                "hbm_megacore" if fig.megacore else "hbm", language, generation=name, public=fig.hbm_public.value, public_source=source,
                 usable_chip=format_bytes(per_device * devices), usable_device=format_bytes(per_device),
                 devices=devices, measured_with=self.data.measured_with)
             out.value_bytes = per_device * devices
