@@ -294,6 +294,9 @@ class Sizing:
         if need <= memory:
             out.append(self._msg("fits_one", language, device=device, memory=label, need=shown,
                                  left=format_bytes(memory - need)))
+            if devices > 1:  # "and per card with FSDP over the 4?"
+                out.append(self._msg("fits_sharded_replicated", language, devices=devices,
+                                     per_device=format_bytes(per)))
         elif devices > 1 and per <= memory:
             if training:
                 out.append(self._msg("fits_sharded", language, device=device, memory=label, devices=devices, need=shown,
