@@ -84,6 +84,14 @@ CASES = [
      "preallocated_temp", "temp_size_in_bytes"),
     ("cuda_malloc_async で OOM は消えましたが、ステップが遅くなりました。デフォルトの BFC アロケータのままで良い方法はありますか？",
      "ja", "bfc_fragmentation", "XLA_PYTHON_CLIENT_MEM_FRACTION=.9"),
+    ("Si paso a splash attention, ¿qué cambia en la memoria? ¿Y si aun así no cabe?", "es", "flash_attention",
+     "jax.lax.ppermute"),
+    ("I raised XLA_PYTHON_CLIENT_MEM_FRACTION to .99 and it got worse: now cuDNN runs out of memory at the very "
+     "first step", "en", "mem_fraction_too_high", "XLA_PYTHON_CLIENT_ALLOCATOR=platform"),
+    ("Das Training passt in den Speicher, aber beim ersten eval_step bekomme ich OOM. Warum?", "de", "eval_step_oom",
+     "jax.lax.map"),
+    ("多主机训练时每台主机都读取完整的全局 batch 数据，主机内存不够了，怎么只加载本机那一份？", "zh",
+     "per_host_loading", "jax.make_array_from_process_local_data"),
 ]
 
 
@@ -212,6 +220,18 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
      "fragmentation का issue आता है क्या?", "bfc_fragmentation"),
     # memory held after del: the pool keeps it, not the preallocation at start
     ("nvidia-smi still shows 30 GB used after I deleted every array, why doesn't JAX release it?", "gpu_preallocation"),
+    # a checkpoint restore, or evaluating after one, is not the eval step's own memory
+    ("Nach dem Checkpoint-Restore mit Orbax bekomme ich OOM im ersten Step", "eval_step_oom"),
+    ("How do I restore a checkpoint and evaluate the model?", "eval_step_oom"),
+    # what the pool fraction does, with no value that broke it
+    ("What does XLA_PYTHON_CLIENT_MEM_FRACTION do?", "mem_fraction_too_high"),
+    # long context without a fused kernel named: the long-context answer
+    ("v5e-16 上训练 128k 长上下文一直 OOM，ring attention 要怎么做？", "flash_attention"),
+    # offloading on a multi-host slice is still the offload's question
+    ("Multi-host TPU v5p: how do I offload the optimizer state to pinned_host?", "per_host_loading"),
+    # a multi-host checkpoint restore is not about loading the data
+    ("Multi-host Training auf v4-32, nach dem Checkpoint-Restore mit Orbax bekomme ich OOM im ersten Step.",
+     "per_host_loading"),
 ])
 def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
     assert answer_id not in [a.id for a in FIGURES.short_answers_of(question)]
@@ -226,6 +246,8 @@ def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
      "gpu_preallocation"),
     ("How do I restore sharded params with Orbax without materializing them on one device?", "checkpoint_restore",
      "sharded_init"),
+    ("Bei Multi-Host-Training liest jeder Host den ganzen Batch und der Host-Speicher läuft voll", "per_host_loading",
+     "host_offload"),
 ])
 def test_the_more_specific_answer_replaces_the_general_one(question, answer_id, replaced):
     ids = [a.id for a in FIGURES.short_answers_of(question)]
