@@ -223,9 +223,11 @@ class Assistant:
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").
         asked_size = bool({"figure", "yes_no"} & set(analysis.asks)) or self.sizing.asks_to_fit(question)
+        earlier_text = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
+        # a follow-up of a conversation that was doing the arithmetic asks for it again ("and in bf16?")
         sizes = self.sizing.answer(
-            question, language, asked=asked_size,
-            earlier="\n".join(t.question for t in earlier if t.question) if context.follow_up else "")
+            question, language, earlier=earlier_text,
+            asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             figures, sizes = [*sizes, *figures], []

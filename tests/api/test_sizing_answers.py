@@ -52,3 +52,13 @@ def test_a_hinglish_kv_cache_chain_is_answered_in_hindi_and_its_follow_up_recomp
 def test_a_question_without_figures_gets_no_arithmetic(client):
     r = _ask(client, {"question": "How do I see which arrays are alive after each training step?"})
     assert not any(f["kind"] == KIND for f in r["figures"])
+
+
+def test_a_follow_up_changing_only_the_dtypes_recomputes_the_state(client):
+    first = _ask(client, {"question": "I train a 1.3B model with optax.adamw, everything float32. "
+                                      "How much memory without the activations?"})
+    assert first["grounded"] and "19.37 GiB" in first["answer"]
+    second = _ask(client, {"question": "and if params and grads are bfloat16 and the adam state float32?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["grounded"] and second["follow_up"]
+    assert "2 + 2 + 8 = 12 B per parameter = 14.53 GiB" in second["answer"]
