@@ -101,6 +101,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
             facts["largest_allocation_shape"] = _without_layout(biggest.shape)
             facts["largest_allocation_source"] = biggest.source
             facts["largest_allocation_op"] = biggest.op_name
+            same = [x for x in error.allocations
+                    if x.size_bytes and _without_layout(x.shape) == _without_layout(biggest.shape)]
+            if len(same) >= 2:  # one op's output listed again and again
+                facts["largest_shape_repeats"] = len(same)
+                facts["repeated_allocations_bytes"] = sum(x.size_bytes for x in same)
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape

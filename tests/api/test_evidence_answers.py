@@ -509,3 +509,17 @@ def test_a_tensorflow_error_from_someone_who_says_they_do_not_use_jax_is_decline
                     "が出ます。JAXは使ってないです。どうすれば？")
     assert r.language == "ja" and not r.grounded and "TensorFlow" in r.answer
     assert ask(client, "my jax program prints OOM when allocating tensor, why?").grounded
+
+
+def test_the_same_shape_listed_again_and_again_is_named_not_called_no_single_tensor(client):
+    block = ("  {n}. Size: 2.50G\n     Operator: op_name=\"jit(step)/moe/{op}/einsum\"\n"
+             "     Shape: f32[16,2048,64,320]{{3,2,1,0:T(8,128)}}\n     Unpadded size: 2.50G\n"
+             "     Allocation type: HLO temp\n     ==========================\n\n")
+    log = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
+           "of memory in memory space hbm. Used 40.10G of 31.25G hbm. Exceeded hbm capacity by 8.85G.\n\n"
+           "  Largest program allocations in hbm:\n\n"
+           + "".join(block.format(n=n, op=op) for n, op in ((1, "dispatch"), (2, "combine"), (3, "dispatch"))))
+    r = ask(client, "my MoE train step OOMs at compile, why?", error_log=log)
+    assert r.verdict.startswith("The largest buffers are 3 copies of `f32[16,2048,64,320]`, 2.50 GiB each and "
+                                "7.50 GiB together")
+    assert "no single tensor" not in r.answer
