@@ -35,6 +35,8 @@ POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
+# a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
+_SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -232,6 +234,10 @@ class Sizing:
         acts = self._activations(s, language)
         if acts is not None:
             out.append(acts)
+        if asked and not out:  # a shape asked about and nothing else computed: its size
+            tensor = self._tensor(text, s, language)
+            if tensor is not None:
+                out.append(tensor)
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
@@ -335,6 +341,32 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="bfloat16"))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _tensor(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The bytes of the last shape the text writes out ([32, 2048, 4096], 32x2048x4096), in the
+        dtype it names (else float32, said); per layer times the layers it names."""
+        shapes = [m for m in _SHAPE.finditer(text or "")]
+        if not shapes:
+            return None
+        m = shapes[-1]
+        dims = [int(d) for d in re.findall(r"\d+", m.group(0))]
+        elements = 1
+        for d in dims:
+            elements *= d
+        if len(dims) < 2 or elements < 1 << 20:
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        size = elements * dtype_bytes
+        shape = "[" + ", ".join(str(d) for d in dims) + "]"
+        parts = [self._msg("tensor", language, shape=shape, elements=f"{elements:,}", bytes=_num(dtype_bytes),
+                           dtype=dtype_name, size=format_bytes(size))]
+        layers = s.values.get("layers")
+        if layers and layers > 1:
+            parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
+        if s.dtype is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="tensor", text=self._join(parts, language),
+                            value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
 
     def _scores(self, s: Stated, language: str) -> FigureAnswer | None:
         """The attention score matrix asked about: batch × heads × S × S × bytes, per layer."""

@@ -127,3 +127,10 @@ def test_activation_memory_is_computed_from_the_shape_and_the_tensors_a_layer_ke
               "about 10 tensors of [B,T,D] per layer?", asked=True)
     assert a.subject == "activations" and a.value_bytes == 32 * 10 * 8 * 4096 * 4096 * 2 == 80 * GiB
     assert "= 8.00 GiB" in a.text  # with full remat per layer: only each layer's input
+
+
+def test_a_shape_written_out_is_sized_and_multiplied_by_the_layers_named():
+    a = _only("сколько весит один carry 32×2048×4096 в bf16 и сколько за 48 слоёв?", "ru", asked=True)
+    assert a.subject == "tensor" and a.value_bytes == 32 * 2048 * 4096 * 2
+    assert "512.00 MiB" in a.text and "24.00 GiB" in a.text
+    assert SIZING.answer("v5e 2x2 topology, how much memory?", "en", asked=True) == []  # too small to be a tensor
