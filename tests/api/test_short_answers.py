@@ -58,6 +58,7 @@ CASES = [
     ("KV cache 32k context inference OOM on TPU, how to shrink it?", "en", "kv_cache", "dynamic_update_slice"),
     ("логиты с vocab 256k занимают огромную память, как уменьшить?", "ru", "vocab_logits", "jax.checkpoint"),
     ("8개 GPU인데 학습하면 GPU 0만 꽉 차요. 왜 그런가요?", "ko", "one_device_fills", "NamedSharding"),
+    ("como faço FSDP no jax com Mesh e PartitionSpec? me mostra o código", "pt", "fsdp_setup", "out_shardings"),
     ("La memoria sube en cada step: en el loop hago losses.append(loss). ¿Es eso?", "es", "arrays_kept_in_python",
      "float(loss)"),
     ("память растёт: step_fn = jax.jit(partial(step, cfg=cfg)) создаю прямо в цикле, это плохо?", "ru",
