@@ -523,3 +523,14 @@ def test_the_same_shape_listed_again_and_again_is_named_not_called_no_single_ten
     assert r.verdict.startswith("The largest buffers are 3 copies of `f32[16,2048,64,320]`, 2.50 GiB each and "
                                 "7.50 GiB together")
     assert "no single tensor" not in r.answer
+
+
+def test_a_gpu_kernel_s_shared_memory_is_not_called_gpu_memory(client):
+    r = ask(client, "my Pallas (Triton) kernel fails on an RTX 4090 with 24GB free, should I raise "
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION?",
+            error_log="jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Shared memory size limit "
+                      "exceeded: requested 196608, available: 101376")
+    assert r.diagnosis.memory_space == "shared" and r.facts["requested_bytes"] == 196608
+    assert r.verdict.startswith("This is the kernel's shared memory per thread block")
+    assert "192.00 KiB" in r.verdict and "99.00 KiB" in r.verdict and "num_stages" in r.verdict
+    assert "XProf" not in r.answer.split("### ")[0]
