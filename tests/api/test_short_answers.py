@@ -93,6 +93,12 @@ CASES = [
      "jax.lax.map"),
     ("多主机训练时每台主机都读取完整的全局 batch 数据，主机内存不够了，怎么只加载本机那一份？", "zh",
      "per_host_loading", "jax.make_array_from_process_local_data"),
+    ("jax.lax.scan で 48 層を回すと逆伝播のメモリが層数に比例して増えます。scan は何を保存していますか？", "ja",
+     "scan_residuals", "jax.lax.scan(jax.checkpoint(body), ...)"),
+    ("Per-example gradients with vmap over 100k examples run out of memory. How do I process them in chunks?", "en",
+     "lax_map_chunks", "batch_size=1000"),
+    ("Mein custom_vjp-Layer behält riesige Residuen im Speicher, obwohl ich jax.checkpoint mit einer Policy nutze",
+     "de", "custom_vjp_residuals", "save_only_these_names"),
 ]
 
 
@@ -233,6 +239,12 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
     # a multi-host checkpoint restore is not about loading the data
     ("Multi-host Training auf v4-32, nach dem Checkpoint-Restore mit Orbax bekomme ich OOM im ersten Step.",
      "per_host_loading"),
+    # what scan does, with no gradient or memory asked: not the residuals of its backward pass
+    ("What does jax.lax.scan do and how is it different from a Python for loop?", "scan_residuals"),
+    # what vmap is, with no memory or chunk named: not the chunked map
+    ("What is vmap and how does jax.vmap batch a function?", "lax_map_chunks"),
+    # how to write a custom_vjp at all: not its residuals' memory
+    ("How do I define a custom_vjp with fwd and bwd for my activation function?", "custom_vjp_residuals"),
 ])
 def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
     assert answer_id not in [a.id for a in FIGURES.short_answers_of(question)]
