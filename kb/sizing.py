@@ -185,9 +185,9 @@ class Sizing:
         label = None
         for gpu, patterns in self._gpus:
             if any(p.search(low) for p in patterns):
-                label = gpu.names[0].upper()
-                if memory is None:
-                    memory = parse_size(gpu.memory)
+                # a card with one size: its public memory, not a figure the question gives for
+                # something else ("8x H100 ... ~11GB of params on each GPU")
+                label, memory = gpu.names[0].upper(), parse_size(gpu.memory)
                 break
         if memory is None:
             return

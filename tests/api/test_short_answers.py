@@ -265,3 +265,10 @@ def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
 def test_the_more_specific_answer_replaces_the_general_one(question, answer_id, replaced):
     ids = [a.id for a in FIGURES.short_answers_of(question)]
     assert answer_id in ids and replaced not in ids, ids
+
+
+def test_the_default_pool_asked_without_naming_the_variable_is_answered(client):
+    r = _ask(client, {"question": "سؤال سريع: كم نسبة الذاكرة اللي JAX يحجزها افتراضياً على الـ GPU أول ما يشتغل؟ "
+                                  "وشو اسم الـ env var اللي يغيرها بالضبط؟"})
+    assert r["grounded"] and r["language"] == "ar"
+    assert "75%" in r["answer"] and "XLA_PYTHON_CLIENT_MEM_FRACTION" in r["answer"]

@@ -134,3 +134,8 @@ def test_a_shape_written_out_is_sized_and_multiplied_by_the_layers_named():
     assert a.subject == "tensor" and a.value_bytes == 32 * 2048 * 4096 * 2
     assert "512.00 MiB" in a.text and "24.00 GiB" in a.text
     assert SIZING.answer("v5e 2x2 topology, how much memory?", "en", asked=True) == []  # too small to be a tensor
+
+
+def test_a_card_of_one_size_keeps_its_memory_whatever_other_figure_the_question_gives():
+    s = SIZING.read("как зашардить по FSDP на 8x H100? модель 3B, сейчас после init на каждом GPU по ~11GB")
+    assert s.device_memory == 80 * GiB and s.devices == 8
