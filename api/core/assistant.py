@@ -473,7 +473,8 @@ class Assistant:
             lines.append("")
         line = self._diagnosis_line(diagnosis, facts, report, language)
         # a warning with its own verdict (the donation warning) is not "no known OOM message"
-        if line and not ((verdict or evidence_verdict) and str(facts.get("category") or "unknown") == "unknown"
+        if line and not ((verdict or evidence_verdict) and report is None
+                         and str(facts.get("category") or "unknown") == "unknown"
                          and (diagnosis is None or diagnosis.category == "unknown")):
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]
         if isinstance(report, PlanReport):  # a plan leads with what was verified to fit
