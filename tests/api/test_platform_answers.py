@@ -4,26 +4,8 @@ Through the real app (REST)."""
 
 from __future__ import annotations
 
-import pytest
-from fastapi.testclient import TestClient
-
-from oomkb.api.core.assistant import Assistant
-from oomkb.api.http.app import create_app
 from oomkb.kb.platform import load_platforms
-from oomkb.settings import Settings
-from tests.conftest import LOCAL
-
-
-@pytest.fixture(scope="module")
-def client(searcher):
-    with TestClient(create_app(Settings(), Assistant(searcher)), base_url=LOCAL) as c:
-        yield c
-
-
-def _ask(client, body: dict) -> dict:
-    r = client.post("/v1/ask", json=body)
-    assert r.status_code == 200, r.text
-    return r.json()
+from tests.api.rest import ask_json as _ask, client  # noqa: F401  (client: a fixture)
 
 
 def test_the_platform_words():

@@ -4,26 +4,8 @@ answered in Hindi. Through the real app (REST, real index and model)."""
 
 from __future__ import annotations
 
-import pytest
-from fastapi.testclient import TestClient
-
-from oomkb.api.core.assistant import Assistant
-from oomkb.api.http.app import create_app
 from oomkb.kb.sizing import KIND
-from oomkb.settings import Settings
-from tests.conftest import LOCAL
-
-
-@pytest.fixture(scope="module")
-def client(searcher):
-    with TestClient(create_app(Settings(), Assistant(searcher)), base_url=LOCAL) as c:
-        yield c
-
-
-def _ask(client, body: dict) -> dict:
-    r = client.post("/v1/ask", json=body)
-    assert r.status_code == 200, r.text
-    return r.json()
+from tests.api.rest import ask_json as _ask, client  # noqa: F401  (client: a fixture)
 
 
 def test_will_it_fit_is_answered_first_with_the_arithmetic_and_its_section(client):
