@@ -122,6 +122,10 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     return best
 
 
+#: A model state this small a share of the one device named is not worth a line unless asked.
+SMALL_SHARE = 0.5
+
+
 class Sizing:
     """The loaded sizing file and the lines it computes."""
 
@@ -274,6 +278,8 @@ class Sizing:
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
             total = state
+            if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
+                return None  # not asked, and far from the card's size: beside the point
             if known:
                 parts += self._fit(s, language, need, devices, training=True)
         else:
@@ -281,6 +287,8 @@ class Sizing:
             if s.dtype is None:
                 assumed.append("bfloat16")
             total = need = params * dtype_bytes
+            if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
+                return None
             parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
                                    dtype=dtype_name, weights=format_bytes(need)))
             if known:

@@ -147,6 +147,8 @@ class Assistant:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
         facts = facts_from(diagnosis, req.report)
+        # whether the evidence has figures of its own (a log's sizes, a report), not just a name
+        measured = req.report is not None or any(k.endswith("_bytes") and v for k, v in facts.items())
         framework = self.rules.other_framework(question, log)
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
             return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
@@ -204,16 +206,13 @@ class Assistant:
         if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
             before = {x.id for x in self.parts.figures.short_answers_of(
                 "\n".join(t.question for t in earlier if t.question))}
-            figures = [f for f in figures if not (f.kind == ANSWER and f.subject in before
-                                                  and not ("snippet" in analysis.asks and f.snippet))]
+            figures = self._not_again(figures, before, analysis, language)
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
             answered = {a.id for a in self.parts.figures.short_answers_of(context.subject)}
-            figures = [f for f in self.parts.figures_for(f"{context.subject}\n{question}", language)
-                       # not again, unless it is the code of it that is asked for now
-                       if not (f.kind == ANSWER and f.subject in answered
-                               and not ("snippet" in analysis.asks and f.snippet))]
+            figures = self._not_again(self.parts.figures_for(f"{context.subject}\n{question}", language),
+                                      answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
         if req_log_new:  # a warning in the pasted log that has its own answer
@@ -231,6 +230,16 @@ class Assistant:
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             figures, sizes = [*sizes, *figures], []
+        # What answers this turn is its short answer or arithmetic: an error named without figures
+        # ("CUDA_ERROR_OUT_OF_MEMORY, why?") adds no general steps after it, and a follow-up
+        # without new evidence does not list again the steps its first turn gave.
+        answered = (any(f.kind == ANSWER for f in figures) or bool(sizes and asked_size)
+                    # a setting explained is the answer unless the turn asks what to do next
+                    or (bool(figures) and not {"next", "error"} & set(analysis.asks)))
+        quiet = answered and ((not measured and req.report is None)
+                              or (context.follow_up and not req_log_new))
+        if quiet:
+            chosen = [r for r in chosen if r.evidence and not context.follow_up]
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
                                     or bool(figures) or (bool(sizes) and context.follow_up)
                                     or grounding.decide(
@@ -278,16 +287,17 @@ class Assistant:
                 lead = None
             results = [r for r in results if r.card is None or not tpu_only(
                 "\n".join([r.card.summary, *r.card.actions]))]
-        next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded else []
+        # a short answer to a question without figures of its own is not followed by a measuring plan
+        next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded and not quiet else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.
         answer_cites = list(dict.fromkeys(f.cite for f in figures if f.kind in (ANSWER, SIZING) and f.cite))
         # arithmetic shown without a log: the passages beside it are those of its section
         size_cites = [f.cite for f in sizes if f.cite] if not facts else []
-        if answer_cites or size_cites:
+        if answer_cites or size_cites or quiet:
             cited = [r for r in cited if r.citation in answer_cites or r.citation in size_cites]
-        shown_results = cited if (figures or sizes) and not facts else results
+        shown_results = [] if quiet else cited if (figures or sizes) and not facts else results
         if not answer_cites and figures and not analysis.topics_named and not facts:
             # a figure asked for is the answer: no passage found by meaning is shown after it,
             # and one is cited for its context
@@ -306,7 +316,8 @@ class Assistant:
                                # it was given on the same evidence one turn before
                                verdict=None if (figures and context.follow_up and not req_log_new)
                                else outcome.verdict,
-                               lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict))
+                               lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
+                               quiet=quiet)
         return AskResponse(
             language=language,
             diagnosis=diagnosis,
@@ -345,6 +356,18 @@ class Assistant:
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},
                            out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
+
+    def _not_again(self, figures, answered: set[str], analysis: QuestionAnalysis, language: str):
+        """`figures` less the short answers an earlier turn gave (`answered`); one asked for again
+        as code or values ("what exact values for each?") is shown by its code alone."""
+        code_asked = bool({"snippet", "flag"} & set(analysis.asks))
+        out = []
+        for f in figures:
+            if f.kind != ANSWER or f.subject not in answered:
+                out.append(f)
+            elif code_asked and f.snippet:
+                out.append(f.model_copy(update={"text": self._msg("earlier_answer_code", language)}))
+        return out
 
     def _continues(self, question: str, log: str | None, earlier: list[ConversationTurn]) -> bool:
         """Whether a question continues its conversation: it is in scope on its own, or it
@@ -460,7 +483,7 @@ class Assistant:
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
-                 evidence_verdict=False) -> str:
+                 evidence_verdict=False, quiet=False) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -471,7 +494,8 @@ class Assistant:
             lines += [figure.text, *self.parts.snippet_lines(figure.snippet, shown_code)]
         if figures:
             lines.append("")
-        line = self._diagnosis_line(diagnosis, facts, report, language)
+        # `quiet`: a short answer says it all; a diagnosis line without figures adds nothing
+        line = None if quiet else self._diagnosis_line(diagnosis, facts, report, language)
         # a warning with its own verdict (the donation warning) is not "no known OOM message"
         if line and not ((verdict or evidence_verdict) and report is None
                          and str(facts.get("category") or "unknown") == "unknown"

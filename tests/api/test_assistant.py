@@ -55,7 +55,8 @@ def test_answers_in_the_question_language_and_cites_the_right_guide(assistant, l
     assert r.grounded
     assert doc_id in [c.doc_id for c in r.citations]  # top-1 accuracy: test_retrieval_quality
     heading = message(assistant.catalogue, "from_the_guides", lang)
-    assert heading in r.answer
+    # a question that its figures answer (the VMEM limits) gets no general guide card after them
+    assert (heading in r.answer) != bool(r.figures)
     assert detect_language(_prose(r.answer)).language == lang
 
 
