@@ -124,6 +124,10 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
 
 #: A model state this small a share of the one device named is not worth a line unless asked.
 SMALL_SHARE = 0.5
+#: A tensor this big a share of the one device named is worth its line unasked.
+BIG_SHARE = 0.25
+#: A shape ending in [S, S] with S at least this is read as attention scores.
+SCORES_MIN_SEQ = 1024
 
 
 class Sizing:
@@ -238,10 +242,12 @@ class Sizing:
         acts = self._activations(s, language)
         if acts is not None:
             out.append(acts)
-        if asked and not out:  # a shape asked about and nothing else computed: its size
-            tensor = self._tensor(text, s, language)
-            if tensor is not None:
-                out.append(tensor)
+        # a shape asked about and nothing else computed: its size; unasked, a shape that takes a
+        # good share of the device named (the f32[8,16,8192,8192] that fills a chip)
+        tensor = self._tensor(text, s, language)
+        if tensor is not None and ((asked and not out) or (
+                s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
+            out.append(tensor)
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
@@ -277,6 +283,10 @@ class Sizing:
                 parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
+            if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about
+                parts.append(self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
+                                       opt_state=format_bytes(params * 4 * opt.moments),
+                                       mu_saving=format_bytes(params * 2)))
             total = state
             if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None  # not asked, and far from the card's size: beside the point
@@ -368,6 +378,11 @@ class Sizing:
         shape = "[" + ", ".join(str(d) for d in dims) + "]"
         parts = [self._msg("tensor", language, shape=shape, elements=f"{elements:,}", bytes=_num(dtype_bytes),
                            dtype=dtype_name, size=format_bytes(size))]
+        if s.device_memory:  # against the device the text names
+            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
+                                   device=s.device or "", memory=s.memory_label))
+        if len(dims) >= 3 and dims[-1] == dims[-2] >= SCORES_MIN_SEQ:  # [..., S, S]: attention scores
+            parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
         layers = s.values.get("layers")
         if layers and layers > 1:
             parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
@@ -460,12 +475,18 @@ class Sizing:
     def _max_batch(self, s: Stated, language: str, per_seq: float, seq: float) -> list[str]:
         """How many sequences fit beside the weights on one device, where both are known."""
         params = s.values.get("params")
-        if not (params and s.device_memory and per_seq > 0) or (s.devices or 1) > 1:
+        if not (params and s.device_memory and per_seq > 0):
             return []
         weights = params * (s.dtype.bytes if s.dtype else 2)
-        free = s.device_memory - weights
+        devices = s.devices or 1
+        free = s.device_memory * devices - weights
         if free <= 0:
             return []
+        if devices > 1:  # weights and cache both sharded over the devices named
+            return [self._msg("kv_max_batch_sharded", language, devices=devices, memory=s.memory_label,
+                              total=format_bytes(s.device_memory * devices), weights=format_bytes(weights),
+                              free=format_bytes(free), per_seq=format_bytes(per_seq),
+                              max_batch=int(free // per_seq), seq=_num(seq))]
         return [self._msg("kv_max_batch", language, memory=s.memory_label, weights=format_bytes(weights),
                           free=format_bytes(free), per_seq=format_bytes(per_seq),
                           max_batch=int(free // per_seq), seq=_num(seq))]

@@ -229,7 +229,10 @@ class Assistant:
             asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
-            figures, sizes = [*sizes, *figures], []
+            # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
+            settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
+                       and not self.sizing.asks_to_fit(question))
+            figures, sizes = ([*figures, *sizes] if settled else [*sizes, *figures]), []
         # What answers this turn is its short answer or arithmetic: an error named without figures
         # ("CUDA_ERROR_OUT_OF_MEMORY, why?") adds no general steps after it, and a follow-up
         # without new evidence does not list again the steps its first turn gave.

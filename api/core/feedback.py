@@ -31,6 +31,8 @@ log = logging.getLogger("oomkb.feedback")
 MAX_COMMENT_CHARS = 2000
 MAX_QUESTION_CHARS = 4000
 MAX_LOG_CHARS = 64_000
+#: How long opening a database waits for another process that is switching it to WAL.
+MIGRATE_WAIT_S = 15.0
 #: The answers table keeps at most this many rows (feedback rows hang off them, one per answer);
 #: past it the oldest are dropped, so anonymous `/v1/ask` traffic cannot grow the file without end.
 MAX_ANSWERS = 50_000
@@ -138,7 +140,17 @@ class FeedbackStore:
             conn.close()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        # Switching to WAL takes the database's exclusive lock, and SQLite answers "locked" at once,
+        # without its busy handler, while another process opening it does the same: try again.
+        deadline = time.monotonic() + MIGRATE_WAIT_S
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         if str(mode).lower() != "wal":
             log.warning("feedback database %s runs in %s mode, not WAL", self.path, mode)
         version = conn.execute("PRAGMA user_version").fetchone()[0]

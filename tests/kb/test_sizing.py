@@ -139,3 +139,41 @@ def test_a_shape_written_out_is_sized_and_multiplied_by_the_layers_named():
 def test_a_card_of_one_size_keeps_its_memory_whatever_other_figure_the_question_gives():
     s = SIZING.read("как зашардить по FSDP на 8x H100? модель 3B, сейчас после init на каждом GPU по ~11GB")
     assert s.device_memory == 80 * GiB and s.devices == 8
+
+
+def test_kv_heads_written_with_a_chinese_measure_word_and_the_batch_that_fits_over_the_slice():
+    lines = SIZING.answer("v5e-8 上跑 8B 模型推理 (bf16, 32 layers, GQA 8 个 kv heads, head_dim 128), "
+                          "max_len=8192, batch=64。KV cache 到底多大？", "zh", asked=True)
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    assert kv.value_bytes == 2 * 32 * 64 * 8192 * 8 * 128 * 2 == 64 * GiB
+    # 8 chips × 16 GiB less the 8B bf16 weights (14.90 GiB), at 1 GiB per 8192-token sequence
+    per_seq = 2 * 32 * 8192 * 8 * 128 * 2
+    assert f"最多能放 {int((8 * 16 * GiB - 8e9 * 2) // per_seq)} 条序列" in kv.text and "113.10 GiB" in kv.text
+
+
+def test_a_new_context_length_named_after_a_few_words_is_recomputed_in_a_follow_up():
+    earlier = "8B model inference, bf16, 32 layers, 8 kv heads, head_dim 128, max_len=8192, batch=64, kv cache? v5e-8"
+    lines = SIZING.answer("ok and if max_len goes up to 32768, what batch fits?", "en", earlier=earlier, asked=True)
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    assert kv.value_bytes == 2 * 32 * 64 * 32768 * 8 * 128 * 2 and "at most 28 sequences" in kv.text
+
+
+def test_the_optimizer_state_asked_about_gives_the_moments_alone_and_what_mu_dtype_saves():
+    a = _only("pprof me ~60% memory optax adamw ke mu/nu (f32) ka hai. 7B params ke liye Adam state kitna?",
+              "en", asked=True)
+    assert "The Adam state alone" in a.text
+    assert format_bytes(7e9 * 8) in a.text and format_bytes(7e9 * 2) in a.text  # mu+nu, then mu in bf16 saves
+    assert "state alone" not in _only("will a 7B model with adamw fit on a v5e-8?", asked=True).text
+
+
+def test_an_unasked_state_far_below_the_card_is_left_out_and_one_that_does_not_fit_is_kept():
+    assert SIZING.answer("two jax scripts on one A100 80GB, the eval model is 300M params, why OOM?", "en") == []
+    big = _only("training a 7B model with adam on one A100 80GB OOMs at step 0", asked=False)
+    assert "cannot fit" in big.text or "does not fit" in big.text or "104.31 GiB" in big.text
+
+
+def test_a_shape_filling_the_device_named_is_sized_unasked_and_read_as_attention_scores():
+    a = _only("v4-8 training OOM at compile time, the largest allocations are all f32[8,16,8192,8192]")
+    assert a.subject == "tensor" and a.value_bytes == 32 * GiB
+    assert "100% of one device (TPU v4, 32.00 GiB)" in a.text and "attention score matrix" in a.text
+    assert SIZING.answer("on v4-8 my f32[8,16,128,128] buffer, what is it?", "en") == []  # small: not unasked
