@@ -90,13 +90,14 @@ class Rule(BaseModel):
 
 
 class TextFact(BaseModel):
-    """A text fact read from a pasted log: the rest of the line after `marker`, up to `stop`."""
+    """A text fact read from a pasted log: the rest of the line after `marker`, up to the first of
+    `stops` (a log line's own ending; the quote that closes it where it is quoted in a question)."""
 
     model_config = ConfigDict(extra="forbid")
 
     fact: str
     marker: str = Field(min_length=1)
-    stop: str | None = None
+    stops: list[str] = Field(default_factory=list)
 
 
 class CountFact(BaseModel):
@@ -210,8 +211,9 @@ class EvidenceRules:
                 start = at + len(spec.marker)
                 end = window.find("\n", start)
                 value = window[start: end if end >= 0 else len(window)]
-                if spec.stop and spec.stop in value:
-                    value = value[: value.index(spec.stop)]
+                cut = [value.index(stop) for stop in spec.stops if stop in value]
+                if cut:
+                    value = value[: min(cut)]
                 value = value.strip().rstrip(".")[:_TEXT_FACT_CHARS]
                 if value:
                     out.setdefault(spec.fact, value)

@@ -57,6 +57,8 @@ REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtim
                    "DiffReport": "unknown"}
 MAX_CARDS = 2
 MAX_REMEDIES = 5
+#: General steps (not chosen by the evidence) kept after a verdict from the user's own numbers.
+MAX_GENERAL_AFTER_VERDICT = 2
 #: How close (in the Latin-script detector's word scores) a follow-up's score for the
 #: conversation's language must come to its top language for the conversation's to win.
 FOLLOW_UP_LANGUAGE_MARGIN = 1.0
@@ -194,6 +196,10 @@ class Assistant:
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
+        if outcome.verdict:  # the verdict names the fix: general advice after it is kept short
+            general = [r.id for r in chosen if not r.evidence and r.id not in outcome.lead
+                       and r.id not in outcome.snippets]  # not the verdict's own, nor one it fills in
+            chosen = [r for r in chosen if r.id not in general[MAX_GENERAL_AFTER_VERDICT:]]
         # A figure or setting asked for is answered first; a follow-up that names none asks about
         # the earlier turns' subject ("how do I turn it off?").
         # With a log or report, a generation's figure is given only for a generation named: the

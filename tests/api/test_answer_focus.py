@@ -48,3 +48,39 @@ def test_a_kv_cache_conversation_in_chinese_is_answered_through_its_follow_ups(c
     third = _ask(client, {"question": "好的，那如果 max_len 要开到 32768，同样 v5e-8，batch 最大大概能开多少？",
                           "conversation_id": first["conversation_id"]})
     assert third["grounded"] and "256.00 GiB" in third["answer"] and "最多能放 28 条序列" in third["answer"]
+
+
+def test_array_deleted_after_donation_is_explained_and_the_shapes_quoted_stop_at_the_quote(client):
+    r = _ask(client, {"question": 'hab jetzt @partial(jax.jit, donate_argnums=(0,)) gesetzt. bekomme aber "UserWarning: '
+                                  'Some donated buffers were not usable: ShapedArray(float32[4096,1024]), ..." und später '
+                                  'beim Loggen "RuntimeError: Array has been deleted with shape=float32[4096,1024]". '
+                                  'was mach ich falsch?'})
+    assert r["language"] == "de" and r["grounded"]
+    assert r["facts"]["donation_unusable"].startswith("ShapedArray(float32[4096,1024])")
+    assert "und später" not in r["facts"]["donation_unusable"]
+    assert "`state = train_step(state, batch)`" in r["answer"] and "Array has been deleted" in r["answer"]
+
+
+def test_old_and_new_state_alive_together_is_answered_with_donation_not_the_memory_tools(client):
+    r = _ask(client, {"question": "unser train_step auf H100 80GB gibt ein neues TrainState zurück, params + adam state "
+                                  "zusammen ~18GB. In memory_stats sehe ich peak ~36GB nur für den State, also alt + neu "
+                                  "gleichzeitig. wie vermeide ich das?"})
+    assert r["answer"].startswith("Dass alter und neuer Zustand gleichzeitig leben")
+    assert "donate_argnums=(0,)" in r["answer"]
+    assert "memory_analysis()" not in r["answer"]  # memory_stats is what they read, not what they ask about
+
+
+def test_a_log_with_a_verdict_keeps_at_most_two_general_steps_after_it(client):
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 41.37G of "
+           "15.75G hbm. Exceeded hbm capacity by 25.62G.\n\nTotal hbm usage >= 42.62G:\n    reserved          1.25G\n"
+           "    program          41.37G\n    arguments            0B\n\n  Largest program allocations in hbm:\n\n"
+           "  1. Size: 4.00G\n     Shape: f32[2,8,8192,8192]{3,2,1,0:T(8,128)}\n     Unpadded size: 4.00G\n"
+           "     Allocation type: HLO temp\n     ==========================\n\n  2. Size: 4.00G\n"
+           "     Shape: f32[2,8,8192,8192]{3,2,1,0:T(8,128)}\n     Unpadded size: 4.00G\n"
+           "     Allocation type: HLO temp\n     ==========================\n")
+    r = _ask(client, {"question": "seq_len 2048 -> 8192 on v5e-16, dies at compile time. what is eating 41G?",
+                      "error_log": log})
+    assert r["verdict"] and "attention scores" in r["verdict"]
+    general = [x["id"] for x in r["remedies"] if not x["triggered_by_evidence"]]
+    # the verdict's lead step (a smaller batch helps linearly) and two general ones, not a newer TPU
+    assert len(general) <= 3 and not {"hbm-newer-tpu", "hbm-larger-topology"} & set(general), general
