@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from babel.numbers import format_decimal
 from pydantic import BaseModel, ConfigDict, Field
 
 from oomkb.units import format_bytes, parse_size
@@ -34,13 +35,14 @@ KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
+DATASET_CITE = "runtime-buffer-allocation#debugging"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "tensors", "devices_times_model")
+               "tensors", "devices_times_model", "items")
 
 
 class _Strict(BaseModel):
@@ -248,6 +250,9 @@ class Sizing:
         if tensor is not None and ((asked and not out) or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(tensor)
+        data = self._dataset(text, s, language)
+        if data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
+            out.append(data)
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
@@ -283,8 +288,8 @@ class Sizing:
                 parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
-            if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about
-                parts.append(self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
+            if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about: said first
+                parts.insert(0, self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
                                        opt_state=format_bytes(params * 4 * opt.moments),
                                        mu_saving=format_bytes(params * 2)))
             total = state
@@ -376,7 +381,7 @@ class Sizing:
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         size = elements * dtype_bytes
         shape = "[" + ", ".join(str(d) for d in dims) + "]"
-        parts = [self._msg("tensor", language, shape=shape, elements=f"{elements:,}", bytes=_num(dtype_bytes),
+        parts = [self._msg("tensor", language, shape=shape, elements=_grouped(elements, language), bytes=_num(dtype_bytes),
                            dtype=dtype_name, size=format_bytes(size))]
         if s.device_memory:  # against the device the text names
             parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
@@ -390,6 +395,31 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="tensor", text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _dataset(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A whole dataset put on the device at once: items × the shape of one item × bytes."""
+        items = s.values.get("items")
+        shapes = list(_SHAPE.finditer(text or ""))
+        if not items or not shapes:
+            return None
+        dims = [int(d) for d in re.findall(r"\d+", shapes[-1].group(0))]
+        per_item = 1
+        for d in dims:
+            per_item *= d
+        elements = items * per_item
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        size = elements * dtype_bytes
+        if len(dims) < 2 or size < 1 << 30:
+            return None
+        parts = [self._msg("dataset", language, items=_grouped(items, language), shape="[" + ", ".join(map(str, dims)) + "]",
+                           bytes=_num(dtype_bytes), dtype=dtype_name, size=format_bytes(size),
+                           size_uint8=format_bytes(elements))]
+        if s.device_memory:
+            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
+                                   device=s.device or "", memory=s.memory_label))
+        parts.append(self._msg("dataset_advice", language))
+        return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
+                            sources=["computed"], cite=DATASET_CITE)
 
     def _scores(self, s: Stated, language: str) -> FigureAnswer | None:
         """The attention score matrix asked about: batch × heads × S × S × bytes, per layer."""
@@ -495,6 +525,11 @@ class Sizing:
         texts = self.data.messages[key].text
         template = texts.get(language) or texts["en"]
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+
+def _grouped(n: float, language: str) -> str:
+    """A whole number with the reader's digit grouping (200 000 in French, 2,00,000 in Hindi)."""
+    return format_decimal(int(n), locale=language)
 
 
 def _num(x: float) -> str:

@@ -177,3 +177,12 @@ def test_a_shape_filling_the_device_named_is_sized_unasked_and_read_as_attention
     assert a.subject == "tensor" and a.value_bytes == 32 * GiB
     assert "100% of one device (TPU v4, 32.00 GiB)" in a.text and "attention score matrix" in a.text
     assert SIZING.answer("on v4-8 my f32[8,16,128,128] buffer, what is it?", "en") == []  # small: not unasked
+
+
+def test_a_dataset_put_on_the_device_at_once_is_sized_against_it_with_the_reader_s_digit_grouping():
+    a = _only("j'ai 200k images 224x224x3 (uint8 sur disque) et je fais train_x = jnp.asarray(images, "
+              "dtype=jnp.float32) / 255. avant la boucle, sur une A100 80GB. OOM direct.", "fr")
+    assert a.subject == "dataset" and a.value_bytes == 200_000 * 224 * 224 * 3 * 4
+    assert "200\u202f000" in a.text or "200\xa0000" in a.text or "200 000" in a.text
+    assert "112.15 GiB" in a.text and "28.04 GiB" in a.text and "140%" in a.text and "jax.device_put" in a.text
+    assert SIZING.answer("200k images 32x32x3 uint8 on an A100 80GB", "en") == []  # 586 MiB: beside the point
