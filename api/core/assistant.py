@@ -276,7 +276,8 @@ class Assistant:
         # A figure asked for is the answer: no remedy guessed from the question's meaning leads it.
         lead = (self._lead(analysis, language, {r.id for r in remedies})
                 if grounded and diagnosis is None and not facts
-                and not (figures and not analysis.topics_named)
+                # the figures asked for are the answer ("how many GiB per chip, to size my batch?")
+                and not (figures and (not analysis.topics_named or "figure" in analysis.asks))
                 and not any(f.kind in (ANSWER, SIZING) for f in figures) else None)
         if lead is not None:
             remedies.insert(0, lead)

@@ -84,3 +84,18 @@ def test_a_log_with_a_verdict_keeps_at_most_two_general_steps_after_it(client):
     general = [x["id"] for x in r["remedies"] if not x["triggered_by_evidence"]]
     # the verdict's lead step (a smaller batch helps linearly) and two general ones, not a newer TPU
     assert len(general) <= 3 and not {"hbm-newer-tpu", "hbm-larger-topology"} & set(general), general
+
+
+def test_memory_stats_keys_and_logging_are_explained_per_device_and_host(client):
+    r = _ask(client, {"question": "学習ループの中で毎ステップ HBM 使用量をログりたいです。memory_stats() で bytes_in_use と "
+                                  "peak_bytes_in_use 取れるのは知ってるけど、各キーの意味と、wandb に流すときのちゃんとした"
+                                  "やり方（全デバイス分・マルチホスト）を教えてください"})
+    assert r["language"] == "ja" and r["answer"].startswith("`memory_stats()` はデバイスごと")
+    assert "jax.local_devices()" in r["answer"] and "jax.process_index()" in r["answer"]
+    assert "memory_analysis()" not in r["answer"]
+
+
+def test_figures_asked_to_size_a_batch_are_not_followed_by_reduce_the_batch(client):
+    r = _ask(client, {"question": "TPU 세대별 칩 하나당 HBM 용량 좀 알려주세요. v4, v5e, v5p 각각 몇 GiB인지. 배치 사이즈 계산하려고 해요"})
+    assert r["answer"].startswith("**v4:**") and "**v5p:**" in r["answer"]
+    assert not r["remedies"], [x["id"] for x in r["remedies"]]
