@@ -119,6 +119,9 @@ def _boundary(part: str) -> str:
 _NOT_WISH_OR_IF = {"た": "(?![いくら])"}
 
 
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+
+
 def _pattern(words: list[str], whole: bool = False) -> re.Pattern[str]:
     """One regex for `words`; `whole`: a word of a space-separated script must also end there
     ("pas" is not "pasé")."""
@@ -143,7 +146,9 @@ class _Matcher:
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
 
     def clauses(self, text: str) -> list[str]:
-        return [c for c in self.breaks.split(" " + text.lower() + " ") if c.strip()]
+        # a comma inside code ("donate_argnums=(0,)", "f32[8,128]") does not end a clause
+        text = _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
+        return [c for c in self.breaks.split(" " + text + " ") if c.strip()]
 
 
 @lru_cache(maxsize=4)

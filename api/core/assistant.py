@@ -185,6 +185,9 @@ class Assistant:
             analysis = analysis.model_copy(update={
                 "tried": list(dict.fromkeys([*analysis.tried, *context.tried_items])),
                 "tried_remedies": list(dict.fromkeys([*analysis.tried_remedies, *context.tried]))})
+        if self.sizing.read(question).values.get("batch") == 1:  # a batch of 1 has nothing left to halve
+            analysis = analysis.model_copy(update={"tried_remedies": list(dict.fromkeys(
+                [*analysis.tried_remedies, *question_api.tried_item("batch").remedies]))})
         chosen = (
             choose_remedies(self.catalogue, facts, category, limit=len(self.catalogue.remedies))
             if category != "unknown" and not foreign else []

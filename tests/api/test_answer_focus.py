@@ -90,7 +90,7 @@ def test_memory_stats_keys_and_logging_are_explained_per_device_and_host(client)
     r = _ask(client, {"question": "学習ループの中で毎ステップ HBM 使用量をログりたいです。memory_stats() で bytes_in_use と "
                                   "peak_bytes_in_use 取れるのは知ってるけど、各キーの意味と、wandb に流すときのちゃんとした"
                                   "やり方（全デバイス分・マルチホスト）を教えてください"})
-    assert r["language"] == "ja" and r["answer"].startswith("`memory_stats()` はデバイスごと")
+    assert r["language"] == "ja" and r["answer"].startswith("`memory_stats()` は GPU と TPU で使え")
     assert "jax.local_devices()" in r["answer"] and "jax.process_index()" in r["answer"]
     assert "memory_analysis()" not in r["answer"]
 
@@ -99,3 +99,39 @@ def test_figures_asked_to_size_a_batch_are_not_followed_by_reduce_the_batch(clie
     r = _ask(client, {"question": "TPU 세대별 칩 하나당 HBM 용량 좀 알려주세요. v4, v5e, v5p 각각 몇 GiB인지. 배치 사이즈 계산하려고 해요"})
     assert r["answer"].startswith("**v4:**") and "**v5p:**" in r["answer"]
     assert not r["remedies"], [x["id"] for x in r["remedies"]]
+
+
+def test_what_memory_analysis_counts_is_answered_yes_or_no_and_an_estimate_needs_no_tpu(client):
+    de = _ask(client, {"question": "kurze Frage: zählt compiled.memory_analysis().temp_size_in_bytes die Argumente "
+                                   "(params/opt state) mit? ja oder nein"})
+    assert de["grounded"] and de["answer"].startswith("Nein: `temp_size_in_bytes`")
+    assert "argument_size_in_bytes" in de["answer"]
+    en = _ask(client, {"question": "how do I estimate peak HBM for my train step before I burn pod time on it? "
+                                   "ideally without having the TPU attached"})
+    assert en["answer"].startswith("Compile the step ahead of time") and "get_topology_desc" in en["answer"]
+
+
+def test_a_memory_chain_in_russian_gets_a_new_answer_each_turn(client):
+    first = _ask(client, {"question": "как в рантайме посмотреть сколько HBM реально занято на TPU во время трейна?"})
+    assert "memory_stats()" in first["answer"].split("\n")[0]
+    cid = first["conversation_id"]
+    second = _ask(client, {"question": "а memory_stats() на TPU вообще работает? peak_bytes_in_use там есть?",
+                           "conversation_id": cid})
+    assert second["answer"].startswith("`memory_stats()` работает на GPU и TPU")
+    third = _ask(client, {"question": "и как сохранить профиль памяти в файл, чтобы глянуть в pprof?",
+                          "conversation_id": cid})
+    assert third["answer"].startswith("`jax.profiler.save_device_memory_profile(") and "go tool pprof" in third["answer"]
+
+
+def test_tried_fixes_in_korean_and_hinglish_and_a_batch_of_one_are_not_offered_again(client):
+    ko = _ask(client, {"question": "TPU v4-8에서 llama 7B 풀 파인튜닝 중인데 per-device batch 1로 줄이고 "
+                                   "jax.checkpoint(policy=nothing_saveable)까지 걸었는데도 compile 단계에서 HBM OOM 나요. "
+                                   "다음엔 뭘 해야 하죠?"})
+    ids = [x["id"] for x in ko["remedies"]]
+    assert {"hbm-batch-size", "hbm-checkpoint"}.issubset(set(ko["tried"])) and "hbm-checkpoint" not in ids
+    hi = _ask(client, {"question": "bhai maine train_step pe donate_argnums=(0,) lagaya aur har epoch ke baad "
+                                   "jax.clear_caches() bhi call kar raha hoon, phir bhi eval ke baad GPU memory badhti "
+                                   "ja rahi hai. leak kahan se ho raha hoga?"})
+    assert "rt-donate" in hi["tried"] and not {"hbm-donate", "rt-donate"} & {x["id"] for x in hi["remedies"]}
+    en = _ask(client, {"question": "llama-7b on v4-8, seq 4096, per-device batch 1, fsdp. compile OOMs, what do I change?"})
+    assert "hbm-batch-size" not in [x["id"] for x in en["remedies"]]
