@@ -12,6 +12,7 @@ from oomkb.kb.remedies.schema import Catalogue, MissingValue, Remedy
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
 from oomkb.kb.next_steps import NextStep, NextSteps, load_next_steps, names_from_log
 from oomkb.kb.snippets import Snippets, load_snippets, snippet_markdown
+from oomkb.units import parse_size
 
 __all__ = ["AnswerParts"]
 
@@ -53,8 +54,18 @@ class AnswerParts:
         names = names_from_log(log) or names_from_log(question)
         named = self.figures.generations_in(question or "")
         if named:
-            names.setdefault("tpu", named[0])
+            names.setdefault("tpu", self._generation_of_log(named, facts) or named[0])
         return self.next_steps.choose(question, facts, language, names)
+
+    def _generation_of_log(self, named: list[str], facts: Mapping[str, Any]) -> str | None:
+        """Of the generations a question names ("moved from v4-8 to v5e-16"), the one whose
+        per-device HBM is the capacity the log reports; None when none or several match."""
+        capacity = facts.get("available_bytes")
+        if facts.get("memory_space") not in (None, "hbm") or not isinstance(capacity, int) or len(named) < 2:
+            return None
+        hits = [n for n in named if n in self.figures.gens
+                and abs(parse_size(self.figures.gens[n].hbm_reported) - capacity) <= capacity * 0.005]
+        return hits[0] if len(hits) == 1 else None
 
     # -- Markdown ---------------------------------------------------------------------------
 

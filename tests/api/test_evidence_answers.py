@@ -462,7 +462,38 @@ def test_a_sequence_by_sequence_buffer_is_named_attention_scores_with_its_sequen
     r = ask(client, "what do i change first?", error_log=_largest_log("f32[2,16,8192,8192]", "attn/softmax/exp"))
     assert r.facts["largest_allocation_kind"] == "attention_scores" and r.facts["largest_allocation_seq"] == 8192
     assert r.verdict.startswith("The largest buffer, `f32[2,16,8192,8192]` (8.00 GiB)")
-    assert "8192 × 8192" in r.verdict and "dot_product_attention" in r.verdict
+    # a TPU log: the Pallas kernels, not cuDNN's attention, which a TPU does not have
+    assert "8192 × 8192" in r.verdict and "splash_attention" in r.verdict and "cudnn" not in r.verdict
+
+
+GPU_SCORES_LOG = (  # the shape of a ViT's GPU BufferAssignment report (jax-ml/jax#12575)
+    "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12884901888 bytes.\n"
+    "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n             parameter allocation:  330.21MiB\n"
+    "     preallocated temp allocation:   19.87GiB\n                 total allocation:   20.84GiB\n"
+    "Peak buffers:\n        Buffer 1:\n                Size: 12.00GiB\n                Operator: "
+    'op_name="jit(train_step)/jit(main)/transpose(jvp(VisionTransformer))/Encoder/block_3/attn/softmax"\n'
+    "                XLA Label: fusion\n                Shape: f32[64,12,2048,2048]\n"
+    "                ==========================\n")
+
+
+def test_attention_scores_on_a_gpu_get_cudnn_s_fused_attention_not_the_tpu_kernels(client):
+    r = ask(client, "why 12GB for one tensor?", error_log=GPU_SCORES_LOG)
+    assert r.facts["category"] == "gpu_oom" and r.facts["largest_allocation_kind"] == "attention_scores"
+    assert 'implementation="cudnn"' in r.verdict and "splash" not in r.verdict and "TPU" not in r.verdict
+
+
+def test_a_program_with_no_arguments_is_not_told_to_donate_them(client):
+    r = ask(client, "what now?", error_log=_largest_log("f32[2,16,8192,8192]", "attn/softmax/exp").replace(
+        "arguments         2.54G", "arguments            0B"))
+    assert r.facts["argument_bytes"] == 0
+    assert not {"hbm-donate", "hbm-donation-measured"} & set(ids(r))
+
+
+def test_the_next_command_targets_the_generation_whose_hbm_the_log_reports(client):
+    r = ask(client, "moved from v4-8 to v5e-16 and now it dies at compile time, what is eating the memory?",
+            error_log=_largest_log("f32[2,16,8192,8192]", "attn/softmax/exp"))  # 15.75G: v5e
+    commands = [s.command for s in r.next_steps]
+    assert commands and all("--tpu v5e" in c for c in commands if "--tpu" in c), commands
 
 
 def test_a_vocabulary_sized_buffer_is_named_the_logits(client):

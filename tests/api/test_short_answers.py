@@ -83,6 +83,9 @@ CASES = [
      "lax_map_chunks", "batch_size=1000"),
     ("Mein custom_vjp-Layer behält riesige Residuen im Speicher, obwohl ich jax.checkpoint mit einer Policy nutze",
      "de", "custom_vjp_residuals", "save_only_these_names"),
+    ("pprof me dekha to ~60% memory optax adamw ke mu/nu ka hai. isko host memory me offload kaise karu? code do",
+     "hi", "optimizer_offload", "with_memory_kind(\"pinned_host\")"),
+    ("remat 只保存矩阵乘的结果，其他都重算，用哪个 policy？", "zh", "matmul_policy", "dots_saveable"),
 ]
 
 
@@ -186,7 +189,7 @@ def test_a_follow_up_in_the_conversation_s_terms_gets_the_new_answer_not_the_las
     follow = _ask(client, {"question": "ok and which policy if i want to keep the matmul outputs?",
                            "conversation_id": first["conversation_id"]})
     assert follow["follow_up"] and follow["grounded"]
-    assert follow["answer"].startswith("`jax.checkpoint_policies.nothing_saveable`")
+    assert follow["answer"].startswith("`jax.checkpoint_policies.dots_saveable`")
     assert "In Flax, rematerialize" not in follow["answer"]
 
 
@@ -245,6 +248,13 @@ def test_a_neighbouring_question_does_not_get_the_answer(question, answer_id):
      "sharded_init"),
     ("Bei Multi-Host-Training liest jeder Host den ganzen Batch und der Host-Speicher läuft voll", "per_host_loading",
      "host_offload"),
+    # the optimizer state offloaded: its code, not both ways, nor how to measure what was measured
+    ("Wie lagere ich den Adam-Zustand in den Host-Speicher aus?", "optimizer_offload", "host_offload"),
+    ("pprof shows 60% is adamw mu/nu, how do I offload the optimizer state to host memory?", "optimizer_offload",
+     "memory_from_code"),
+    # only the matmuls kept: dots_saveable, not the general choice that leads with nothing_saveable
+    ("In jax.checkpoint I only want to keep the matmul outputs, which policy is that?", "matmul_policy",
+     "checkpoint_policy_choice"),
 ])
 def test_the_more_specific_answer_replaces_the_general_one(question, answer_id, replaced):
     ids = [a.id for a in FIGURES.short_answers_of(question)]
