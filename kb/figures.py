@@ -21,6 +21,7 @@ from oomkb.diagnostics.tpu import Generation, generations
 from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.errors import CatalogueError
+from oomkb.kb.question import load_intents
 from oomkb.kb.remedies import load_catalogue
 from oomkb.kb.remedies.plurals import placeholders
 from oomkb.kb.remedies.schema import Catalogue
@@ -94,6 +95,8 @@ class ShortAnswer(_Strict):
     unless: list[str] = Field(default_factory=list, description="more specific answers that replace this one")
     log_markers: list[str] = Field(default_factory=list,
                                    description="texts of a pasted log that call for this answer too")
+    about: str | None = Field(default=None, description="the intents.yaml `tried` item it explains how to "
+                              "apply: not shown to someone who says they did that and asks what next")
 
 
 class QuestionKind(_Strict):
@@ -130,6 +133,7 @@ class FigureAnswer(BaseModel):
     remedies: list[str] = Field(default_factory=list, description="remedy ids that act on it")
     snippet: str | None = Field(default=None, description="code shown under the answer line")
     cite: str | None = Field(default=None, description="the guide section it belongs with")
+    about: str | None = Field(default=None, description="the tried item it explains how to apply")
 
 
 def _keyword(term: str) -> re.Pattern[str]:
@@ -141,6 +145,10 @@ def _keyword(term: str) -> re.Pattern[str]:
 
 def _name(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9_]){re.escape(term.lower())}(?![a-z0-9_])")
+
+
+def _assigned(term: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z0-9_]){re.escape(term.lower())}\s*=\s*[a-z0-9.]")
 
 
 class Figures:
@@ -158,7 +166,9 @@ class Figures:
         self._settings = [(s, [_name(a) for a in {s.name, *s.aliases}]) for s in data.settings]
         # a setting written as an identifier (XLA_PYTHON_CLIENT_ALLOCATOR, vmem_limit_bytes, a --flag),
         # not a word for its concept ("preallocation", "75%")
-        self._identifiers = [(s, [_name(a) for a in {s.name, *s.aliases} if "_" in a and " " not in a])
+        # a setting named as code: a name with "_", or a short alias given a value ("PREALLOCATE=false")
+        self._identifiers = [(s, [_name(a) for a in {s.name, *s.aliases} if "_" in a and " " not in a]
+                              + [_assigned(a) for a in s.aliases if "_" not in a and a.isascii() and a.isalpha()])
                              for s in data.settings]
         self._kinds = [(q, [[_keyword(k) for k in group if k != SETTING] for group in q.all],
                         [SETTING in group for group in q.all]) for q in data.questions]
@@ -178,6 +188,17 @@ class Figures:
             if name not in ordered:
                 ordered.append(name)
         return ordered
+
+    def without_generations(self, text: str) -> str:
+        """`text` with the generations it names blanked out (to ask its question of another)."""
+        low = text.lower()
+        spans = sorted((m.start(), m.end()) for _, pat in self._gen_names for m in pat.finditer(low))
+        out, pos = [], 0
+        for start, end in spans:
+            if start >= pos:
+                out.append(text[pos:start] + " ")
+                pos = end
+        return "".join(out) + text[pos:]
 
     def settings_in(self, text: str) -> list[Setting]:
         low = text.lower()
@@ -327,7 +348,7 @@ class Figures:
         source, where = self._source(item.source, language)
         text = self._msg("answer", language, text=item.text.get(language) or item.text["en"], source=source)
         return FigureAnswer(kind=ANSWER, subject=item.id, text=text, sources=[where],
-                            remedies=list(item.remedies), cite=item.cite,
+                            remedies=list(item.remedies), cite=item.cite, about=item.about,
                             snippet=item.snippet.strip("\n") if item.snippet else None)
 
 
@@ -371,6 +392,7 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
             raise fail(f"setting {s.name!r}", f"unknown source {s.source!r}")
         check_texts(path, f"setting {s.name!r} note", s.note, set())
     setting_names = {s.name for s in data.settings}
+    tried_ids = {t.id for t in load_intents().intents.tried}
     if len({a.id for a in data.answers}) != len(data.answers):
         raise fail("answers", "ids must be unique")
     for a in data.answers:
@@ -383,6 +405,8 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
             raise fail(f"answer {a.id!r}", f"unless names unknown answers {sorted(unknown)}")
         if not set(a.replaces) <= setting_names:
             raise fail(f"answer {a.id!r}", f"replaces unknown settings {sorted(set(a.replaces) - setting_names)}")
+        if a.about is not None and a.about not in tried_ids:
+            raise fail(f"answer {a.id!r}", f"about names an unknown tried item {a.about!r} (intents.yaml)")
         check_texts(path, f"answer {a.id!r} text", a.text, set())
         if a.snippet is not None:
             try:

@@ -45,6 +45,9 @@ class AskKind(_Strict):
 class Topic(_Strict):
     id: str
     remedy: str | None = None
+    #: with no log, to someone who tried something and asks what next: the untried ones of these
+    #: remedies, in this order (the conversation's topic decides which list)
+    next: list[str] = Field(default_factory=list)
     fill: str | None = None
     description: str = Field(min_length=10)
     cues: list[str] = Field(min_length=1)
@@ -57,6 +60,9 @@ class Tried(_Strict):
     subject: list[str] = Field(min_length=1)
     done: list[str] = Field(min_length=1)
     why: Texts
+    #: a constraint the user states rather than something done ("without reducing the batch"):
+    #: read from its own `done` cues only, whose negation words are part of them
+    constraint: bool = False
 
 
 class Intents(_Strict):
@@ -84,6 +90,9 @@ class QuestionAnalysis(BaseModel):
     topics: list[str] = []
     tried: list[str] = []
     tried_remedies: list[str] = []
+    #: the tried items this turn's own question states (None: all of `tried`); those inherited from
+    #: earlier turns stay tried without their explanation being shown again
+    stated: list[str] | None = None
     sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
     #: whether a cue phrase named the topics (not only a resemblance by meaning)
     topics_named: bool = False
@@ -120,6 +129,8 @@ _NOT_WISH_OR_IF = {"た": "(?![いくら])"}
 
 
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+# what joins the items of one list: commas (any script), "and", nothing at all
+_LIST_SEPARATOR = re.compile(r"[,、，;；]|")
 
 
 def _pattern(words: list[str], whole: bool = False) -> re.Pattern[str]:
@@ -142,13 +153,29 @@ class _Matcher:
         self.asks = [(a.id, _pattern(a.cues)) for a in intents.asks]
         self.topics = [(t.id, _pattern(t.cues), _pattern(t.unless) if t.unless else None)
                        for t in intents.topics]
-        already = _pattern(intents.already)
+        self.already = already = _pattern(intents.already)
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
 
     def clauses(self, text: str) -> list[str]:
         # a comma inside code ("donate_argnums=(0,)", "f32[8,128]") does not end a clause
         text = _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
         return [c for c in self.breaks.split(" " + text + " ") if c.strip()]
+
+    def listed_after_already(self, text: str) -> list[bool]:
+        """Per clause of `text` (as `clauses` splits it): whether an earlier clause of the same
+        sentence, joined to it by list separators only, holds an "already" word."""
+        out: list[bool] = []
+        low = _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
+        pos, opened = 0, False
+        for piece in (p for p in self.breaks.split(" " + low + " ") if p.strip()):
+            at = low.find(piece.strip(), pos)
+            gap = low[pos:at] if at >= 0 else ""
+            if not _LIST_SEPARATOR.fullmatch(gap.strip() or ","):
+                opened = False  # a sentence end, "but", "still": the list is over
+            out.append(opened)
+            opened = opened or bool(self.already.search(piece))
+            pos = at + len(piece.strip()) if at >= 0 else pos
+        return out
 
 
 @lru_cache(maxsize=4)
@@ -163,7 +190,8 @@ def check_against(catalogue: Catalogue, path: str = str(INTENTS_FILE)) -> None:
     """Every remedy id named in intents.yaml exists in the remedy catalogue."""
     intents = load_intents(path).intents
     known = {r.id for r in catalogue.remedies}
-    named = [t.remedy for t in intents.topics if t.remedy] + [r for t in intents.tried for r in t.remedies]
+    named = ([t.remedy for t in intents.topics if t.remedy] + [r for t in intents.topics for r in t.next]
+             + [r for t in intents.tried for r in t.remedies])
     missing = sorted(set(named) - known)
     if missing:
         raise CatalogueError(f"{path}: unknown remedy ids: {', '.join(missing)}")
@@ -192,12 +220,19 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
     whole = " " + (text or "").lower() + " "
     negation = m.negation.get(language or "", m.any_negation)
 
+    # "ya probé bajar el batch, activar donate_argnums y pasar a bf16": an "already" opens a list
+    # whose comma-separated items are all tried, up to the end of its sentence
+    listed = m.listed_after_already(text or "")
     tried: list[str] = []
     tried_remedies: list[str] = []
     for item, subject, done, already in m.tried:
-        for clause in clauses:
-            if (subject.search(clause) and (done.search(clause) or already.search(clause))
-                    and not negation.search(clause)):
+        for n, clause in enumerate(clauses):
+            if item.constraint:
+                hit = subject.search(clause) and done.search(clause)
+            else:
+                hit = (subject.search(clause) and (done.search(clause) or already.search(clause) or listed[n])
+                       and not negation.search(clause))
+            if hit:
                 tried.append(item.id)
                 tried_remedies += [r for r in item.remedies if r not in tried_remedies]
                 break

@@ -31,6 +31,7 @@ FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
@@ -183,13 +184,21 @@ class Sizing:
             if f is None or f.hbm_public is None:
                 return
             s.device = f"TPU {gen}"
-            s.device_memory = parse_size(str(f.hbm_public.value))
+            # what one JAX device has on the hardware: a TensorCore of v2/v3, a whole chip where
+            # JAX runs megacore (v4) or the chip has one core; the usable HBM measured per device
+            hw = self.figures.gens.get(gen)
+            per_chip = 1 if (f.megacore is not None or hw is None) else hw.devices_per_chip
+            if hw is not None and hw.hbm_reported:
+                s.device_memory = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            else:
+                s.device_memory = parse_size(str(f.hbm_public.value))
             s.memory_label = format_bytes(s.device_memory)  # one unit in every figure: GiB
             slices = [m for m in _SLICE.finditer(low) if gen in self.figures.generations_in(m.group(1))]
             if slices and f.slice_counts is not None:
                 n = int(slices[-1].group(2))
                 cores = int(f.cores_per_chip.value) if f.cores_per_chip else 1
-                s.devices = max(1, n // cores) if f.slice_counts.value == "cores" else n
+                chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
+                s.devices = chips * per_chip
             return
         memory = counted.get("gpu_memory_named_bytes")
         label = None
@@ -232,6 +241,9 @@ class Sizing:
         s = self.read(text)
         asked = asked or "fits" in s.cues
         out = []
+        acc = self._accumulator(s, language)
+        if acc is not None:  # asked about accumulation: its own extra memory first
+            out.append(acc)
         model = self._model(s, language, asked)
         if model is not None:
             out.append(model)
@@ -258,12 +270,25 @@ class Sizing:
             out.append(pool)
         return out
 
+    def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The float32 gradient accumulator that gradient accumulation adds, when it is named
+        beside a model size."""
+        params = s.values.get("params")
+        if "accumulation" not in s.cues or not params or params < 1e6 or params > 1e13:
+            return None
+        devices = s.devices or 1
+        size = params * 4
+        text = self._msg("accumulator", language, params=_count(params), accumulator=format_bytes(size),
+                         devices=devices, accumulator_sharded=format_bytes(size / devices))
+        return FigureAnswer(kind=KIND, subject="accumulator", text=text, value_bytes=int(size),
+                            sources=["computed"], cite=ACCUMULATION_CITE)
+
     def _model(self, s: Stated, language: str, asked: bool) -> FigureAnswer | None:
         params = s.values.get("params")
         if not params or params < 1e6 or params > 1e13:
             return None
         known = s.device_memory is not None
-        training = s.optimizer is not None or "training" in s.cues
+        training = (s.optimizer is not None or "training" in s.cues) and "no_training" not in s.cues
         if not (known or asked):
             return None
         count = _count(params)

@@ -59,6 +59,8 @@ MAX_CARDS = 2
 MAX_REMEDIES = 5
 #: General steps (not chosen by the evidence) kept after a verdict from the user's own numbers.
 MAX_GENERAL_AFTER_VERDICT = 2
+#: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
+MAX_NEXT_WITHOUT_EVIDENCE = 3
 #: How close (in the Latin-script detector's word scores) a follow-up's score for the
 #: conversation's language must come to its top language for the conversation's to win.
 FOLLOW_UP_LANGUAGE_MARGIN = 1.0
@@ -183,6 +185,7 @@ class Assistant:
                            query_vector=vector if query == question else None)
         if context.tried_items:  # what earlier turns said was tried is still tried
             analysis = analysis.model_copy(update={
+                "stated": list(analysis.tried),
                 "tried": list(dict.fromkeys([*analysis.tried, *context.tried_items])),
                 "tried_remedies": list(dict.fromkeys([*analysis.tried_remedies, *context.tried]))})
         if self.sizing.read(question).values.get("batch") == 1:  # a batch of 1 has nothing left to halve
@@ -196,6 +199,9 @@ class Assistant:
             chosen = [r for r in chosen if r.evidence]
         # A remedy the asker already applied is not offered again as new (its `why` is shown).
         chosen = [r for r in chosen if r.id not in analysis.tried_remedies]
+        if (category == "unknown" and not foreign and req.report is None and analysis.tried
+                and "next" in analysis.asks):  # "did X, still OOM, what now?" without a log
+            chosen = self._next_without_evidence(question, context.subject, analysis)
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
@@ -224,6 +230,13 @@ class Assistant:
                                       answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
+        if not figures and context.follow_up and context.subject and self.parts.figures.generations_in(question):
+            # "and on v4?": the figure the conversation asked for, of the generation this turn names
+            asked_again = f"{self.parts.figures.without_generations(context.subject)}\n{question}"
+            figures = [f for f in self.parts.figures_for(asked_again, language) if f.kind != ANSWER]
+        # "I added nn.remat, still OOM: what next?": how to apply what they did is not the answer
+        if "next" in analysis.asks and not {"why", "snippet", "flag", "figure"} & set(analysis.asks):
+            figures = [f for f in figures if f.about is None or f.about not in analysis.tried]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
             figures += [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
@@ -419,6 +432,21 @@ class Assistant:
 
     # -- steps ------------------------------------------------------------------------------
 
+    def _next_without_evidence(self, question: str, subject: str, analysis: QuestionAnalysis) -> list:
+        """The untried remedies that the conversation's topic lists for "what next" (intents.yaml
+        `next`), at most MAX_NEXT_WITHOUT_EVIDENCE; [] when no topic with such a list is named."""
+        for text in (question, subject):
+            for topic_id in analyse(text).topics if text else []:
+                wanted = question_api.topic(topic_id).next
+                if not wanted:
+                    continue
+                category = self.catalogue.remedy(wanted[0]).category[0]
+                pool = {r.id: r for r in choose_remedies(self.catalogue, {}, category,
+                                                         limit=len(self.catalogue.remedies))}
+                return [pool[rid] for rid in wanted
+                        if rid in pool and rid not in analysis.tried_remedies][:MAX_NEXT_WITHOUT_EVIDENCE]
+        return []
+
     def _generation(self, question: str, log: str, facts: dict) -> str | None:
         """The TPU generation the question (else the head of the log) names; looked for only
         where a figure depends on it (a VMEM error), as the search costs milliseconds per KiB."""
@@ -521,8 +549,10 @@ class Assistant:
         if not grounded:  # an off-topic question is not asked for an error log
             lines.append(self._msg("not_covered", language))
             return "\n".join(lines).strip() + "\n"
-        # "I already did X, what now?": first why X was not enough, then what to do instead.
-        for tried_id in (analysis.tried if analysis is not None else []):
+        # "I already did X, what now?": first why X was not enough, then what to do instead (an
+        # earlier turn's X stays tried, its explanation is not repeated).
+        stated = [] if analysis is None else analysis.tried if analysis.stated is None else analysis.stated
+        for tried_id in stated:
             lines += [question_api.tried_item(tried_id).why[language], ""]
         if lead is not None:  # the answer to what was asked, before the steps
             lines += [f"{lead.text} [`{lead.cite}`]", ""]

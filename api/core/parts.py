@@ -32,12 +32,17 @@ class AnswerParts:
 
     def figure_remedies(self, figures: list[FigureAnswer], language: str, format_bytes,
                         already: set[str]) -> list[tuple[Remedy, str]]:
-        """(remedy, text) for the remedies that act on the figures asked for, not yet chosen."""
+        """(remedy, text) for the remedies that act on the figures asked for, not yet chosen; one
+        per group (the compile-time and the run-time guide both say "donate the inputs")."""
         out = []
+        groups = {self.catalogue.remedy(rid).group for rid in already} - {None}
         for rid in dict.fromkeys(r for f in figures for r in f.remedies):
             if rid in already:
                 continue
             remedy = self.catalogue.remedy(rid)
+            if remedy.group is not None and remedy.group in groups:
+                continue
+            groups.add(remedy.group)
             try:
                 text = remedy_text(self.catalogue, remedy, {}, language, format_bytes)
             except MissingValue:

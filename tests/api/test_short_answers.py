@@ -86,6 +86,12 @@ CASES = [
     ("pprof me dekha to ~60% memory optax adamw ke mu/nu ka hai. isko host memory me offload kaise karu? code do",
      "hi", "optimizer_offload", "with_memory_kind(\"pinned_host\")"),
     ("remat 只保存矩阵乘的结果，其他都重算，用哪个 policy？", "zh", "matmul_policy", "dots_saveable"),
+    ("Training auf v4-8: der Speicher wächst mit jedem Schritt, nach 2000 Steps OOM. Woran liegt das?", "de",
+     "memory_grows", "jax.live_arrays()"),    ("¿XLA_PYTHON_CLIENT_MEM_FRACTION sirve de algo en TPU v5e? sí o no", "es", "gpu_flags_on_tpu",
+     "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+    ("nothing_saveable 用了之后每个 step 慢多少？", "zh", "remat_cost", "+33%"),
+    ("Mein train_step gibt den neuen TrainState zurück, aktuell jax.jit ohne donate_argnums. Bringt "
+     "donate_argnums=(0,) was, und wie viel ungefähr?", "de", "donation_saving", "donate_argnums=(0,)"),
 ]
 
 
@@ -266,3 +272,9 @@ def test_the_default_pool_asked_without_naming_the_variable_is_answered(client):
                                   "وشو اسم الـ env var اللي يغيرها بالضبط؟"})
     assert r["grounded"] and r["language"] == "ar"
     assert "75%" in r["answer"] and "XLA_PYTHON_CLIENT_MEM_FRACTION" in r["answer"]
+
+
+def test_the_donation_steps_of_both_guides_are_not_shown_twice(client):
+    body = _ask(client, {"question": "Bringt donate_argnums bei meinem train_step was? Ja/Nein bitte"})
+    texts = [r["text"] for r in body["remedies"]]
+    assert not {"hbm-donate", "rt-donate"} <= {r["id"] for r in body["remedies"]}, texts

@@ -146,16 +146,16 @@ def test_kv_heads_written_with_a_chinese_measure_word_and_the_batch_that_fits_ov
                           "max_len=8192, batch=64。KV cache 到底多大？", "zh", asked=True)
     kv = next(a for a in lines if a.subject == "kv_cache")
     assert kv.value_bytes == 2 * 32 * 64 * 8192 * 8 * 128 * 2 == 64 * GiB
-    # 8 chips × 16 GiB less the 8B bf16 weights (14.90 GiB), at 1 GiB per 8192-token sequence
+    # 8 chips × 15.75 GiB (usable, measured) less the 8B bf16 weights (14.90 GiB), at 1 GiB per sequence
     per_seq = 2 * 32 * 8192 * 8 * 128 * 2
-    assert f"最多能放 {int((8 * 16 * GiB - 8e9 * 2) // per_seq)} 条序列" in kv.text and "113.10 GiB" in kv.text
+    assert f"最多能放 {int((8 * 15.75 * GiB - 8e9 * 2) // per_seq)} 条序列" in kv.text and "111.10 GiB" in kv.text
 
 
 def test_a_new_context_length_named_after_a_few_words_is_recomputed_in_a_follow_up():
     earlier = "8B model inference, bf16, 32 layers, 8 kv heads, head_dim 128, max_len=8192, batch=64, kv cache? v5e-8"
     lines = SIZING.answer("ok and if max_len goes up to 32768, what batch fits?", "en", earlier=earlier, asked=True)
     kv = next(a for a in lines if a.subject == "kv_cache")
-    assert kv.value_bytes == 2 * 32 * 64 * 32768 * 8 * 128 * 2 and "at most 28 sequences" in kv.text
+    assert kv.value_bytes == 2 * 32 * 64 * 32768 * 8 * 128 * 2 and "at most 27 sequences" in kv.text
 
 
 def test_the_optimizer_state_asked_about_gives_the_moments_alone_and_what_mu_dtype_saves():
@@ -175,7 +175,8 @@ def test_an_unasked_state_far_below_the_card_is_left_out_and_one_that_does_not_f
 def test_a_shape_filling_the_device_named_is_sized_unasked_and_read_as_attention_scores():
     a = _only("v4-8 training OOM at compile time, the largest allocations are all f32[8,16,8192,8192]")
     assert a.subject == "tensor" and a.value_bytes == 32 * GiB
-    assert "100% of one device (TPU v4, 32.00 GiB)" in a.text and "attention score matrix" in a.text
+    # one v4 device is a chip in megacore mode: 2 × 15.25 GiB usable
+    assert "105% of one device (TPU v4, 30.50 GiB)" in a.text and "attention score matrix" in a.text
     assert SIZING.answer("on v4-8 my f32[8,16,128,128] buffer, what is it?", "en") == []  # small: not unasked
 
 
@@ -186,3 +187,28 @@ def test_a_dataset_put_on_the_device_at_once_is_sized_against_it_with_the_reader
     assert "200\u202f000" in a.text or "200\xa0000" in a.text or "200 000" in a.text
     assert "112.15 GiB" in a.text and "28.04 GiB" in a.text and "140%" in a.text and "jax.device_put" in a.text
     assert SIZING.answer("200k images 32x32x3 uint8 on an A100 80GB", "en") == []  # 586 MiB: beside the point
+
+
+def test_a_v3_device_is_one_core_and_a_v3_8_has_eight():
+    # v3: JAX sees each TensorCore as a device (15.48 GiB usable); 9B in bf16 does not fit one
+    a = _only("v3-8 上能放下 9B 模型 bf16 推理吗？", "zh", asked=True)
+    assert "16.76 GiB" in a.text and "15.48 GiB" in a.text and "8 个设备" in a.text, a.text
+    assert "32.00 GiB" not in a.text
+
+
+def test_inference_only_counts_the_weights_not_an_optimizer():
+    a = _only("ich will auf einer 4090 ein 7B Modell in bf16 nur inferieren (kein training). passt das in 24 GB?",
+              "de", asked=True)
+    assert a.subject == "weights" and a.value_bytes == 7e9 * 2 and "Adam" not in a.text
+
+
+def test_gradient_accumulation_named_beside_a_model_gives_its_float32_accumulator_first():
+    lines = SIZING.answer("training on v4-8, I wrapped adamw in optax.MultiSteps(every_k_schedule=4) and now it OOMs. "
+                          "the model is 1.3B params, replicated", "en", asked=True)
+    assert lines[0].subject == "accumulator" and lines[0].value_bytes == int(1.3e9 * 4)
+    assert "4.84 GiB" in lines[0].text and "more memory, not less" in lines[0].text
+
+
+def test_a_decoder_or_a_tpu_generation_is_not_read_as_serving_a_model():
+    s = SIZING.read("a decoder of 32 layers, 32 heads, seq 4096, on the newest TPU generation")
+    assert "inference" not in s.cues
