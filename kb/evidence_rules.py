@@ -285,6 +285,8 @@ def vmem_table() -> str:
 VOCAB_MIN = 32_000
 #: Two equal trailing dimensions this large are a sequence x sequence matrix (attention scores).
 SEQUENCE_MIN = 1024
+#: A loop that stacks at least this many per-step outputs (a shorter stack is a layer scan's residuals).
+LOOP_STEPS_MIN = 64
 _DIMS = re.compile(r"\[(\d+(?:,\d+)*)\]")
 
 
@@ -296,6 +298,9 @@ def _allocation_kind(shape: Any, op_name: Any) -> dict[str, Any]:
         return {}
     dims = [int(d) for d in m.group(1).split(",")]
     op = str(op_name or "").lower()
+    # written step by step inside a loop: a scan or fori_loop stacking one output per iteration
+    if len(dims) >= 2 and dims[0] >= LOOP_STEPS_MIN and "while" in op and "dynamic_update_slice" in op:
+        return {"largest_allocation_kind": "loop_outputs", "largest_allocation_steps": dims[0]}
     if (len(dims) >= 3 and dims[-1] == dims[-2] and dims[-1] >= SEQUENCE_MIN
             and not any(w in op for w in ("lm_head", "conv"))):  # an image is H x W, not S x S
         return {"largest_allocation_kind": "attention_scores", "largest_allocation_seq": dims[-1]}

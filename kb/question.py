@@ -124,8 +124,9 @@ def _boundary(part: str) -> str:
     return re.escape(part) if attached or not first.isalnum() else _WORD_START + re.escape(part)
 
 
-# A Japanese past-tense cue ("減らした") is not a wish or a condition ("減らしたい", "減らしたら").
-_NOT_WISH_OR_IF = {"た": "(?![いくら])"}
+# A Japanese past-tense cue ("減らした") is not a wish or a condition ("減らしたい", "減らしたら"); a
+# Korean connective ("쓰고") is not a wish ("쓰고 싶은데": "I want to use").
+_NOT_WISH_OR_IF = {"た": "(?![いくら])", "고": "(?!\\s?싶)"}
 
 
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")

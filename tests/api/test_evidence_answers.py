@@ -565,3 +565,22 @@ def test_a_gpu_kernel_s_shared_memory_is_not_called_gpu_memory(client):
     assert r.verdict.startswith("This is the kernel's shared memory per thread block")
     assert "192.00 KiB" in r.verdict and "99.00 KiB" in r.verdict and "num_stages" in r.verdict
     assert "XProf" not in r.answer.split("### ")[0]
+
+
+LOOP_LOG = (  # a diffusion sampler's scan stacking every step's latents (the shape of a public GPU report)
+    "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 75497472000 bytes.\n"
+    "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n             parameter allocation:  512.00MiB\n"
+    "     preallocated temp allocation:   70.31GiB\n                 total allocation:   71.00GiB\n"
+    "Peak buffers:\n        Buffer 1:\n                Size: 70.31GiB\n                Operator: "
+    'op_name="jit(sample)/jit(main)/while/body/dynamic_update_slice"\n'
+    "                XLA Label: fusion\n                Shape: f32[1000,96,3,256,256]\n"
+    "                ==========================\n")
+
+
+def test_a_buffer_filled_slice_by_slice_in_a_loop_is_named_the_loop_s_stacked_outputs(client):
+    r = ask(client, "mon échantillonneur de diffusion plante sur H100 avec ça, pourquoi 70 Go ?", error_log=LOOP_LOG)
+    assert r.language == "fr" and r.facts["largest_allocation_kind"] == "loop_outputs"
+    assert r.facts["largest_allocation_steps"] == 1000
+    assert r.verdict.startswith("Le plus gros tampon, `f32[1000,96,3,256,256]` (70.31 GiB)")
+    assert "`ys`" in r.verdict and "None" in r.verdict
+    assert "tenseur d'activations ou de logits" not in r.answer  # not the batch x sequence template

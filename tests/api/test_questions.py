@@ -100,6 +100,9 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
     ("ja", "バッチを減らしたらどのくらいメモリが減りますか", []),
     ("zh", "怎么调小 batch 才能不 OOM？", []),
     ("ja", "XLA_PYTHON_CLIENT_ALLOCATOR=platform はいつ使うべきですか", []),
+    # a Korean wish ("want to use") is not a use
+    ("ko", "nnx.scan으로 layer stack 하려면 어떻게 해요? remat(checkpoint)도 같이 쓰고 싶은데 코드 예시 있나요?", []),
+    ("ko", "배치를 줄이고 remat도 쓰고 있는데 여전히 OOM이에요", ["batch", "remat"]),
 ])
 def test_what_was_tried_is_read_in_the_past_only(language, text, tried):
     assert analyse(text, language).tried == tried
