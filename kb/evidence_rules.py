@@ -285,12 +285,13 @@ def vmem_table() -> str:
 VOCAB_MIN = 32_000
 #: Two equal trailing dimensions this large are a sequence x sequence matrix (attention scores).
 SEQUENCE_MIN = 1024
-#: A loop that stacks at least this many per-step outputs (a shorter stack is a layer scan's residuals).
+#: A loop outside autodiff stacking at least this many per-step outputs is named so (a shorter stack
+#: could be anything a loop builds).
 LOOP_STEPS_MIN = 64
 _DIMS = re.compile(r"\[(\d+(?:,\d+)*)\]")
 
 
-def _allocation_kind(shape: Any, op_name: Any) -> dict[str, Any]:
+def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, Any]:
     """What the largest allocation's shape says it is: attention scores (batch, heads, S, S) or
     logits (…, vocabulary); nothing when the shape is not telling."""
     m = _DIMS.search(str(shape or ""))
@@ -298,9 +299,14 @@ def _allocation_kind(shape: Any, op_name: Any) -> dict[str, Any]:
         return {}
     dims = [int(d) for d in m.group(1).split(",")]
     op = str(op_name or "").lower()
-    # written step by step inside a loop: a scan or fori_loop stacking one output per iteration
-    if len(dims) >= 2 and dims[0] >= LOOP_STEPS_MIN and "while" in op and "dynamic_update_slice" in op:
-        return {"largest_allocation_kind": "loop_outputs", "largest_allocation_steps": dims[0]}
+    # written slice by slice inside a loop: under autodiff, a layer scan's residuals for the backward
+    # pass; otherwise a scan or fori_loop stacking one output per iteration
+    stacked = "dynamic_update_slice" in op or "dynamic-update-slice" in str(label or "").lower()
+    if len(dims) >= 2 and "while" in op and stacked:
+        if "jvp(" in op or "transpose(" in op:
+            return {"largest_allocation_kind": "scan_residuals", "largest_allocation_steps": dims[0]}
+        if dims[0] >= LOOP_STEPS_MIN:
+            return {"largest_allocation_kind": "loop_outputs", "largest_allocation_steps": dims[0]}
     if (len(dims) >= 3 and dims[-1] == dims[-2] and dims[-1] >= SEQUENCE_MIN
             and not any(w in op for w in ("lm_head", "conv"))):  # an image is H x W, not S x S
         return {"largest_allocation_kind": "attention_scores", "largest_allocation_seq": dims[-1]}
@@ -316,7 +322,8 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     gen = _generation(generation or out.get("target_generation"))
     if gen is not None:
         out["tpu_generation"] = gen.name
-    out.update(_allocation_kind(out.get("largest_allocation_shape"), out.get("largest_allocation_op")))
+    out.update(_allocation_kind(out.get("largest_allocation_shape"), out.get("largest_allocation_op"),
+                                out.get("largest_allocation_label")))
     gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
     if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
         out["requested_gpu_share_fraction"] = requested / gpu

@@ -79,8 +79,16 @@ class Message(_Strict):
     text: dict[str, str]
 
 
+class Model(_Strict):
+    name: str
+    pattern: str
+    source: str
+    values: dict[str, float]
+
+
 class SizingFile(_Strict):
     quantities: dict[str, list[Pattern]]
+    models: list[Model] = Field(default_factory=list)
     dtypes: list[DType]
     optimizers: list[Optimizer]
     cues: dict[str, list[str]]
@@ -103,6 +111,8 @@ class Stated:
     memory_label: str | None = None    # as the question or the public page states it
     devices: int | None = None
     gpu: bool = False
+    model: str | None = None           # a model named whose public configuration filled values
+    from_model: list[str] = field(default_factory=list)  # the values it filled
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -145,6 +155,7 @@ class Sizing:
         self._dtypes = [(d, compile_(d.pattern)) for d in data.dtypes]
         self._optimizers = [(o, compile_(o.pattern)) for o in data.optimizers]
         self._cues = {k: [compile_(p) for p in ps] for k, ps in data.cues.items()}
+        self._models = [(m, re.compile(rf"(?<![a-z0-9]){m.pattern}(?![a-z0-9])", re.IGNORECASE)) for m in data.models]
         self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
                       for g in data.gpus]
 
@@ -153,10 +164,21 @@ class Sizing:
     def read(self, text: str) -> Stated:
         low = (text or "").lower()
         s = Stated()
+        at: dict[str, int] = {}
         for name, patterns in self._quantities.items():
             hit = _last(patterns, low)
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
+                at[name] = hit[0]
+        named = [(m.start(), m.end(), model) for model, p in self._models for m in p.finditer(low)]
+        if named:  # the last model named: its public configuration fills what the text leaves out
+            start, end, model = max(named, key=lambda n: n[0])
+            s.model = model.name
+            for key, value in model.values.items():
+                # a count read from the model's own name ("gemma-2b") is the name, not a figure
+                if key not in s.values or (key == "params" and start <= at.get(key, -1) < end):
+                    s.values[key] = value
+                    s.from_model.append(key)
         s.dtype = self._last_of(self._dtypes, low)
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
         s.optimizer = self._last_of(self._optimizers, low)
@@ -493,6 +515,9 @@ class Sizing:
             assumed.append(f"head dim = {_num(v['hidden'])} / {_num(v['heads'])} = {_num(head_dim)}")
         if not all((layers, seq, heads, head_dim)):
             return None
+        if s.from_model and {"layers", "kv_heads", "head_dim"} & set(s.from_model):
+            assumed.insert(0, f"{s.model}: " + ", ".join(
+                f"{k.replace('_', ' ')} {_num(v[k])}" for k in ("layers", "kv_heads", "head_dim") if k in s.from_model))
         if not v.get("kv_heads"):
             assumed.append(f"KV heads = {_num(heads)}")
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
@@ -572,7 +597,10 @@ def _validate(data: SizingFile, path: Path) -> None:
     for name in data.quantities:
         if name not in _QUANTITIES:
             raise CatalogueError(f"{path}: quantities.{name}: not one of {', '.join(_QUANTITIES)}")
-    for group in (data.quantities.values(), [data.dtypes], [data.optimizers]):
+    for model in data.models:
+        if not set(model.values) <= set(_QUANTITIES):
+            raise CatalogueError(f"{path}: models.{model.name}: values not among {', '.join(_QUANTITIES)}")
+    for group in (data.quantities.values(), [data.dtypes], [data.optimizers], [data.models]):
         for items in group:
             for item in items:
                 try:

@@ -8,6 +8,7 @@ file's header for what each `check` means).
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -98,3 +99,26 @@ def snippet_markdown(snippet: Snippet, indent: str = "") -> list[str]:
     """The snippet as the lines of a fenced Markdown code block."""
     body = snippet.code.strip("\n").splitlines()
     return [f"{indent}```python", *(f"{indent}{line}" if line else "" for line in body), f"{indent}```"]
+
+
+# A snippet line that names the model's figures: `layers, batch, seq = 4, 2, 1024  # your model's figures here`.
+_STATED_LINE = re.compile(r"^(?P<indent>\s*)(?P<names>[a-z_]+(?:\s*,\s*[a-z_]+)*)\s*=\s*"
+                          r"(?P<values>[0-9.e+]+(?:\s*,\s*[0-9.e+]+)*)(?P<rest>\s*# your model's figures here.*)$",
+                          re.MULTILINE)
+
+
+def fill_stated(code: str, stated: dict[str, float]) -> str:
+    """`code` with the figures the user stated (a sizing read: layers, batch, seq, ...) put into its
+    line of the model's figures, each name that was stated replaced, the others kept."""
+    def fill(m: re.Match) -> str:
+        names = [n.strip() for n in m.group("names").split(",")]
+        values = [v.strip() for v in m.group("values").split(",")]
+        if len(names) != len(values) or not any(n in stated for n in names):
+            return m.group(0)
+        new = [_number(stated[n]) if n in stated else v for n, v in zip(names, values)]
+        return f"{m.group('indent')}{', '.join(names)} = {', '.join(new)}{m.group('rest')}"
+    return _STATED_LINE.sub(fill, code)
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))

@@ -36,6 +36,7 @@ from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
+from oomkb.kb.snippets import fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -226,8 +227,11 @@ class Assistant:
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
             answered = {a.id for a in self.parts.figures.short_answers_of(context.subject)}
-            figures = self._not_again(self.parts.figures_for(f"{context.subject}\n{question}", language),
-                                      answered, analysis, language)
+            combined = self.parts.figures_for(f"{context.subject}\n{question}", language)
+            # the code of the conversation's own answer, when it has some, not answers that only the
+            # earlier turns' words and this one's together happen to match
+            own = [f for f in combined if f.kind == ANSWER and f.subject in answered and f.snippet]
+            figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
         if not figures and context.follow_up and context.subject and self.parts.figures.generations_in(question):
@@ -237,6 +241,11 @@ class Assistant:
         # "I added nn.remat, still OOM: what next?": how to apply what they did is not the answer
         if "next" in analysis.asks and not {"why", "snippet", "flag", "figure"} & set(analysis.asks):
             figures = [f for f in figures if f.about is None or f.about not in analysis.tried]
+        if any(f.snippet for f in figures):  # the user's own figures in the code they are shown
+            said = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
+            stated = self.sizing.read(f"{said}\n{question}").values
+            figures = [f.model_copy(update={"snippet": fill_stated(f.snippet, stated)}) if f.snippet else f
+                       for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
             figures += [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]

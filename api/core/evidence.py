@@ -101,6 +101,7 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
             facts["largest_allocation_shape"] = _without_layout(biggest.shape)
             facts["largest_allocation_source"] = biggest.source
             facts["largest_allocation_op"] = biggest.op_name
+            facts["largest_allocation_label"] = biggest.xla_label
             same = [x for x in error.allocations
                     if x.size_bytes and _without_layout(x.shape) == _without_layout(biggest.shape)]
             if len(same) >= 2:  # one op's output listed again and again

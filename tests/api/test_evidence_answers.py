@@ -584,3 +584,19 @@ def test_a_buffer_filled_slice_by_slice_in_a_loop_is_named_the_loop_s_stacked_ou
     assert r.verdict.startswith("Le plus gros tampon, `f32[1000,96,3,256,256]` (70.31 GiB)")
     assert "`ys`" in r.verdict and "None" in r.verdict
     assert "tenseur d'activations ou de logits" not in r.answer  # not the batch x sequence template
+
+
+def test_a_stack_of_per_layer_buffers_under_grad_is_named_a_layer_scan_s_residuals(client):
+    log = ("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+           "hbm. Used 43.13G of 30.75G hbm. Exceeded hbm capacity by 12.38G.\n\nTotal hbm usage >= 44.38G:\n"
+           "    reserved          1.25G\n    program          39.57G\n    arguments         3.56G\n\n"
+           "  Largest program allocations in hbm:\n\n  1. Size: 12.00G\n     Operator: op_name=\"jit(train_step)/"
+           "jit(main)/jvp(Transformer)/decoder/layers/while/body/mlp/wi_0/dot_general\"\n"
+           "     Shape: bf16[24,16,2048,8192]{3,2,1,0:T(8,128)(2,1)}\n     Unpadded size: 12.00G\n"
+           "     XLA label: dynamic-update-slice.44 = dynamic-update-slice(...)\n     Allocation type: HLO temp\n"
+           "     ==========================\n")
+    r = ask(client, "nn.scan으로 24 layer 쌓았는데 v4-8에서 compile할 때 OOM 나요. 맨 앞에 24 붙은 버퍼가 뭐예요?",
+            error_log=log)
+    assert r.language == "ko" and r.facts["largest_allocation_kind"] == "scan_residuals"
+    assert r.facts["largest_allocation_steps"] == 24
+    assert "nn.scan(nn.remat(Block)" in r.verdict and "24" in r.verdict

@@ -84,3 +84,15 @@ def test_a_follow_up_naming_another_generation_gets_the_same_figure_for_it(clien
     assert first["answer"].startswith("**v5p:**")
     second = _ask(client, {"question": "e no v4?", "conversation_id": first["conversation_id"]})
     assert second["follow_up"] and second["answer"].startswith("**v4:**") and "megacore" in second["answer"]
+
+
+def test_the_code_asked_in_a_follow_up_is_the_conversation_s_answer_filled_with_the_user_s_figures(client):
+    first = _ask(client, {"question": "инференс Llama-3-8B на v5e-8: batch 32, max_seq_len 8192, KV cache в bf16. "
+                                      "Сколько памяти займёт KV cache?"})
+    assert "= 32.00 GiB" in first["answer"]  # 32 layers, 8 KV heads, head dim 128 from the model's configuration
+    second = _ask(client, {"question": "покажи код, как правильно задать sharding для cache, чтобы он сразу "
+                                       "создавался уже пошардированным",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and "out_shardings=sharding" in second["answer"]
+    assert "layers, batch, seq, kv_heads, head_dim = 32, 32, 8192, 8, 128" in second["answer"]
+    assert "memory_stats()" not in second["answer"]  # not an answer the two turns' words happen to match

@@ -212,3 +212,16 @@ def test_gradient_accumulation_named_beside_a_model_gives_its_float32_accumulato
 def test_a_decoder_or_a_tpu_generation_is_not_read_as_serving_a_model():
     s = SIZING.read("a decoder of 32 layers, 32 heads, seq 4096, on the newest TPU generation")
     assert "inference" not in s.cues
+
+
+def test_a_model_named_instead_of_its_dimensions_is_sized_from_its_public_configuration():
+    lines = SIZING.answer("инференс Llama-3-8B на v5e-8: batch 32, max_seq_len 8192, KV cache в bf16. Сколько займёт "
+                          "KV cache?", "ru", asked=True)
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    assert kv.value_bytes == 2 * 32 * 32 * 8192 * 8 * 128 * 2 == 32 * GiB  # 32 layers, 8 KV heads, head dim 128
+    assert "Llama-3-8B" in kv.text
+    # the "2b" in a model's name is the name; its configuration has 2.51B parameters
+    state = _only("fine-tuning gemma-2b with adam on a v5e-8, will it fit?", asked=True)
+    assert state.value_bytes == 2.51e9 * 16
+    # a figure the question states wins over the configuration
+    assert SIZING.read("llama-3-8b with 16 layers").values["layers"] == 16

@@ -142,3 +142,12 @@ def test_a_misspelt_flag_would_fail_that_check():
         jax.ShapeDtypeStruct((8, 128), jnp.float32)).lower()
     with pytest.raises(Exception, match="No such compile option"):
         lowered.compile(compiler_options={"xla_tpu_scoped_vmem_limit_kibs": "65536"})
+
+
+def test_a_line_of_the_model_s_figures_takes_those_the_user_stated_and_keeps_the_others():
+    from oomkb.kb.snippets import fill_stated
+
+    code = "x = 1\nlayers, batch, seq = 4, 2, 1024  # your model's figures here\n"
+    assert fill_stated(code, {"layers": 32.0, "seq": 8192.0}) == (
+        "x = 1\nlayers, batch, seq = 32, 2, 8192  # your model's figures here\n")
+    assert fill_stated(code, {"hidden": 4096.0}) == code
