@@ -97,6 +97,8 @@ class ShortAnswer(_Strict):
                                    description="texts of a pasted log that call for this answer too")
     about: str | None = Field(default=None, description="the intents.yaml `tried` item it explains how to "
                               "apply: not shown to someone who says they did that and asks what next")
+    none: list[str] = Field(default_factory=list, description="keywords any of which rules it out "
+                            "(a GPU named beside a TPU that is not the asker's device)")
 
 
 class QuestionKind(_Strict):
@@ -173,6 +175,7 @@ class Figures:
         self._kinds = [(q, [[_keyword(k) for k in group if k != SETTING] for group in q.all],
                         [SETTING in group for group in q.all]) for q in data.questions]
         self._answers = [(a, [[_keyword(k) for k in group] for group in a.all]) for a in data.answers]
+        self._ruled_out = {a.id: [_keyword(k) for k in a.none] for a in data.answers}
 
     # -- recognising ------------------------------------------------------------------------
 
@@ -188,6 +191,11 @@ class Figures:
             if name not in ordered:
                 ordered.append(name)
         return ordered
+
+    def last_generation_at(self, text: str) -> int:
+        """Where the last generation named in `text` starts; -1 when none is."""
+        low = text.lower()
+        return max((m.start() for _, pat in self._gen_names for m in pat.finditer(low)), default=-1)
 
     def without_generations(self, text: str) -> str:
         """`text` with the generations it names blanked out (to ask its question of another)."""
@@ -226,7 +234,8 @@ class Figures:
     def short_answers_of(self, question: str) -> list[ShortAnswer]:
         """The short answers whose every keyword group has a hit in `question`."""
         low = question.lower()
-        matched = [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)]
+        matched = [a for a, groups in self._answers if all(any(p.search(low) for p in g) for g in groups)
+                   and not any(p.search(low) for p in self._ruled_out[a.id])]
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
 

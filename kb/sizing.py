@@ -135,6 +135,10 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     return best
 
 
+#: A GPU named, whatever its size ("one A100 40GB", "на одной GPU"): where it stands against a TPU named.
+_GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:gpu|gpus|[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
+                        r"显卡|グラボ|그래픽카드)(?![a-z0-9_])")
+
 #: A model state this small a share of the one device named is not worth a line unless asked.
 SMALL_SHARE = 0.5
 #: A tensor this big a share of the one device named is worth its line unasked.
@@ -200,6 +204,12 @@ class Sizing:
         n = s.values.get("devices_times_model") or counted.get("devices_named")
         s.devices = int(n) if n else None
         gens = self.figures.generations_in(low)
+        gpu_at = max((m.start() for m in _GPU_NAMED.finditer(low)), default=-1)
+        if gens and gpu_at > self.figures.last_generation_at(low):
+            # "saved on a v4-32, restored on one A100": the device named last is the one it runs on,
+            # and the TPU slice's size is not its device count
+            gens = []
+            s.devices = int(s.values["devices_times_model"]) if s.values.get("devices_times_model") else None
         if gens:  # a TPU generation named: its chips and their HBM
             gen = gens[-1]
             f = self.figures.data.generations.get(gen)

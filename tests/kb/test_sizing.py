@@ -225,3 +225,10 @@ def test_a_model_named_instead_of_its_dimensions_is_sized_from_its_public_config
     assert state.value_bytes == 2.51e9 * 16
     # a figure the question states wins over the configuration
     assert SIZING.read("llama-3-8b with 16 layers").values["layers"] == 16
+
+
+def test_the_device_named_last_is_the_one_it_runs_on_and_a_slice_elsewhere_is_not_its_count():
+    a = _only("restaurer un checkpoint d'un modèle 13B sauvegardé en fp32 sur un v4-32 sur UNE seule A100 40GB "
+              "pour faire de l'inférence", "fr", asked=True)
+    assert a.subject == "weights" and "48.43 GiB" in a.text and "40.00 GiB" in a.text and "TPU" not in a.text
+    assert SIZING.read("moved our 1B training from v4-8 to v5e-16").device == "TPU v5e"
