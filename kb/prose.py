@@ -60,6 +60,8 @@ def prose_of(text: str) -> str:
 
 #: A word of a pasted error or of code inside a sentence: an identifier (`RuntimeError:`,
 #: `DataParallel`, `jax.jit`, `CUDA`), not a word of the sentence around it.
+#: A quoted stretch long enough to be a pasted message rather than a word in quotes.
+_QUOTED = re.compile(r"'[^'\n]{24,}'|\"[^\"\n]{24,}\"|“[^”\n]{24,}”|«[^»\n]{24,}»|`[^`\n]{24,}`")
 _CODE_WORD = re.compile(r"\S*[_.:()=\[\]/]\S*|\b[A-Z][a-z]+[A-Z]\w*\b|\b[A-Z0-9]{2,}\b")
 
 
@@ -70,6 +72,13 @@ def detect_prose_language(text: str) -> Detection:
     prose = prose_of(text)
     if sum(ch.isalpha() for ch in strip_code(prose)) >= _MIN_LETTERS:
         return detect_language(prose)
+    # an error quoted inside the user's sentence ("... e deu 'torch.OutOfMemoryError: ...' como resolvo?"):
+    # the sentence around the quote
+    around = _CODE_WORD.sub(" ", _QUOTED.sub(" ", text[:_LINE_CHARS]))
+    if _QUOTED.search(text[:_LINE_CHARS]) and sum(ch.isalpha() for ch in around) >= _MIN_LETTERS:
+        found = detect_language(around)
+        if found.method != "default":
+            return found
     whole = detect_language(text)
     if whole.method != "default":
         return whole

@@ -286,6 +286,11 @@ class Assistant:
         if not grounded and not foreign and context.follow_up and context.subject:
             grounded = grounding.decide(context.subject, searcher.search(context.subject, k=5).results,
                                         searcher).grounded
+        # "did that, still OOM, now what?" in a conversation: never "not covered"; answered with the
+        # next steps its subject allows (or asked for the evidence that would decide them)
+        if (not grounded and not foreign and context.follow_up
+                and ({"next", "error", "snippet", "flag", "figure"} & set(analysis.asks) or analysis.tried)):
+            grounded = True
 
         remedies = []
         for r in chosen:
@@ -575,7 +580,10 @@ class Assistant:
             lines.append("")
         # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
         shown_cards = [] if verdict and not remedies else results
-        cards = [r for r in shown_cards if r.card is not None][: 1 if steps else MAX_CARDS]
+        cards = [r for r in shown_cards if r.card is not None]
+        if verdict or figures or steps or lead is not None:  # an answer already: worked examples add nothing
+            cards = [r for r in cards if r.card.actions]
+        cards = cards[: 1 if steps else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:

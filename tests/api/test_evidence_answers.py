@@ -600,3 +600,10 @@ def test_a_stack_of_per_layer_buffers_under_grad_is_named_a_layer_scan_s_residua
     assert r.language == "ko" and r.facts["largest_allocation_kind"] == "scan_residuals"
     assert r.facts["largest_allocation_steps"] == 24
     assert "nn.scan(nn.remat(Block)" in r.verdict and "24" in r.verdict
+
+
+def test_an_error_quoted_inside_the_user_s_sentence_does_not_set_the_language():
+    d = detect_prose_language("treinando LoRA do SDXL no PyTorch numa RTX 4090 e deu 'torch.OutOfMemoryError: CUDA out "
+                              "of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which "
+                              "1.12 GiB is free.' como resolvo?")
+    assert d.language == "pt"

@@ -92,6 +92,12 @@ CASES = [
     ("nothing_saveable 用了之后每个 step 慢多少？", "zh", "remat_cost", "+33%"),
     ("Mein train_step gibt den neuen TrainState zurück, aktuell jax.jit ohne donate_argnums. Bringt "
      "donate_argnums=(0,) was, und wie viel ungefähr?", "de", "donation_saving", "donate_argnums=(0,)"),
+    ("Как нормально посмотреть, что именно жрёт HBM в jax на TPU? Хочу видеть пиковую память по шагу и какие "
+     "буферы самые большие", "ru", "memory_from_code", "memory_analysis()"),
+    ("t5x で num_microbatches=8 にすると、アクティベーションのメモリは何分の一になる？オプティマイザ状態は減る？", "ja",
+     "gradient_accumulation", "1/k"),
+    ("Altes Flax-Projekt mit jax.pmap auf 8x A100, jede GPU hält die komplette TrainState. Bringt es was, auf jit "
+     "+ Sharding umzusteigen?", "de", "pmap_replicates", "NamedSharding"),
 ]
 
 

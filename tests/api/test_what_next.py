@@ -96,3 +96,20 @@ def test_the_code_asked_in_a_follow_up_is_the_conversation_s_answer_filled_with_
     assert second["follow_up"] and "out_shardings=sharding" in second["answer"]
     assert "layers, batch, seq, kv_heads, head_dim = 32, 32, 8192, 8, 128" in second["answer"]
     assert "memory_stats()" not in second["answer"]  # not an answer the two turns' words happen to match
+
+
+def test_a_short_follow_up_asking_for_the_code_continues_the_conversation(client):
+    first = _ask(client, {"question": "Altes Flax-Projekt mit jax.pmap auf 8x A100 40GB, 1.3B Modell, AdamW, alles fp32. "
+                                      "Jede GPU hält die komplette TrainState. Bringt es was, auf jit + Sharding "
+                                      "umzusteigen?"})
+    second = _ask(client, {"question": "ok, zeig mir den Code dafür", "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["grounded"] and second["language"] == "de"
+    assert "```python" in second["answer"]
+
+
+def test_did_that_still_oom_in_a_conversation_is_never_not_covered(client):
+    first = _ask(client, {"question": "orbax CheckpointManager se save karte time host RAM bhar jaata hai aur process "
+                                      "OOM-kill ho jaata hai, v5p-128 pe 70B model"})
+    second = _ask(client, {"question": "save_concurrent_gb=64 set kar diya, phir bhi save pe OOM. ab kya karu?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["grounded"]
