@@ -98,6 +98,8 @@ CASES = [
      "gradient_accumulation", "1/k"),
     ("Altes Flax-Projekt mit jax.pmap auf 8x A100, jede GPU hält die komplette TrainState. Bringt es was, auf jit "
      "+ Sharding umzusteigen?", "de", "pmap_replicates", "NamedSharding"),
+    ("пишу свой Pallas matmul под v5e, BlockSpec (1024, 2048) для x. Блок же всего 4 МБ, а VMEM у v5e 128 MiB — "
+     "откуда 24M и почему лимит 16M?", "ru", "pallas_vmem_accounting", "vmem_limit_bytes"),
 ]
 
 
