@@ -60,6 +60,25 @@ def prose_of(text: str) -> str:
 
 #: A word of a pasted error or of code inside a sentence: an identifier (`RuntimeError:`,
 #: `DataParallel`, `jax.jit`, `CUDA`), not a word of the sentence around it.
+#: An error's name starts the pasted part of a sentence; two sizes make a sentence a log line.
+_ERROR_NAME = re.compile(r"\S*(?:Error|Exception|EXHAUSTED)\b:?")
+_SIZE = re.compile(r"\d+(?:\.\d+)?\s?[KMGT]i?B\b")
+_SENTENCE_END = re.compile(r"(?<=[.?!。？！])\s+")
+
+
+def _around_errors(text: str) -> str:
+    """`text` less what was pasted into it: each sentence cut at an error's name, and sentences
+    that are a log's figures ("Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total ...)") left out."""
+    kept = []
+    for sentence in _SENTENCE_END.split(text):
+        m = _ERROR_NAME.search(sentence)
+        if m:
+            kept.append(sentence[:m.start()])
+        elif len(_SIZE.findall(sentence)) < 2:
+            kept.append(sentence)
+    return " ".join(kept)
+
+
 #: A quoted stretch long enough to be a pasted message rather than a word in quotes.
 _QUOTED = re.compile(r"'[^'\n]{24,}'|\"[^\"\n]{24,}\"|“[^”\n]{24,}”|«[^»\n]{24,}»|`[^`\n]{24,}`")
 _CODE_WORD = re.compile(r"\S*[_.:()=\[\]/]\S*|\b[A-Z][a-z]+[A-Z]\w*\b|\b[A-Z0-9]{2,}\b")
@@ -78,6 +97,14 @@ def detect_prose_language(text: str) -> Detection:
     if _QUOTED.search(text[:_LINE_CHARS]) and sum(ch.isalpha() for ch in around) >= _MIN_LETTERS:
         found = detect_language(around)
         if found.method != "default":
+            return found
+    # an error pasted into the middle of the sentence, unquoted ("... von Mistral-7B kommt
+    # torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate ... Hilft X?"): the words
+    # before each error and the sentences that carry no error figures
+    kept = _CODE_WORD.sub(" ", _around_errors(text[:_LINE_CHARS]))
+    if sum(ch.isalpha() for ch in kept) >= _MIN_LETTERS and kept.strip() != text[:_LINE_CHARS].strip():
+        found = detect_language(kept)
+        if found.method != "default" and found.language != "en":
             return found
     whole = detect_language(text)
     if whole.method != "default":

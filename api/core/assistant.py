@@ -583,6 +583,10 @@ class Assistant:
         cards = [r for r in shown_cards if r.card is not None]
         if verdict or figures or steps or lead is not None:  # an answer already: worked examples add nothing
             cards = [r for r in cards if r.card.actions]
+        info = self.catalogue.categories.get(str(facts.get("category") or ""))
+        if info is not None and info.cite:  # a log says which error it is: only that error's guides
+            guides = {c.split("#")[0] for c in info.cite}
+            cards = [r for r in cards if r.citation.split("#")[0] in guides]
         cards = cards[: 1 if steps else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]

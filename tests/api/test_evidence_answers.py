@@ -607,3 +607,20 @@ def test_an_error_quoted_inside_the_user_s_sentence_does_not_set_the_language():
                               "of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which "
                               "1.12 GiB is free.' como resolvo?")
     assert d.language == "pt"
+
+
+def test_an_error_pasted_unquoted_into_a_german_sentence_leaves_the_sentence_s_language():
+    d = detect_prose_language("Kurze Frage: HF Trainer mit PyTorch auf RTX 3090, beim Finetuning von Mistral-7B kommt "
+                              "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+                              "23.69 GiB total capacity; 19.87 GiB already allocated; 1.51 GiB free). Hilft "
+                              "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512?")
+    assert d.language == "de"
+    # an English question around the same error stays English
+    assert detect_prose_language("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB "
+                                 "total capacity). How do I fix this?").language == "en"
+
+
+def test_a_log_s_error_category_decides_which_guides_cards_are_shown(client):
+    r = ask(client, "why 12GB for one tensor?", error_log=GPU_SCORES_LOG)
+    cards = [line for line in r.answer.splitlines() if line.startswith("**") and "[`" in line]
+    assert not any("e1000-compile-hbm-oom" in line for line in cards), cards  # a TPU compile guide, not a GPU OOM's
