@@ -357,6 +357,7 @@ class Assistant:
                                verdict=None if (figures and context.follow_up and not req_log_new)
                                else outcome.verdict,
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
+                               filled=frozenset(outcome.snippets),
                                quiet=quiet)
         return AskResponse(
             language=language,
@@ -538,7 +539,7 @@ class Assistant:
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
-                 evidence_verdict=False, quiet=False) -> str:
+                 evidence_verdict=False, quiet=False, filled=frozenset()) -> str:
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -576,7 +577,9 @@ class Assistant:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
             for n, r in enumerate(steps, start=1):
                 lines.append(f"{n}. {r.text} [`{r.cite}`]")
-                lines += self.parts.snippet_lines(r.snippet, shown_code)
+                # after a verdict from the user's numbers, a general step's toy example is filler
+                if not verdict or r.triggered_by_evidence or r.id in filled:
+                    lines += self.parts.snippet_lines(r.snippet, shown_code)
             lines.append("")
         # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
         shown_cards = [] if verdict and not remedies else results

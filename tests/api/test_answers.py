@@ -265,8 +265,8 @@ def test_remedy_snippets_are_shown_once_with_their_steps(assistant):
            "That was not possible. There are 6.43M free.; (0x0x1_HBM0)")
     r = ask(assistant, "", error_log=log)
     assert r.remedies and all(x.snippet for x in r.remedies)
-    for snippet in {x.snippet for x in r.remedies}:
-        assert r.answer.count(snippet.splitlines()[-1]) == 1
+    for x in r.remedies:  # at most once; after the verdict, a general step's toy example is left out
+        assert r.answer.count(x.snippet.splitlines()[-1]) == (1 if x.triggered_by_evidence or not r.verdict else 0)
     order = [r.answer.index(s) for s in ("### ", "```python", "oomkb profile", "### Sources")]
     assert order == sorted(order)
 
