@@ -62,6 +62,9 @@ MAX_REMEDIES = 5
 MAX_GENERAL_AFTER_VERDICT = 2
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
 MAX_NEXT_WITHOUT_EVIDENCE = 3
+#: A follow-up at least this close (e5 cosine) to its conversation's earlier questions continues it
+#: (measured: follow-ups 0.87–0.90; a recipe, a restaurant or a film after an OOM question 0.75–0.79).
+FOLLOW_UP_COSINE = 0.85
 #: How close (in the Latin-script detector's word scores) a follow-up's score for the
 #: conversation's language must come to its top language for the conversation's to win.
 FOLLOW_UP_LANGUAGE_MARGIN = 1.0
@@ -435,6 +438,10 @@ class Assistant:
             return True
         # "and in int8?", "with batch 32?": a figure that changes the conversation's arithmetic
         if self.sizing.answer(question, FALLBACK, asked=True, earlier=subject):
+            return True
+        # close in meaning to the conversation's earlier questions: the same conversation, however
+        # it is worded ("with power-of-two buckets, how many compiles?" after a recompiling step)
+        if float(vector @ searcher.embed_queries([subject])[0]) >= FOLLOW_UP_COSINE:
             return True
         # A name the guides lack ("lm_head", "MultiSteps") in a question about memory is a detail
         # of the same conversation; in one about ML only ("the best learning-rate schedule?") it is

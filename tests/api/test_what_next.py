@@ -113,3 +113,19 @@ def test_did_that_still_oom_in_a_conversation_is_never_not_covered(client):
     second = _ask(client, {"question": "save_concurrent_gb=64 set kar diya, phir bhi save pe OOM. ab kya karu?",
                            "conversation_id": first["conversation_id"]})
     assert second["follow_up"] and second["grounded"]
+
+
+def test_a_follow_up_close_in_meaning_continues_the_conversation_without_cue_words(client):
+    first = _ask(client, {"question": "Привет. Тренирую на A100 80GB, батчи переменной длины (seq len от 37 до 2048, не "
+                                      "паддю), train_step под jax.jit. Через пару тысяч шагов вылетает "
+                                      "RESOURCE_EXHAUSTED. Это утечка в jax?"})
+    assert "jax_log_compiles" in first["answer"]  # a compile per new length, not a leak in JAX
+    assert "Профиль показывает" not in first["answer"]  # no profile was given: none is quoted
+    second = _ask(client, {"question": "включил JAX_LOG_COMPILES=1 — да, почти на каждом шаге 'Compiling train_step' с "
+                                       "новой длиной. Если паддить до степеней двойки от 64 до 2048, сколько будет "
+                                       "компиляций?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["grounded"]
+    # an unrelated question after it is judged on its own
+    third = _ask(client, {"question": "quel est le meilleur film de 2024 ?", "conversation_id": first["conversation_id"]})
+    assert not third["grounded"]
