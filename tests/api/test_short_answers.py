@@ -100,6 +100,8 @@ CASES = [
      "+ Sharding umzusteigen?", "de", "pmap_replicates", "NamedSharding"),
     ("пишу свой Pallas matmul под v5e, BlockSpec (1024, 2048) для x. Блок же всего 4 МБ, а VMEM у v5e 128 MiB — "
      "откуда 24M и почему лимит 16M?", "ru", "pallas_vmem_accounting", "vmem_limit_bytes"),
+    ("MaxText로 v5p-64에서 학습 중인데, 체크포인트 저장할 때마다 호스트 RAM OOM으로 프로세스가 죽어요 (dmesg에 oom-kill)",
+     "ko", "host_ram_checkpoint_save", "save_concurrent_gb"),
 ]
 
 
