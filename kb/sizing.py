@@ -135,8 +135,9 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     return best
 
 
-#: A GPU named, whatever its size ("one A100 40GB", "на одной GPU"): where it stands against a TPU named.
-_GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:gpu|gpus|[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
+#: A GPU card named, whatever its size ("one A100 40GB"): where it stands against a TPU named (the word
+#: "GPU" alone is not a card: "on GPU, accumulation does not add memory" speaks of GPUs in general).
+_GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
                         r"显卡|グラボ|그래픽카드)(?![a-z0-9_])")
 
 #: A model state this small a share of the one device named is not worth a line unless asked.
