@@ -70,12 +70,18 @@ def _around_errors(text: str) -> str:
     """`text` less what was pasted into it: each sentence cut at an error's name, and sentences
     that are a log's figures ("Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total ...)") left out."""
     kept = []
+    in_error = False  # the sentences after an error's name are its message while they carry sizes
     for sentence in _SENTENCE_END.split(text):
         m = _ERROR_NAME.search(sentence)
+        sizes = len(_SIZE.findall(sentence))
         if m:
             kept.append(sentence[:m.start()])
-        elif len(_SIZE.findall(sentence)) < 2:
+            in_error = True
+        elif in_error and sizes:
+            continue
+        elif sizes < 2:
             kept.append(sentence)
+            in_error = False
     return " ".join(kept)
 
 

@@ -624,3 +624,11 @@ def test_a_log_s_error_category_decides_which_guides_cards_are_shown(client):
     r = ask(client, "why 12GB for one tensor?", error_log=GPU_SCORES_LOG)
     cards = [line for line in r.answer.splitlines() if line.startswith("**") and "[`" in line]
     assert not any("e1000-compile-hbm-oom" in line for line in cards), cards  # a TPU compile guide, not a GPU OOM's
+
+
+def test_the_sentences_of_a_pasted_error_that_carry_its_sizes_are_the_error_s_not_the_user_s():
+    d = detect_prose_language("Entrenando con PyTorch en una RTX 3090 me sale: torch.OutOfMemoryError: CUDA out of "
+                              "memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 23.69 GiB of which "
+                              "1.12 GiB is free. Including non-PyTorch memory, this process has 22.57 GiB memory in "
+                              "use. ¿qué hago?")
+    assert d.language == "es"
