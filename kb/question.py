@@ -130,7 +130,13 @@ _NOT_WISH_OR_IF = {"た": "(?![いくら])", "고": "(?!\\s?싶)"}
 
 
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
-# what joins the items of one list: commas (any script), "and", nothing at all
+
+
+def _lowered(text: str) -> str:
+    """`text` in lower case, a comma inside code ("donate_argnums=(0,)", "f32[8,128]") made a space
+    so that it does not end a clause."""
+    return _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
+# what may stand between two clauses of one list: a comma or semicolon (any script), or nothing
 _LIST_SEPARATOR = re.compile(r"[,、，;；]|")
 
 
@@ -158,17 +164,15 @@ class _Matcher:
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
 
     def clauses(self, text: str) -> list[str]:
-        # a comma inside code ("donate_argnums=(0,)", "f32[8,128]") does not end a clause
-        text = _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
-        return [c for c in self.breaks.split(" " + text + " ") if c.strip()]
+        return [c for c in self.breaks.split(" " + _lowered(text) + " ") if c.strip()]
 
     def listed_after_already(self, text: str) -> list[bool]:
         """Per clause of `text` (as `clauses` splits it): whether an earlier clause of the same
         sentence, joined to it by list separators only, holds an "already" word."""
         out: list[bool] = []
-        low = _BRACKETED.sub(lambda m: m.group(0).replace(",", " "), text.lower())
+        low = _lowered(text)
         pos, opened = 0, False
-        for piece in (p for p in self.breaks.split(" " + low + " ") if p.strip()):
+        for piece in self.clauses(text):
             at = low.find(piece.strip(), pos)
             gap = low[pos:at] if at >= 0 else ""
             if not _LIST_SEPARATOR.fullmatch(gap.strip() or ","):

@@ -205,7 +205,7 @@ class Assistant:
         chosen = [r for r in chosen if r.id not in analysis.tried_remedies]
         if (category == "unknown" and not foreign and req.report is None and analysis.tried
                 and "next" in analysis.asks):  # "did X, still OOM, what now?" without a log
-            chosen = self._next_without_evidence(question, context.subject, analysis)
+            chosen = self._next_without_evidence(context.subject, analysis)
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
@@ -454,11 +454,11 @@ class Assistant:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _next_without_evidence(self, question: str, subject: str, analysis: QuestionAnalysis) -> list:
+    def _next_without_evidence(self, subject: str, analysis: QuestionAnalysis) -> list:
         """The untried remedies that the conversation's topic lists for "what next" (intents.yaml
         `next`), at most MAX_NEXT_WITHOUT_EVIDENCE; [] when no topic with such a list is named."""
-        for text in (question, subject):
-            for topic_id in analyse(text).topics if text else []:
+        for topics in (analysis.topics, analyse(subject).topics if subject else []):
+            for topic_id in topics:
                 wanted = question_api.topic(topic_id).next
                 if not wanted:
                     continue
