@@ -148,6 +148,11 @@ def language_name(code: str, in_language: str = "en") -> str:
     return name or code
 
 
+def join_sentences(parts, language: str) -> str:
+    """Sentences of `language` one after another: no space between them in Chinese and Japanese."""
+    return ("" if base_language(language) in ("zh", "ja") else " ").join(parts)
+
+
 def strip_code(text: str) -> str:
     """The prose of `text`: without code spans, pasted log lines and technical tokens."""
     text = _CODE_SPAN.sub(" ", text)

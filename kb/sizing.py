@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
+from oomkb.kb.language import join_sentences
 from oomkb.kb.remedies.plurals import placeholders
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.translations import check_texts
@@ -35,15 +36,15 @@ ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
+LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
-_NO_SPACES = ("zh", "ja")  # sentences follow each other without a space
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "tensors", "devices_times_model", "items")
+               "tensors", "devices_times_model", "items", "vocab")
 
 
 class _Strict(BaseModel):
@@ -286,6 +287,9 @@ class Sizing:
         scores = self._scores(s, language)
         if scores is not None:
             out.append(scores)
+        logits = self._logits(s, language)
+        if logits is not None:
+            out.append(logits)
         acts = self._activations(s, language)
         if acts is not None:
             out.append(acts)
@@ -498,6 +502,30 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="attention_scores", text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
 
+    def _logits(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The logits asked about: batch × S × vocabulary × bytes (float32 unless a dtype is
+        named), set against the device named."""
+        v = s.values
+        vocab, seq = v.get("vocab"), v.get("seq")
+        if "logits" not in s.cues or not (vocab and seq):
+            return None
+        batch = v.get("batch") or 1
+        assumed = [] if v.get("batch") else ["batch 1"]
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        if s.dtype is None:
+            assumed.append("float32")
+        size = batch * seq * vocab * dtype_bytes
+        parts = [self._msg("logits", language, batch=_num(batch), seq=_num(seq), vocab=_num(vocab),
+                           bytes=_num(dtype_bytes), dtype=dtype_name, logits=format_bytes(size),
+                           twice=format_bytes(2 * size))]
+        if s.device_memory:
+            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
+                                   device=s.device or "", memory=s.memory_label))
+        if assumed:
+            parts.append(self._msg("assumed", language, what=", ".join(assumed)))
+        return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
+                            value_bytes=int(size), sources=["computed"], cite=LOGITS_CITE)
+
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of
         80 GB): the pool is what filled up, not the card."""
@@ -561,7 +589,7 @@ class Sizing:
 
     @staticmethod
     def _join(parts: list[str], language: str) -> str:
-        return ("" if language in _NO_SPACES else " ").join(parts)
+        return join_sentences(parts, language)
 
     def _max_batch(self, s: Stated, language: str, per_seq: float, seq: float) -> list[str]:
         """How many sequences fit beside the weights on one device, where both are known."""

@@ -37,7 +37,7 @@ from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
 from oomkb.kb.snippets import fill_stated
-from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported,
+from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
 from oomkb.kb.prose import detect_prose_language
@@ -267,6 +267,15 @@ class Assistant:
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
                        and not self.sizing.asks_to_fit(question))
             figures, sizes = ([*figures, *sizes] if settled else [*sizes, *figures]), []
+        # "did that, still the same error" with nothing new of its own: the conversation's short
+        # answer again, whose conditions are what to check (not passages found by this turn's words)
+        if (context.follow_up and context.subject and not figures and not sizes and not chosen
+                and not outcome.verdict and not req_log_new
+                and (analysis.tried or conversation.still_failing(question))):
+            again = [f for f in self.parts.figures_for(context.subject, language) if f.kind == ANSWER]
+            figures = [f.model_copy(update={"text": join_sentences([self._msg("still_after_answer", language), f.text],
+                                                                     language)})
+                       if i == 0 else f for i, f in enumerate(again)]
         # What answers this turn is its short answer or arithmetic: an error named without figures
         # ("CUDA_ERROR_OUT_OF_MEMORY, why?") adds no general steps after it, and a follow-up
         # without new evidence does not list again the steps its first turn gave.
@@ -287,8 +296,9 @@ class Assistant:
         # A follow-up of a conversation the guides cover is never "not covered": it is answered
         # from the conversation's subject ("and gc.collect(), does that help?").
         if not grounded and not foreign and context.follow_up and context.subject:
-            grounded = grounding.decide(context.subject, searcher.search(context.subject, k=5).results,
-                                        searcher).grounded
+            # the earlier turns were answered: by a short answer, or by passages found by meaning
+            grounded = bool(self.parts.figures.short_answers_of(context.subject)) or grounding.decide(
+                context.subject, searcher.search(context.subject, k=5).results, searcher).grounded
         # "did that, still OOM, now what?" in a conversation: never "not covered"; answered with the
         # next steps its subject allows (or asked for the evidence that would decide them)
         if (not grounded and not foreign and context.follow_up

@@ -207,23 +207,30 @@ CATALOGUE_FILE = floor_dir("kb") / "catalogue" / "conversation.yaml"
 
 class _Catalogue(BaseModel):
     follow_up_cues: list[str]
+    still_failing: list[str] = []
     greetings: list[str] = []
 
 
 @lru_cache(maxsize=1)
-def _catalogue() -> tuple[list[re.Pattern[str]], re.Pattern[str] | None]:
+def _catalogue() -> tuple[list[re.Pattern[str]], re.Pattern[str] | None, list[re.Pattern[str]]]:
     try:
         data = _Catalogue.model_validate(
             yaml.load(CATALOGUE_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER))
         greeting = (re.compile(r"^\s*(?:" + "|".join(f"(?:{g})" for g in data.greetings) + r")[\s,.!:;\-—–、，！。]+",
                                re.IGNORECASE) if data.greetings else None)
-        return [re.compile(p, re.IGNORECASE) for p in data.follow_up_cues], greeting
+        return ([re.compile(p, re.IGNORECASE) for p in data.follow_up_cues], greeting,
+                [re.compile(p, re.IGNORECASE) for p in data.still_failing])
     except (OSError, yaml.YAMLError, ValidationError, re.error) as exc:
         raise CatalogueError(f"{CATALOGUE_FILE.name} unreadable: {exc}") from exc
 
 
 def _patterns() -> list[re.Pattern[str]]:
     return _catalogue()[0]
+
+
+def still_failing(question: str) -> bool:
+    """Whether `question` says that what was done did not help ("still the same error")."""
+    return any(p.search(question) for p in _catalogue()[2])
 
 
 def without_greeting(question: str) -> str:

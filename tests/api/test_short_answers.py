@@ -57,6 +57,9 @@ CASES = [
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
     ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
      "checkpoint_restore", "StandardRestore"),
+    # a checkpoint from a larger slice: no OOM word, the topology is what is asked about
+    ("Orbax-Checkpoint auf v4-32 gespeichert, auf v4-8 geladen: ValueError: cannot reshape array of size 4 into "
+     "shape (1,16). Brauche ich dieselbe Topologie?", "de", "checkpoint_restore", "anderen Topologie"),
     ("JAX 一启动就占用了 GPU 75% 的显存，我只建了一个很小的数组，这是泄漏吗？", "zh", "gpu_preallocation",
      "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     ("I set os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'] = '.5' in a later notebook cell and it does nothing, why?",

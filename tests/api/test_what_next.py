@@ -129,3 +129,14 @@ def test_a_follow_up_close_in_meaning_continues_the_conversation_without_cue_wor
     # an unrelated question after it is judged on its own
     third = _ask(client, {"question": "quel est le meilleur film de 2024 ?", "conversation_id": first["conversation_id"]})
     assert not third["grounded"]
+
+
+def test_still_the_same_error_after_the_answer_gives_that_answer_s_conditions_again_not_not_covered(client):
+    # a follow-up that names something outside the guides (a TensorFlow call) and says it did not help
+    first = _ask(client, {"question": "A100 40G 上用 tfds 读数据 + jax 训练，一启动就报 CUBLAS_STATUS_NOT_INITIALIZED，"
+                                      "nvidia-smi 一看显存几乎被占满了，可是我的模型很小啊，怎么回事"})
+    assert first["grounded"] and "set_visible_devices" in first["answer"]
+    second = _ask(client, {"question": "我在 train.py 里加了 tf.config.set_visible_devices([], 'GPU')，还是一样的错",
+                           "conversation_id": first["conversation_id"]})
+    assert second["grounded"] and second["language"] == "zh"
+    assert second["answer"].startswith("如果这样做之后还是失败") and "tensorflow_datasets" in second["answer"]

@@ -232,3 +232,23 @@ def test_the_device_named_last_is_the_one_it_runs_on_and_a_slice_elsewhere_is_no
               "pour faire de l'inférence", "fr", asked=True)
     assert a.subject == "weights" and "48.43 GiB" in a.text and "40.00 GiB" in a.text and "TPU" not in a.text
     assert SIZING.read("moved our 1B training from v4-8 to v5e-16").device == "TPU v5e"
+
+
+def test_logits_asked_about_are_batch_times_sequence_times_vocabulary_set_against_the_chip():
+    # a Gemma-style 256k vocabulary, one sequence of 8192 on a v5e chip, in Korean
+    a = _only("vocab 256000짜리 모델 학습 중인데 v5e 칩당 batch 1, seq 8192면 logits를 f32로 만들면 몇 GB 먹나요?",
+              "ko", asked=True)
+    assert a.subject == "logits" and a.value_bytes == 1 * 8192 * 256000 * 4
+    assert "7.81 GiB" in a.text and "15.63 GiB" in a.text and "50%" in a.text and "TPU v5e" in a.text
+
+
+def test_a_model_named_gives_its_vocabulary_to_the_logits_line_and_float32_is_said_to_be_assumed():
+    lines = SIZING.answer("llama-3-8b, seq 4096, batch 4 on an H100: are the logits what runs out?", "en",
+                          asked=True)
+    logits = next(a for a in lines if a.subject == "logits")
+    assert logits.value_bytes == 4 * 4096 * 128256 * 4
+    assert "128256" in logits.text and "float32" in logits.text and "Assumed" in logits.text
+
+
+def test_no_logits_line_without_a_vocabulary_or_a_sequence():
+    assert not [a for a in SIZING.answer("my logits are huge, batch 8", "en", asked=True) if a.subject == "logits"]
