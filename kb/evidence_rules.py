@@ -34,7 +34,7 @@ from oomkb.kb.remedies.schema import Catalogue, Condition
 from oomkb.kb.remedies.validation import CatalogueValidator, _first_error
 from oomkb.kb.catalogue_file import read_yaml
 from oomkb.kb.errors import CatalogueError
-from oomkb.kb.language import FALLBACK
+from oomkb.kb.language import FALLBACK, join_sentences
 
 __all__ = ["EvidenceRules", "Framework", "Outcome", "Rule", "derive_facts", "load_rules"]
 
@@ -77,6 +77,9 @@ class Rule(BaseModel):
     lead: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
+    with_next_verdict: bool = Field(
+        default=False, description="its verdict is followed by the next holding rule's (a second, "
+                                   "separate finding, such as what the largest buffer is)")
 
     @field_validator("category", mode="before")
     @classmethod
@@ -163,16 +166,19 @@ class EvidenceRules:
         out = Outcome()
         lang = self.catalogue.language(language)
         shown = display_values(self.catalogue, facts, format_bytes)
+        more = False  # the verdict asks for the next holding rule's after it
         for rule in self.rules:
             if rule.category and category not in rule.category:
                 continue
             if not evaluate(rule.when, facts):
                 continue
             out.rules.append(rule.id)
-            if out.verdict is None and rule.verdict:
+            if (out.verdict is None or more) and rule.verdict:
                 text = best_variant(rule.verdict, lang, shown)
-                if text is not None:
-                    out.verdict, out.cite = text, rule.cite
+                if text is not None and out.verdict is None:
+                    out.verdict, out.cite, more = text, rule.cite, rule.with_next_verdict
+                elif text is not None:
+                    out.verdict, more = join_sentences([out.verdict, text], lang), False
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)
             for remedy_id, fills in rule.snippets.items():

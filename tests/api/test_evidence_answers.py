@@ -422,6 +422,45 @@ def test_a_gpu_allocation_without_the_card_s_size_still_gets_its_verdict(client)
     assert "gpu_memory_named_bytes" not in r.facts
 
 
+# An XLA:GPU BufferAssignment OOM (the shape of the stats XLA prints for a GPU compile that does
+# not fit its pool): 3.75 GiB parameters + 3.75 GiB outputs + 26.50 GiB temporaries = 34.00 GiB
+BUFFER_ASSIGNMENT_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 28454158336 bytes.
+BufferAssignment OOM Debugging.
+BufferAssignment stats:
+             parameter allocation:    3.75GiB
+              constant allocation:       144B
+        maybe_live_out allocation:    3.75GiB
+     preallocated temp allocation:   26.50GiB
+                 total allocation:   34.00GiB
+              total fragmentation:  412.33MiB (1.18%)
+Peak buffers:
+        Buffer 1:
+                Size: 512.00MiB
+                Operator: op_name="jit(train_step)/jit(main)/jvp(Encoder)/layers_23/attention/softmax"
+                XLA Label: fusion
+                Shape: f32[8,16,1024,1024]
+                ==========================
+"""
+
+
+def test_a_step_over_jax_s_default_pool_but_under_the_card_explains_the_free_quarter_then_its_largest_buffer(client):
+    r = ask(client, "A100 40GB, nvidia-smi still shows ~10 GB free but I get this OOM. who is eating the memory?",
+            error_log=BUFFER_ASSIGNMENT_LOG)
+    assert r.answer.startswith(f"**{r.verdict}**")
+    assert r.verdict.startswith("This step needs 34.00 GiB in all (3.75 GiB parameters, 3.75 GiB outputs, "
+                                "26.50 GiB temporaries)")
+    assert "30.00 GiB" in r.verdict and "XLA_PYTHON_CLIENT_MEM_FRACTION=.95" in r.verdict
+    # the second finding: the largest buffer is attention scores
+    assert "f32[8,16,1024,1024]" in r.verdict and 'implementation="cudnn"' in r.verdict
+    assert "gpu-buffer-lifetimes" not in ids(r) and "gpu-memory-profile" not in ids(r)
+
+
+def test_a_step_larger_than_the_card_is_not_told_that_the_pool_is_the_problem(client):
+    r = ask(client, "on my RTX 4090 24GB this happens", error_log=BUFFER_ASSIGNMENT_LOG)
+    assert not r.verdict.startswith("This step needs")
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"
