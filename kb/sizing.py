@@ -37,6 +37,8 @@ KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
+BLOCKS_CITE = "scoped-vmem-oom#retune-kernel"
+MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
@@ -44,7 +46,7 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "tensors", "devices_times_model", "items", "vocab")
+               "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n")
 
 
 class _Strict(BaseModel):
@@ -290,6 +292,9 @@ class Sizing:
         logits = self._logits(s, language)
         if logits is not None:
             out.append(logits)
+        blocks = self._pallas_blocks(s, language)
+        if blocks is not None:
+            out.append(blocks)
         acts = self._activations(s, language)
         if acts is not None:
             out.append(acts)
@@ -525,6 +530,40 @@ class Sizing:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=LOGITS_CITE)
+
+    def _pallas_blocks(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A Pallas matmul's VMEM from its block sizes (bm, bk, bn): the x, y and output blocks of
+        one grid step, twice over (double buffering), plus a float32 accumulator in scratch where
+        one is named; set against the scoped limit and physical VMEM of the generation named."""
+        v = s.values
+        bm, bk, bn = v.get("block_m"), v.get("block_k"), v.get("block_n")
+        if not (bm and bk and bn):
+            return None
+        dtype = s.dtype
+        if "accumulator" in s.cues and len(s.dtypes_named) > 1:  # "bf16 blocks, an f32 accumulator"
+            dtype = next((d for d, _ in self._dtypes if d.name in s.dtypes_named and d.bytes < 4), dtype)
+        dtype_bytes, dtype_name = (dtype.bytes, dtype.name) if dtype else (4, "float32")
+        blocks = (bm * bk + bk * bn + bm * bn) * dtype_bytes
+        acc = bm * bn * 4 if "accumulator" in s.cues else 0
+        total = 2 * blocks + acc
+        values = dict(bm=_num(bm), bk=_num(bk), bn=_num(bn), dtype=dtype_name, blocks=format_bytes(blocks),
+                      total=format_bytes(total))
+        parts = [self._msg("pallas_blocks_acc", language, acc=format_bytes(acc), double=format_bytes(2 * blocks),
+                           **values) if acc else self._msg("pallas_blocks", language, **values)]
+        hw = self.figures.gens.get(s.device.removeprefix("TPU ")) if s.device else None
+        if hw is not None and hw.scoped_vmem_default_bytes and hw.vmem_bytes:
+            key = ("pallas_blocks_within" if total <= hw.scoped_vmem_default_bytes
+                   else "pallas_blocks_raise" if total <= hw.vmem_bytes else "pallas_blocks_beyond")
+            # whole MiB with one to spare (the compiler adds a little internal scratch: a kernel counted
+            # at 28.00 MiB asked for 28.25), never above the physical VMEM
+            limit = min((-(-int(total) // MiB) + 1) * MiB, hw.vmem_bytes)
+            extra = {"limit": f"{limit // MiB} * 1024 * 1024"} if key == "pallas_blocks_raise" else {}
+            parts.append(self._msg(key, language, device=s.device, scoped=format_bytes(hw.scoped_vmem_default_bytes),
+                                   physical=format_bytes(hw.vmem_bytes), **extra))
+        if dtype is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="pallas_blocks", text=self._join(parts, language),
+                            value_bytes=int(total), sources=["computed"], cite=BLOCKS_CITE)
 
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of

@@ -252,3 +252,24 @@ def test_a_model_named_gives_its_vocabulary_to_the_logits_line_and_float32_is_sa
 
 def test_no_logits_line_without_a_vocabulary_or_a_sequence():
     assert not [a for a in SIZING.answer("my logits are huge, batch 8", "en", asked=True) if a.subject == "logits"]
+
+
+def test_a_pallas_matmul_s_blocks_are_counted_twice_plus_the_accumulator_against_the_generation():
+    # bf16 blocks with an f32 accumulator in scratch (a Russian question): 2 × (2 + 8 + 2) + 4 = 28 MiB
+    a = _only("Пишу matmul на Pallas под TPU v5e, блоки bm=512, bk=2048, bn=2048, всё в bf16, аккумулятор f32 "
+              "в scratch. Сколько VMEM мне надо?", "ru", asked=True)
+    assert a.subject == "pallas_blocks" and a.value_bytes == 28 << 20
+    assert "bfloat16" in a.text and "24.00 MiB" in a.text and "4.00 MiB" in a.text and "28.00 MiB" in a.text
+    # over v5e's 16 MiB default, within its 128 MiB: a limit with a MiB to spare
+    assert "16.00 MiB" in a.text and "128.00 MiB" in a.text and "vmem_limit_bytes=29 * 1024 * 1024" in a.text
+
+
+def test_pallas_blocks_beyond_the_physical_vmem_say_only_smaller_blocks_help():
+    a = _only("v5e pallas kernel, bm=4096, bk=4096, bn=4096 in bf16", asked=True)
+    assert a.value_bytes == 2 * 3 * 4096 * 4096 * 2 and "only smaller blocks" in a.text
+    assert "vmem_limit_bytes" not in a.text
+
+
+def test_a_block_size_named_bn_is_not_read_as_billions_of_parameters():
+    s = SIZING.read("pallas kernel on v6e, bm=256 bk=512 bn=256, f32")
+    assert "params" not in s.values and s.values["block_n"] == 256
