@@ -60,6 +60,8 @@ MAX_CARDS = 2
 MAX_REMEDIES = 5
 #: General steps (not chosen by the evidence) kept after a verdict from the user's own numbers.
 MAX_GENERAL_AFTER_VERDICT = 2
+#: Steps shown with a log when a short answer already answers the question asked beside it.
+MAX_STEPS_BESIDE_ANSWER = 2
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
 MAX_NEXT_WITHOUT_EVIDENCE = 3
 #: A follow-up at least this close (e5 cosine) to its conversation's earlier questions continues it
@@ -286,6 +288,10 @@ class Assistant:
                               or (context.follow_up and not req_log_new))
         if quiet:
             chosen = [r for r in chosen if r.evidence and not context.follow_up]
+        elif any(f.kind == ANSWER for f in figures) and facts:
+            # a log whose question a short answer settles ("leak or fragmentation?"): the evidence's
+            # first steps only, not every profiling step of its category
+            chosen = chosen[:MAX_STEPS_BESIDE_ANSWER]
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
                                     or bool(figures) or (bool(sizes) and context.follow_up)
                                     or grounding.decide(

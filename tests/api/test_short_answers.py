@@ -57,6 +57,10 @@ CASES = [
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
     ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
      "checkpoint_restore", "StandardRestore"),
+    # "leak or fragmentation?" after the usual attempts: how to tell them apart by measuring
+    ("Nach ~300 Iterationen OOM bei 44.50GiB, obwohl die Shapes gleich bleiben. Leak oder Fragmentierung?", "de",
+     "leak_or_fragmentation", "largest_free_block_bytes"),
+    ("是内存泄漏还是碎片？每个 step 形状都一样，跑几百步才 OOM", "zh", "leak_or_fragmentation", "bytes_in_use"),
     # a checkpoint from a larger slice: no OOM word, the topology is what is asked about
     ("Orbax-Checkpoint auf v4-32 gespeichert, auf v4-8 geladen: ValueError: cannot reshape array of size 4 into "
      "shape (1,16). Brauche ich dieselbe Topologie?", "de", "checkpoint_restore", "anderen Topologie"),
