@@ -57,6 +57,12 @@ CASES = [
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
     ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
      "checkpoint_restore", "StandardRestore"),
+    # the peak before running, nothing allocated (a yes/no that the answer opens with)
+    ("Est-ce qu'on peut connaître la mémoire peak d'un jit avant de l'exécuter, sans allouer les params ?", "fr",
+     "peak_before_running", "alias_size_in_bytes"),
+    # a notebook cell run again: the old model's copy is still referenced
+    ("I re-ran the Colab cell that loads the model a couple of times and now it's RESOURCE_EXHAUSTED on a v5e-1",
+     "en", "notebook_reruns", "Out[n]"),
     # "leak or fragmentation?" after the usual attempts: how to tell them apart by measuring
     ("Nach ~300 Iterationen OOM bei 44.50GiB, obwohl die Shapes gleich bleiben. Leak oder Fragmentierung?", "de",
      "leak_or_fragmentation", "largest_free_block_bytes"),
