@@ -321,6 +321,29 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
     return {}
 
 
+_LAYOUT = re.compile(r"\[(\d+(?:,\d+)*)\]\{(\d+(?:,\d+)*):T\((\d+),(\d+)\)")
+#: The minor-most dimension is named as the cause where its tile pads it at least this many times.
+MINOR_PADDING_MIN = 4
+
+
+def _padded_minor(shape: Any) -> dict[str, Any]:
+    """The minor-most dimension of the worst-padded buffer and what its tile pads it to, where that
+    one dimension is the padding ("f32[4,4096,1024,3]{3,2,1,0:T(8,128)}": 3 is stored as 128)."""
+    m = _LAYOUT.search(str(shape or ""))
+    if not m:
+        return {}
+    dims = [int(d) for d in m.group(1).split(",")]
+    layout = [int(d) for d in m.group(2).split(",")]  # minor to major
+    tile = int(m.group(4))
+    if not layout or layout[0] >= len(dims) or dims[layout[0]] <= 0:
+        return {}
+    minor = dims[layout[0]]
+    padded = -(-minor // tile) * tile
+    if padded < MINOR_PADDING_MIN * minor:
+        return {}
+    return {"padding_minor_dim": minor, "padding_minor_padded": padded}
+
+
 def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
     """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
     VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
@@ -330,6 +353,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         out["tpu_generation"] = gen.name
     out.update(_allocation_kind(out.get("largest_allocation_shape"), out.get("largest_allocation_op"),
                                 out.get("largest_allocation_label")))
+    out.update(_padded_minor(out.get("padding_worst_shape")))
     gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
     if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
         out["requested_gpu_share_fraction"] = requested / gpu

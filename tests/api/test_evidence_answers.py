@@ -168,6 +168,20 @@ def test_a_32x_padding_leads_with_the_layout_not_with_debug_print(client):
     assert "jax.debug.print" not in r.answer.split("### ")[1]  # not in the steps
 
 
+def test_a_padding_that_is_one_small_last_dimension_names_it_and_no_bigger_slice(client):
+    # s32[8388608,8,4]{2,1,0:T(8,128)}: the last dimension, 4, is stored as 128
+    r = ask(client, "do I just need a bigger slice?", error_log=PADDING_LOG)
+    assert "its last dimension, 4, is stored as 128" in r.verdict and "A bigger slice" in r.verdict
+    assert not {"hbm-newer-tpu", "hbm-larger-topology"} & set(ids(r))
+
+
+def test_a_padding_spread_over_large_dimensions_names_no_single_dimension():
+    from oomkb.kb.evidence_rules import derive_facts
+
+    assert "padding_minor_dim" not in derive_facts({"padding_worst_shape": "f32[129,1000]{1,0:T(8,128)}"})
+    assert derive_facts({"padding_worst_shape": "f32[4,4096,1024,3]{3,2,1,0:T(8,128)}"})["padding_minor_padded"] == 128
+
+
 # ------------------------------------------------------------------ VMEM: computed settings
 
 
