@@ -10,6 +10,7 @@ follow-up gets a line only where its own figures changed the result.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -31,6 +32,9 @@ __all__ = ["Sizing", "Stated", "load_sizing"]
 FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
+BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
+SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus this, rounded up to .05
+MAX_SHARES = 0.95      # shares summing above this leave too little for CUDA contexts and workspaces
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
@@ -38,6 +42,7 @@ POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 BLOCKS_CITE = "scoped-vmem-oom#retune-kernel"
+BUCKETS_CITE = "e1000-compile-hbm-oom#scenario-3c-padding"
 MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
@@ -97,6 +102,7 @@ class SizingFile(_Strict):
     cues: dict[str, list[str]]
     gpus: list[Gpu]
     unless: dict[str, list[str]] = Field(default_factory=dict)
+    replaces: dict[str, list[str]] = Field(default_factory=dict)
     messages: dict[str, Message]
 
 
@@ -257,6 +263,10 @@ class Sizing:
         """`lines` less those that a short answer given beside them already says (`unless`)."""
         return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
 
+    def replaced(self, lines: list[FigureAnswer]) -> set[str]:
+        """The short answers that `lines` say better with the asker's own figures (`replaces`)."""
+        return {sid for a in lines for sid in self.data.replaces.get(a.subject, ())}
+
     def asks_to_fit(self, text: str) -> bool:
         """Whether `text` asks if something fits ("will it fit?", "放得下吗")."""
         low = (text or "").lower()
@@ -310,6 +320,12 @@ class Sizing:
         pool = self._pool_ceiling(text, s, language)
         if pool is not None:
             out.append(pool)
+        shares = self._pool_shares(text, s, language)
+        if shares is not None:
+            out.append(shares)
+        buckets = self._buckets(s, language)
+        if buckets is not None:
+            out.append(buckets)
         return out
 
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -564,6 +580,48 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="pallas_blocks", text=self._join(parts, language),
                             value_bytes=int(total), sources=["computed"], cite=BLOCKS_CITE)
+
+    def _buckets(self, s: Stated, language: str) -> FigureAnswer | None:
+        """Length buckets up to the longest input the question states: powers of two from 128,
+        the last one the maximum rounded up to a multiple of 128 where the next power of two would
+        pad far beyond it. Each bucket is one compile (per batch size), whatever the inputs."""
+        longest = s.values.get("seq")
+        if "buckets" not in s.cues or not longest or longest < 2 * BUCKET_MIN:
+            return None
+        top = -(-int(longest) // BUCKET_MIN) * BUCKET_MIN
+        buckets, b = [], BUCKET_MIN
+        while b < top:
+            buckets.append(b)
+            b *= 2
+        buckets.append(b if b <= 1.25 * top else top)
+        text = self._msg("buckets", language, longest=_num(longest), buckets=", ".join(_num(x) for x in buckets),
+                         count=_num(len(buckets)))
+        return FigureAnswer(kind=KIND, subject="buckets", text=text, value_bytes=0, sources=["computed"],
+                            cite=BUCKETS_CITE)
+
+    def _pool_shares(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """`XLA_PYTHON_CLIENT_MEM_FRACTION` for each process whose need the question states on the
+        GPU it names ("training needs 45GB, eval 20GB, one 80GB A100"): its share of the card with
+        a little room, rounded up to .05; and whether the shares together leave the card room."""
+        if not (s.gpu and s.device_memory and "mem_fraction" in s.cues):
+            return None
+        card = s.device_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
+        needs = [float(m.group(1)) for m in _GB.finditer((text or "").lower())]
+        # not the card itself, nor JAX's default pool on it (the 60 of 80 GB the asker saw taken)
+        needs = [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
+        if not needs:
+            return None
+        shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]
+        listed = ", ".join(f"{_num(n)} GB → `XLA_PYTHON_CLIENT_MEM_FRACTION={f:.2f}`".replace("=0.", "=.")
+                           + f" ({_num(round(f * card, 1))} GB)" for n, f in zip(needs, shares))
+        total = sum(shares)
+        values = {"card": f"{_num(card)} GB", "shares": listed, "total": f"{total:.2f}".lstrip("0")}
+        if total <= MAX_SHARES:
+            text_ = self._msg("pool_shares", language, left=f"{_num(round((1 - total) * card, 1))} GB", **values)
+        else:
+            text_ = self._msg("pool_shares_too_much", language, **values)
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.device_memory),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of

@@ -264,6 +264,8 @@ class Assistant:
             question, language, earlier=earlier_text,
             asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
+        replaced = self.sizing.replaced(sizes)
+        figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks

@@ -273,3 +273,30 @@ def test_pallas_blocks_beyond_the_physical_vmem_say_only_smaller_blocks_help():
 def test_a_block_size_named_bn_is_not_read_as_billions_of_parameters():
     s = SIZING.read("pallas kernel on v6e, bm=256 bk=512 bn=256, f32")
     assert "params" not in s.values and s.values["block_n"] == 256
+
+
+def test_each_process_s_stated_need_becomes_its_share_of_the_card_named():
+    # training 45 GB and eval 20 GB on one 80 GB A100 (an Arabic question): .60 and .30, .90 together
+    lines = SIZING.answer("أعمل على A100 بسعة 80GB وأريد تشغيل عمليتين JAX: التدريب يحتاج 45GB والتقييم 20GB. "
+                          "ما القيمة التي أضعها في XLA_PYTHON_CLIENT_MEM_FRACTION لكل عملية؟", "ar")
+    shares = next(a for a in lines if a.subject == "pool_shares")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.60" in shares.text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.30" in shares.text
+    assert ".90" in shares.text and "8 GB" in shares.text
+
+
+def test_shares_that_overcommit_the_card_say_the_processes_do_not_fit_side_by_side():
+    a = next(a for a in SIZING.answer("H100 80GB: one process needs 50GB, the other 40GB. MEM_FRACTION?", "en")
+             if a.subject == "pool_shares")
+    assert "1.25" in a.text and "do not fit" in a.text
+
+
+def test_jax_s_default_pool_seen_taken_is_not_read_as_a_process_s_need():
+    lines = SIZING.answer("jax takes 60GB of my 80GB h100, what mem_fraction for 2 processes?", "en")
+    assert not [a for a in lines if a.subject == "pool_shares"]
+
+
+def test_length_buckets_up_to_the_longest_input_end_with_it_rounded_up_to_128():
+    a = _only("バケットにするとして、今の最大長が 3000 トークンなら具体的にどう区切ればいいですか？", "ja", asked=True)
+    assert a.subject == "buckets" and "128, 256, 512, 1024, 2048, 3072" in a.text and "6" in a.text
+    b = _only("how should I bucket my sequences, max_len 8192?", asked=True)
+    assert "2048, 4096, 8192" in b.text and "jax.clear_caches()" in b.text
