@@ -381,16 +381,21 @@ class Sizing:
             if known:
                 parts += self._fit(s, language, need, devices, training=True)
         else:
-            dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
-            if s.dtype is None:
+            # "int8 compared with bf16": each dtype named, the widest first; else the last one named
+            named = list({d.name: d for d, _ in self._dtypes if d.name in s.dtypes_named}.values())
+            dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1
+                      else [s.dtype] if s.dtype else [])
+            if not dtypes:
                 assumed.append("bfloat16")
-            total = need = params * dtype_bytes
+            total = need = params * max((d.bytes for d in dtypes), default=2)
             if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None
-            parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
-                                   dtype=dtype_name, weights=format_bytes(need)))
-            if known:
-                parts += self._fit(s, language, need, devices, training=False)
+            for dtype_bytes, dtype_name in [(d.bytes, d.name) for d in dtypes] or [(2, "bfloat16")]:
+                weights = params * dtype_bytes
+                parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
+                                       dtype=dtype_name, weights=format_bytes(weights)))
+                if known:
+                    parts += self._fit(s, language, weights, devices, training=False)
         if assumed:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="training_state" if training else "weights",

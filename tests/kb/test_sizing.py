@@ -300,3 +300,11 @@ def test_length_buckets_up_to_the_longest_input_end_with_it_rounded_up_to_128():
     assert a.subject == "buckets" and "128, 256, 512, 1024, 2048, 3072" in a.text and "6" in a.text
     b = _only("how should I bucket my sequences, max_len 8192?", asked=True)
     assert "2048, 4096, 8192" in b.text and "jax.clear_caches()" in b.text
+
+
+def test_two_weight_dtypes_asked_to_compare_give_a_line_for_each():
+    a = _only("Llama-2 13B를 int8 weight-only 양자화로 v5e-4에서 서빙하려고 하는데, 칩당 weight 메모리가 몇 GB "
+              "나오나요? bf16일 때랑 비교해서 숫자로 알려주세요.", "ko", asked=True)
+    assert "× 2 B (bfloat16) = 24.21 GiB" in a.text and "× 1 B (int8) = 12.11 GiB" in a.text
+    assert "6.05 GiB" in a.text and "3.03 GiB" in a.text  # each over the 4 chips
+    assert a.value_bytes == 13e9 * 2
