@@ -267,6 +267,11 @@ class Sizing:
         """The short answers that `lines` say better with the asker's own figures (`replaces`)."""
         return {sid for a in lines for sid in self.data.replaces.get(a.subject, ())}
 
+    def asks_max_batch(self, text: str) -> bool:
+        """Whether `text` asks for the largest batch ("what max batch can I run?")."""
+        low = (text or "").lower()
+        return any(p.search(low) for p in self._cues.get("max_batch", []))
+
     def asks_to_fit(self, text: str) -> bool:
         """Whether `text` asks if something fits ("will it fit?", "放得下吗")."""
         low = (text or "").lower()

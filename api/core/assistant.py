@@ -263,6 +263,10 @@ class Assistant:
         sizes = self.sizing.answer(
             question, language, earlier=earlier_text,
             asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
+        if not sizes and earlier_text and ("figure" in analysis.asks or self.sizing.asks_max_batch(question)):
+            # "ok so what max batch can I run then?": the conversation's arithmetic answers it again
+            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True)
+            asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]

@@ -140,3 +140,13 @@ def test_still_the_same_error_after_the_answer_gives_that_answer_s_conditions_ag
                            "conversation_id": first["conversation_id"]})
     assert second["grounded"] and second["language"] == "zh"
     assert second["answer"].startswith("如果这样做之后还是失败") and "tensorflow_datasets" in second["answer"]
+
+
+def test_a_follow_up_asking_the_max_batch_gets_the_conversation_s_arithmetic_not_reduce_the_batch(client):
+    first = _ask(client, {"question": "serving llama2-7b (bf16) in jax on a v5e-4, tensor parallel over the 4 chips, "
+                                      "batch 32, max_len 4096, it OOMs allocating the kv cache. how big is the kv "
+                                      "cache per chip?"})
+    second = _ask(client, {"question": "ok so what max batch can i actually run then?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["grounded"] and "at most 25 sequences fit" in second["answer"]
+    assert "Reduce the batch size" not in second["answer"]
