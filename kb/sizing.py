@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.evidence_rules import SEQUENCE_MIN, VOCAB_MIN
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
 from oomkb.kb.language import join_sentences
 from oomkb.kb.remedies.plurals import placeholders
@@ -154,7 +155,6 @@ SMALL_SHARE = 0.5
 #: A tensor this big a share of the one device named is worth its line unasked.
 BIG_SHARE = 0.25
 #: A shape ending in [S, S] with S at least this is read as attention scores.
-SCORES_MIN_SEQ = 1024
 
 
 class Sizing:
@@ -313,10 +313,11 @@ class Sizing:
         acts = self._activations(s, language)
         if acts is not None:
             out.append(acts)
-        # a shape asked about and nothing else computed: its size; unasked, a shape that takes a
-        # good share of the device named (the f32[8,16,8192,8192] that fills a chip)
+        # a shape asked about and nothing else computed: its size; unasked, a shape that says what it
+        # is (attention scores, logits) or takes a good share of the device named (the
+        # f32[8,16,8192,8192] that fills a chip)
         tensor = self._tensor(text, s, language)
-        if tensor is not None and ((asked and not out) or (
+        if tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(tensor)
         data = self._dataset(text, s, language)
@@ -479,14 +480,19 @@ class Sizing:
         if s.device_memory:  # against the device the text names
             parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
                                    device=s.device or "", memory=s.memory_label))
-        if len(dims) >= 3 and dims[-1] == dims[-2] >= SCORES_MIN_SEQ:  # [..., S, S]: attention scores
+        subject = "tensor"
+        if len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN:  # [..., S, S]: attention scores
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
+            subject = "scores_tensor"
+        elif dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:  # [..., vocabulary]: logits
+            parts.append(self._msg("tensor_logits", language, vocab=_num(dims[-1])))
+            subject = "logits_tensor"
         layers = s.values.get("layers")
         if layers and layers > 1:
             parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
-        return FigureAnswer(kind=KIND, subject="tensor", text=self._join(parts, language),
+        return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
 
     def _dataset(self, text: str, s: Stated, language: str) -> FigureAnswer | None:

@@ -133,6 +133,8 @@ def test_a_requested_snippet_is_filled_with_the_askers_size(client):
     ("har decoder block pe nn.remat laga diya, per-device batch 1 bhi kar diya, fir bhi OOM", "hi", ["batch", "remat"]),
     ("поднял XLA_PYTHON_CLIENT_MEM_FRACTION до .99, всё равно OOM", "ru", ["gpu_pool_flags"]),
     ("how do I put remat on my model?", "en", []),
+    ("splash attention と full remat 入れたけどまだ OOM", "ja", ["remat", "fused_attention"]),
+    ("should I use splash attention for 32k context?", "en", []),
 ])
 def test_what_was_tried_is_read_in_more_wordings(question, language, tried):
     from oomkb.kb.question import analyse

@@ -174,7 +174,7 @@ def test_an_unasked_state_far_below_the_card_is_left_out_and_one_that_does_not_f
 
 def test_a_shape_filling_the_device_named_is_sized_unasked_and_read_as_attention_scores():
     a = _only("v4-8 training OOM at compile time, the largest allocations are all f32[8,16,8192,8192]")
-    assert a.subject == "tensor" and a.value_bytes == 32 * GiB
+    assert a.subject == "scores_tensor" and a.value_bytes == 32 * GiB
     # one v4 device is a chip in megacore mode: 2 × 15.25 GiB usable
     assert "105% of one device (TPU v4, 30.50 GiB)" in a.text and "attention score matrix" in a.text
     assert SIZING.answer("on v4-8 my f32[8,16,128,128] buffer, what is it?", "en") == []  # small: not unasked
@@ -308,3 +308,9 @@ def test_two_weight_dtypes_asked_to_compare_give_a_line_for_each():
     assert "× 2 B (bfloat16) = 24.21 GiB" in a.text and "× 1 B (int8) = 12.11 GiB" in a.text
     assert "6.05 GiB" in a.text and "3.03 GiB" in a.text  # each over the 4 chips
     assert a.value_bytes == 13e9 * 2
+
+
+def test_a_shape_ending_in_a_vocabulary_is_named_logits_even_unasked():
+    lines = SIZING.answer("the biggest allocation is f32[1,32768,128256], what is it?", "en")
+    tensor = next(a for a in lines if a.subject == "logits_tensor")
+    assert "15.66 GiB" in tensor.text and "these are the logits" in tensor.text
