@@ -277,19 +277,23 @@ class Sizing:
         low = (text or "").lower()
         return any(p.search(low) for p in self._cues.get("fits", []))
 
-    def answer(self, text: str, language: str, asked: bool = False, earlier: str = "") -> list[FigureAnswer]:
+    def answer(self, text: str, language: str, asked: bool = False, earlier: str = "",
+               capacity: int | None = None) -> list[FigureAnswer]:
         """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
         figure or whether something fits (then a model's size is given even without a device
         named). `earlier`: the conversation's earlier questions; only lines that the new turn
-        changes are returned."""
-        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked)
+        changes are returned. `capacity`: the HBM per device that the user's own TPU log reports,
+        which wins over the catalogue's measured figure (one capacity in one answer)."""
+        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity)
         if earlier and lines:
-            before = {a.text for a in self._answer(earlier, language, True)}
+            before = {a.text for a in self._answer(earlier, language, True, capacity)}
             lines = [a for a in lines if a.text not in before]
         return lines
 
-    def _answer(self, text: str, language: str, asked: bool) -> list[FigureAnswer]:
+    def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None) -> list[FigureAnswer]:
         s = self.read(text)
+        if capacity and s.device and s.device.startswith("TPU"):
+            s.device_memory, s.memory_label = capacity, format_bytes(capacity)
         asked = asked or "fits" in s.cues
         out = []
         acc = self._accumulator(s, language)

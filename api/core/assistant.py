@@ -260,12 +260,14 @@ class Assistant:
         asked_size = bool({"figure", "yes_no"} & set(analysis.asks)) or self.sizing.asks_to_fit(question)
         earlier_text = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
         # a follow-up of a conversation that was doing the arithmetic asks for it again ("and in bf16?")
+        # a TPU log's own capacity is the device's memory in every figure of the answer
+        capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
         sizes = self.sizing.answer(
-            question, language, earlier=earlier_text,
+            question, language, earlier=earlier_text, capacity=capacity,
             asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
         if not sizes and earlier_text and ("figure" in analysis.asks or self.sizing.asks_max_batch(question)):
             # "ok so what max batch can I run then?": the conversation's arithmetic answers it again
-            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True)
+            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         replaced = self.sizing.replaced(sizes)

@@ -44,3 +44,12 @@ def test_a_follow_up_changing_only_the_dtypes_recomputes_the_state(client):
                            "conversation_id": first["conversation_id"]})
     assert second["grounded"] and second["follow_up"]
     assert "2 + 2 + 8 = 12 B per parameter = 14.53 GiB" in second["answer"]
+
+
+def test_a_tpu_log_s_own_capacity_is_the_device_memory_of_the_arithmetic_beside_it(client):
+    # the catalogue measures 30.50 GiB per v4 device; this log reports 30.75G: one capacity in the answer
+    log = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of "
+           "memory in memory space hbm. Used 40.88G of 30.75G hbm. Exceeded hbm capacity by 10.13G.")
+    r = _ask(client, {"question": "Will a 7B model trained with AdamW fit on a v4-8 with fsdp?", "error_log": log})
+    sizing = next(f for f in r["figures"] if f["kind"] == KIND)
+    assert "30.75 GiB" in sizing["text"] and "30.50 GiB" not in sizing["text"]
