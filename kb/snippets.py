@@ -20,7 +20,7 @@ from oomkb.kb.errors import CatalogueError
 from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
 from oomkb.kb.remedies.schema import Catalogue
 
-__all__ = ["Snippet", "Snippets", "load_snippets", "snippet_markdown"]
+__all__ = ["Snippet", "Snippets", "fill_size", "fill_stated", "load_snippets", "snippet_markdown"]
 
 FILE = "snippets.yaml"
 MAX_LINES = 25
@@ -105,6 +105,14 @@ def snippet_markdown(snippet: Snippet, indent: str = "") -> list[str]:
 _STATED_LINE = re.compile(r"^(?P<indent>\s*)(?P<names>[a-z_]+(?:\s*,\s*[a-z_]+)*)\s*=\s*"
                           r"(?P<values>[0-9.e+]+(?:\s*,\s*[0-9.e+]+)*)(?P<rest>\s*# your model's figures here.*)$",
                           re.MULTILINE)
+
+
+def fill_size(code: str | None, literal: str | None, size_bytes: int | None) -> str | None:
+    """`code` with its example size (`literal`, "64 * 1024 * 1024") replaced by the size the user
+    named, rounded up to whole MiB; unchanged when there is none or the literal is not in it."""
+    if not code or not literal or literal not in code or not size_bytes:
+        return code
+    return code.replace(literal, f"{-(-size_bytes // (1 << 20))} * 1024 * 1024")
 
 
 def fill_stated(code: str, stated: dict[str, float]) -> str:

@@ -36,7 +36,7 @@ from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_stated
+from oomkb.kb.snippets import fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -515,8 +515,9 @@ class Assistant:
             except MissingValue:
                 continue
             return Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                          snippet=_filled(self.parts.snippet(r.id), question_api.topic(topic_id).fill,
-                                          analysis))
+                          # the size the asker names, unless it is one they say they tried already
+                          snippet=fill_size(self.parts.snippet(r.id), question_api.topic(topic_id).fill,
+                                            analysis.sizes[0] if analysis.sizes and not analysis.tried else None))
         return None
 
     @staticmethod
@@ -722,15 +723,6 @@ def _card_text(searcher: Searcher, doc_id: str, section: str, language: str | No
     card = getattr(searcher, "cards", {}).get((doc_id, section))
     text = card.texts.get(language) if card is not None else None
     return _quote(text.summary, limit=QUOTE_CHARS * 2) if text is not None and text.summary else None
-
-
-def _filled(code: str | None, literal: str | None, analysis: QuestionAnalysis) -> str | None:
-    """`code` with its example size replaced by the size the asker named (rounded up to whole
-    MiB), when they name one and have not said they tried it already."""
-    if not code or not literal or literal not in code or not analysis.sizes or analysis.tried:
-        return code
-    mib = -(-analysis.sizes[0] // (1 << 20))
-    return code.replace(literal, f"{mib} * 1024 * 1024")
 
 
 def _confidence(results: list[SearchResult]) -> float:
