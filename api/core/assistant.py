@@ -622,7 +622,9 @@ class Assistant:
         if info is not None and info.cite:  # a log says which error it is: only that error's guides
             guides = {c.split("#")[0] for c in info.cite}
             cards = [r for r in cards if r.citation.split("#")[0] in guides]
-        cards = cards[: 1 if steps else MAX_CARDS]
+        # a verdict from the user's numbers with its steps is the answer; the guide's passage is
+        # among the sources, not repeated as a card
+        cards = cards[: 0 if verdict and steps else 1 if steps else MAX_CARDS]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:
