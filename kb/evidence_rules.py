@@ -104,7 +104,7 @@ class TextFact(BaseModel):
 
 
 class CountFact(BaseModel):
-    """A whole number the asker states in the question ("over 8 chips", "v5e-8"): the first
+    """A number the asker states in the question ("over 8 chips", "v5e-8", ".95"): the first
     match of any pattern (its first group), read from the question only, never from a log."""
 
     model_config = ConfigDict(extra="forbid")
@@ -113,6 +113,8 @@ class CountFact(BaseModel):
     min: int = 1
     max: int = 1 << 20
     multiplier: int = Field(default=1, ge=1, description="the fact's value per unit read (GiB: 1073741824)")
+    decimals: bool = Field(default=False, description="the group is the digits after a decimal point "
+                                                      "(.95 of XLA_PYTHON_CLIENT_MEM_FRACTION=.95): a fraction")
 
     @field_validator("patterns")
     @classmethod
@@ -233,6 +235,9 @@ class EvidenceRules:
         for spec, patterns in self.count_facts:
             for pattern in patterns:
                 m = pattern.search(text)
+                if m and m.group(1).isdigit() and spec.decimals:
+                    out.setdefault(spec.fact, float(f"0.{m.group(1)}"))
+                    break
                 if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) <= spec.max:
                     out.setdefault(spec.fact, int(m.group(1)) * spec.multiplier)
                     break
@@ -357,7 +362,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
     if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
         out["requested_gpu_share_fraction"] = requested / gpu
-        out["gpu_pool_bytes"] = gpu * 3 // 4  # JAX's default pool: XLA_PYTHON_CLIENT_MEM_FRACTION=0.75
+        # JAX's pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the asker set, else its default 0.75
+        named = out.get("mem_fraction_named_fraction")
+        out["gpu_pool_bytes"] = int(gpu * named) if isinstance(named, float) and 0 < named < 1 else gpu * 3 // 4
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
@@ -447,8 +454,9 @@ def _load(folder: str) -> EvidenceRules:
             raise checker.fail(FILE, f"text fact {tf.fact!r}", "is not a text fact of facts.yaml")
     for cf in data.count_facts:
         spec = catalogue.facts.get(cf.fact)
-        if spec is None or spec.type != "int":
-            raise checker.fail(FILE, f"count fact {cf.fact!r}", "is not a whole-number fact of facts.yaml")
+        if spec is None or spec.type != ("float" if cf.decimals else "int"):
+            kind = "a fraction" if cf.decimals else "a whole-number fact"
+            raise checker.fail(FILE, f"count fact {cf.fact!r}", f"is not {kind} of facts.yaml")
     for fw in data.frameworks:
         checker._check_texts(FILE, f"framework {fw.id!r} name", fw.name, set())
     for pattern in data.no_jax:

@@ -430,6 +430,14 @@ def test_a_gpu_allocation_is_measured_against_the_card_the_question_names(client
     assert ids(r)[0].startswith("gpu-")
 
 
+def test_a_pool_share_the_asker_set_replaces_the_default_75_percent(client):
+    r = ask(client, "RTX 3090 24GB, I already export XLA_PYTHON_CLIENT_MEM_FRACTION=.95 and it still dies",
+            error_log=BFC_LOG)
+    assert r.facts["mem_fraction_named_fraction"] == 0.95
+    assert "95%" in r.verdict and "22.80 GiB" in r.verdict  # 0.95 x 24 GiB
+    assert "75%" not in r.verdict and "18.00 GiB" not in r.verdict
+
+
 def test_a_gpu_allocation_without_the_card_s_size_still_gets_its_verdict(client):
     r = ask(client, "¿Qué hago?", error_log=BFC_LOG)
     assert r.language == "es" and r.verdict.startswith("Falló una asignación de 12.50 GiB")
