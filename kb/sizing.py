@@ -295,28 +295,11 @@ class Sizing:
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
         asked = asked or "fits" in s.cues
-        out = []
-        acc = self._accumulator(s, language)
-        if acc is not None:  # asked about accumulation: its own extra memory first
-            out.append(acc)
-        model = self._model(s, language, asked)
-        if model is not None:
-            out.append(model)
-        kv = self._kv(s, language)
-        if kv is not None:
-            out.append(kv)
-        scores = self._scores(s, language)
-        if scores is not None:
-            out.append(scores)
-        logits = self._logits(s, language)
-        if logits is not None:
-            out.append(logits)
-        blocks = self._pallas_blocks(s, language)
-        if blocks is not None:
-            out.append(blocks)
-        acts = self._activations(s, language)
-        if acts is not None:
-            out.append(acts)
+        # asked about accumulation: its own extra memory first
+        out = [line for line in (self._accumulator(s, language), self._model(s, language, asked),
+                                 self._kv(s, language), self._scores(s, language), self._logits(s, language),
+                                 self._pallas_blocks(s, language), self._activations(s, language))
+               if line is not None]
         # a shape asked about and nothing else computed: its size; unasked, a shape that says what it
         # is (attention scores, logits) or takes a good share of the device named (the
         # f32[8,16,8192,8192] that fills a chip)
@@ -327,15 +310,8 @@ class Sizing:
         data = self._dataset(text, s, language)
         if data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(data)
-        pool = self._pool_ceiling(text, s, language)
-        if pool is not None:
-            out.append(pool)
-        shares = self._pool_shares(text, s, language)
-        if shares is not None:
-            out.append(shares)
-        buckets = self._buckets(s, language)
-        if buckets is not None:
-            out.append(buckets)
+        out += [line for line in (self._pool_ceiling(text, s, language), self._pool_shares(text, s, language),
+                                  self._buckets(s, language)) if line is not None]
         return out
 
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -482,8 +458,7 @@ class Sizing:
         parts = [self._msg("tensor", language, shape=shape, elements=_grouped(elements, language), bytes=_num(dtype_bytes),
                            dtype=dtype_name, size=format_bytes(size))]
         if s.device_memory:  # against the device the text names
-            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
-                                   device=s.device or "", memory=s.memory_label))
+            parts.append(self._share(s, size, language))
         subject = "tensor"
         if len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN:  # [..., S, S]: attention scores
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
@@ -518,11 +493,15 @@ class Sizing:
                            bytes=_num(dtype_bytes), dtype=dtype_name, size=format_bytes(size),
                            size_uint8=format_bytes(elements))]
         if s.device_memory:
-            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
-                                   device=s.device or "", memory=s.memory_label))
+            parts.append(self._share(s, size, language))
         parts.append(self._msg("dataset_advice", language))
         return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
                             sources=["computed"], cite=DATASET_CITE)
+
+    def _share(self, s: Stated, size: float, language: str) -> str:
+        """The line saying which share of the device named `size` is."""
+        return self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
+                         device=s.device or "", memory=s.memory_label)
 
     def _scores(self, s: Stated, language: str) -> FigureAnswer | None:
         """The attention score matrix asked about: batch × heads × S × S × bytes, per layer."""
@@ -530,11 +509,7 @@ class Sizing:
         heads, seq = v.get("heads"), v.get("seq")
         if "scores" not in s.cues or not (heads and seq):
             return None
-        batch = v.get("batch") or 1
-        assumed = [] if v.get("batch") else ["batch 1"]
-        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
-        if s.dtype is None:
-            assumed.append("float32")
+        batch, dtype_bytes, dtype_name, assumed = _per_batch(s)
         size = batch * heads * seq * seq * dtype_bytes
         parts = [self._msg("scores", language, batch=_num(batch), heads=_num(heads), seq=_num(seq),
                            bytes=_num(dtype_bytes), dtype=dtype_name, scores=format_bytes(size))]
@@ -550,18 +525,13 @@ class Sizing:
         vocab, seq = v.get("vocab"), v.get("seq")
         if "logits" not in s.cues or not (vocab and seq):
             return None
-        batch = v.get("batch") or 1
-        assumed = [] if v.get("batch") else ["batch 1"]
-        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
-        if s.dtype is None:
-            assumed.append("float32")
+        batch, dtype_bytes, dtype_name, assumed = _per_batch(s)
         size = batch * seq * vocab * dtype_bytes
         parts = [self._msg("logits", language, batch=_num(batch), seq=_num(seq), vocab=_num(vocab),
                            bytes=_num(dtype_bytes), dtype=dtype_name, logits=format_bytes(size),
                            twice=format_bytes(2 * size))]
         if s.device_memory:
-            parts.append(self._msg("tensor_vs_device", language, share=f"{100 * size / s.device_memory:.0f}%",
-                                   device=s.device or "", memory=s.memory_label))
+            parts.append(self._share(s, size, language))
         if assumed:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
@@ -740,6 +710,16 @@ def _grouped(n: float, language: str) -> str:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _per_batch(s: Stated) -> tuple[float, float, str, list[str]]:
+    """(batch, bytes per element, dtype name, what was assumed) of a per-batch tensor: batch 1 and
+    float32 where the text does not say."""
+    batch = s.values.get("batch") or 1
+    assumed = [] if s.values.get("batch") else ["batch 1"]
+    if s.dtype is None:
+        return batch, 4, "float32", [*assumed, "float32"]
+    return batch, s.dtype.bytes, s.dtype.name, assumed
 
 
 def _count(params: float) -> str:
