@@ -593,13 +593,15 @@ class Sizing:
         """`XLA_PYTHON_CLIENT_MEM_FRACTION` for each process whose need the question states on the
         GPU it names ("training needs 45GB, eval 20GB, one 80GB A100"): its share of the card with
         a little room, rounded up to .05; and whether the shares together leave the card room."""
-        if not (s.gpu and s.device_memory and "mem_fraction" in s.cues):
+        # two or more JAX processes whose needs are stated; a program of another framework beside
+        # JAX ("a PyTorch service takes 20GB") is what the pool leaves, which the short answer says
+        if not (s.gpu and s.device_memory and "mem_fraction" in s.cues) or "other_program" in s.cues:
             return None
         card = s.device_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         needs = [float(m.group(1)) for m in _GB.finditer((text or "").lower())]
         # not the card itself, nor JAX's default pool on it (the 60 of 80 GB the asker saw taken)
         needs = [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
-        if not needs:
+        if len(needs) < 2:
             return None
         shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]
         listed = ", ".join(f"{_num(n)} GB → `XLA_PYTHON_CLIENT_MEM_FRACTION={f:.2f}`".replace("=0.", "=.")

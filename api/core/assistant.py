@@ -280,8 +280,7 @@ class Assistant:
         # "did that, still the same error" with nothing new of its own: the conversation's short
         # answer again, whose conditions are what to check (not passages found by this turn's words)
         if (context.follow_up and context.subject and not figures and not sizes and not chosen
-                and not outcome.verdict and not req_log_new
-                and (analysis.tried or conversation.still_failing(question))):
+                and not outcome.verdict and not req_log_new and conversation.still_failing(question)):
             again = [f for f in self.parts.figures_for(context.subject, language) if f.kind == ANSWER]
             figures = [f.model_copy(update={"text": join_sentences([self._msg("still_after_answer", language), f.text],
                                                                      language)})

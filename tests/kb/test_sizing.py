@@ -290,8 +290,12 @@ def test_shares_that_overcommit_the_card_say_the_processes_do_not_fit_side_by_si
     assert "1.25" in a.text and "do not fit" in a.text
 
 
-def test_jax_s_default_pool_seen_taken_is_not_read_as_a_process_s_need():
+def test_jax_s_default_pool_or_another_program_s_memory_is_not_read_as_a_process_s_need():
     lines = SIZING.answer("jax takes 60GB of my 80GB h100, what mem_fraction for 2 processes?", "en")
+    assert not [a for a in lines if a.subject == "pool_shares"]
+    # another framework's program beside JAX: what it takes is what the pool must leave, not a share
+    lines = SIZING.answer("同一张 A100 80GB 上还要跑一个 PyTorch 推理服务（大概占 20GB），XLA_PYTHON_CLIENT_MEM_FRACTION "
+                          "应该设成多少？", "zh")
     assert not [a for a in lines if a.subject == "pool_shares"]
 
 
