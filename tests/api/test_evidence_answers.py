@@ -279,6 +279,17 @@ def test_tensorflow_oom_is_named_too(client):
     assert r.out_of_scope == "tensorflow" and "TensorFlow" in r.answer and not r.grounded
 
 
+def test_a_tensorflow_oom_asked_about_with_a_jax_variable_is_still_tensorflow_s(client):
+    # TensorFlow prints RESOURCE_EXHAUSTED too; asking whether a JAX variable fixes it does not make it JAX's
+    log = ("2024-06-03 10:41:17.552519: W tensorflow/core/framework/op_kernel.cc:1839] OP_REQUIRES failed at "
+           "conv_ops_3d.cc:359 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[2,32,256,256,256] and "
+           "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+           "tensorflow.python.framework.errors_impl.ResourceExhaustedError: Graph execution error:")
+    r = ask(client, "tf.keras の 3D U-Net が RTX 3090 で落ちます。XLA_PYTHON_CLIENT_MEM_FRACTION を .95 にすれば直りますか？",
+            error_log=log)
+    assert r.out_of_scope == "tensorflow" and not r.grounded and r.language == "ja"
+
+
 def test_a_jax_error_that_mentions_torch_is_still_answered(client):
     r = ask(client, "I import torch for data loading only.\n" + SHORT_OF_FREE_LOG
                     .replace("ValueError", "jax.errors.JaxRuntimeError"))
