@@ -57,6 +57,9 @@ CASES = [
     ("Это из-за кэша компиляции, ведь формы батча всё время разные?", "ru", "recompilation", "jax_log_compiles"),
     ("Nach dem Restore mit Orbax bekomme ich OOM im ersten Step, muss ich die Shardings angeben?", "de",
      "checkpoint_restore", "StandardRestore"),
+    # a scan returning its whole state every step (forward only): a snapshot every k steps
+    ("my lax.scan returns the state as ys at every step, 20000 steps, OOM on an A100 though one step is 4 MB",
+     "en", "scan_outputs", "snapshot"),
     # the peak before running, nothing allocated (a yes/no that the answer opens with)
     ("Est-ce qu'on peut connaître la mémoire peak d'un jit avant de l'exécuter, sans allouer les params ?", "fr",
      "peak_before_running", "alias_size_in_bytes"),
