@@ -50,6 +50,8 @@ DATASET_CITE = "runtime-buffer-allocation#debugging"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
+# a dtype written right after the (KV) cache ("kv cache bf16", "KV 缓存 int8", "cache int8 me")
+_KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n")
@@ -121,6 +123,7 @@ class Stated:
     memory_label: str | None = None    # as the question or the public page states it
     devices: int | None = None
     gpu: bool = False
+    kv_dtype: DType | None = None      # the dtype named right after "KV cache" ("KV cache bf16")
     model: str | None = None           # a model named whose public configuration filled values
     from_model: list[str] = field(default_factory=list)  # the values it filled
 
@@ -194,6 +197,9 @@ class Sizing:
                     s.values[key] = value
                     s.from_model.append(key)
         s.dtype = self._last_of(self._dtypes, low)
+        near = list(_KV_DTYPE.finditer(low))  # the last one: "and in int8?" about the cache wins
+        if near:
+            s.kv_dtype = self._last_of(self._dtypes, near[-1].group(1))
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
@@ -369,7 +375,8 @@ class Sizing:
         else:
             # "int8 compared with bf16": each dtype named, the widest first; else the last one named
             named = list({d.name: d for d, _ in self._dtypes if d.name in s.dtypes_named}.values())
-            dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1
+            # (not when the KV cache has a dtype of its own: the dtypes are then the cache's and the weights')
+            dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1 and not s.kv_dtype
                       else [s.dtype] if s.dtype else [])
             if not dtypes:
                 assumed.append("bfloat16")
@@ -648,8 +655,9 @@ class Sizing:
                 f"{k.replace('_', ' ')} {_num(v[k])}" for k in ("layers", "kv_heads", "head_dim") if k in s.from_model))
         if not v.get("kv_heads"):
             assumed.append(f"KV heads = {_num(heads)}")
-        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
-        if s.dtype is None:
+        dtype = s.kv_dtype or s.dtype  # "weights int8, KV cache bf16": the cache's own dtype
+        dtype_bytes, dtype_name = (dtype.bytes, dtype.name) if dtype else (2, "bfloat16")
+        if dtype is None:
             assumed.append("bfloat16")
         shape = dict(layers=_num(layers), seq=_num(seq), kv_heads=_num(heads), head_dim=_num(head_dim),
                      bytes=_num(dtype_bytes), dtype=dtype_name)

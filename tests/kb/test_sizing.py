@@ -318,3 +318,15 @@ def test_a_shape_ending_in_a_vocabulary_is_named_logits_even_unasked():
     lines = SIZING.answer("the biggest allocation is f32[1,32768,128256], what is it?", "en")
     tensor = next(a for a in lines if a.subject == "logits_tensor")
     assert "15.66 GiB" in tensor.text and "these are the logits" in tensor.text
+
+
+def test_the_kv_cache_s_own_dtype_is_used_beside_weights_of_another():
+    lines = SIZING.answer("Llama-3-70B on v6e-8: weights int8, KV cache bf16, 80 layers, 8 kv heads, head_dim 128, "
+                          "batch 32 x 8192 context. HBM per chip?", "en", asked=True)
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    assert "(bfloat16) = 80.00 GiB" in kv.text and "10.00 GiB per device" in kv.text
+
+
+def test_a_batch_written_b_equals_is_read():
+    a = _only("H100 80GB, attention scores with B=4, 32 heads, seq 8192, bf16: memory per layer?", asked=True)
+    assert a.value_bytes == 4 * 32 * 8192 * 8192 * 2
