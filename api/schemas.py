@@ -8,7 +8,8 @@ import uuid
 from typing import Annotated, Any, Union
 
 from pydantic import (
-    AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, model_validator,
+    AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, WithJsonSchema, field_validator,
+    model_validator,
 )
 
 from oomkb.diagnostics.capture import CaptureReport
@@ -188,6 +189,10 @@ class Remedy(BaseModel):
 
 class AskResponse(BaseModel):
     """The assistant's answer (the `ask --json` fields first)."""
+
+    # what the answer showed (its code blocks, guide cards, answer lines), for the conversation's
+    # next turn not to show them again; not part of the response's JSON
+    _shown: object = PrivateAttr(default=None)
 
     language: str
     diagnosis: ParsedError | None

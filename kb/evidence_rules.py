@@ -326,6 +326,16 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
     return {}
 
 
+def _holds_whole_batch(shape: Any, batch: Any, devices: Any) -> bool:
+    """Whether a per-device buffer of a program on several devices leads with the whole batch the
+    asker states (or, stacked by a layer scan, has it second: [layers, batch, ...])."""
+    m = _DIMS.search(str(shape or ""))
+    if not (m and isinstance(batch, int) and batch > 1 and isinstance(devices, int) and devices > 1):
+        return False
+    dims = [int(d) for d in m.group(1).split(",")]
+    return len(dims) >= 2 and (dims[0] == batch or (len(dims) >= 3 and dims[1] == batch))
+
+
 _LAYOUT = re.compile(r"\[(\d+(?:,\d+)*)\]\{(\d+(?:,\d+)*):T\((\d+),(\d+)\)")
 #: The minor-most dimension is named as the cause where its tile pads it at least this many times.
 MINOR_PADDING_MIN = 4
@@ -366,6 +376,8 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         named = out.get("mem_fraction_named_fraction")
         out["gpu_pool_bytes"] = int(gpu * named) if isinstance(named, float) and 0 < named < 1 else gpu * 3 // 4
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
+    if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
+        out["largest_holds_whole_batch"] = True
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
     space = str(out.get("memory_space") or "")

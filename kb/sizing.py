@@ -44,6 +44,7 @@ SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 BLOCKS_CITE = "scoped-vmem-oom#retune-kernel"
 BUCKETS_CITE = "e1000-compile-hbm-oom#scenario-3c-padding"
+SLICE_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
@@ -318,6 +319,42 @@ class Sizing:
             out.append(data)
         out += [line for line in (self._pool_ceiling(text, s, language), self._pool_shares(text, s, language),
                                   self._buckets(s, language)) if line is not None]
+        # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
+        if "memory_named" in s.cues and ((asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
+            out += self._slices(text, language)
+        return out
+
+    def _slices_in(self, text: str) -> list[tuple[str, str, int]]:
+        """The TPU slices `text` names, in order, each once: (as written, generation, its number)."""
+        low = (text or "").lower()
+        out: list[tuple[str, str, int]] = []
+        for m in _SLICE.finditer(low):
+            gens = self.figures.generations_in(m.group(1))
+            if gens and (gens[0], int(m.group(2))) not in [(x[1], x[2]) for x in out]:  # v5e-8 is v5litepod-8
+                out.append((m.group(0), gens[0], int(m.group(2))))
+        return out
+
+    def _slices(self, text: str, language: str) -> list[FigureAnswer]:
+        """Each slice named: its chips (what the number in its name counts), the devices JAX shows
+        (one per TensorCore, or one per chip where JAX runs megacore) and their usable HBM."""
+        out = []
+        for name, gen, n in self._slices_in(text):
+            f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
+            if f is None or f.slice_counts is None or f.cores_per_chip is None or hw is None or not hw.hbm_reported:
+                continue
+            cores = int(f.cores_per_chip.value)
+            chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
+            per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+            per_device = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            counts = (self._msg("slice_counts_cores", language, n=n, cores=cores) if f.slice_counts.value == "cores"
+                      else self._msg("slice_counts_chips", language, n=n))
+            view = self._msg("slice_device_chip" if per_chip == 1 else "slice_device_core", language)
+            text_ = self._msg("slice_size", language, slice=name, chips=_num(chips), counts=counts,
+                              devices=_num(chips * per_chip), view=view, per_device=format_bytes(per_device),
+                              total=format_bytes(per_device * chips * per_chip), public=f.hbm_public.value)
+            out.append(FigureAnswer(kind=KIND, subject=f"slice {name}", text=text_,
+                                    value_bytes=int(per_device * chips * per_chip), sources=["measured"],
+                                    cite=SLICE_CITE))
         return out
 
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -601,8 +638,10 @@ class Sizing:
         GPU it names ("training needs 45GB, eval 20GB, one 80GB A100"): its share of the card with
         a little room, rounded up to .05; and whether the shares together leave the card room."""
         # two or more JAX processes whose needs are stated; a program of another framework beside
-        # JAX ("a PyTorch service takes 20GB") is what the pool leaves, which the short answer says
-        if not (s.gpu and s.device_memory and "mem_fraction" in s.cues) or "other_program" in s.cues:
+        # JAX ("a PyTorch service takes 20GB") is what the pool leaves, which the short answer says;
+        # processes that were each meant to have a GPU of their own need placing, not shares
+        if (not (s.gpu and s.device_memory and "mem_fraction" in s.cues)
+                or {"other_program", "placement"} & set(s.cues)):
             return None
         card = s.device_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         needs = [float(m.group(1)) for m in _GB.finditer((text or "").lower())]

@@ -10,6 +10,7 @@ REST and Slack.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from oomkb.api.core import conversation
@@ -72,6 +73,21 @@ FOLLOW_UP_COSINE = 0.85
 FOLLOW_UP_LANGUAGE_MARGIN = 1.0
 GENERATION_CHARS = 4000  # how much of the question and of the log names the TPU generation
 QUOTE_CHARS = 260
+
+
+@dataclass
+class Shown:
+    """What one answer showed: its code blocks, the guide cards' citations and its answer lines. A
+    follow-up does not show them again (a turn that would only repeat the last one says so)."""
+
+    code: set[str] = field(default_factory=set)
+    cards: set[str] = field(default_factory=set)
+    lines: set[str] = field(default_factory=set)
+
+    def merged(self, other: "Shown | None") -> "Shown":
+        if other is None:
+            return self
+        return Shown(self.code | other.code, self.cards | other.cards, self.lines | other.lines)
 
 
 class Assistant:
@@ -364,6 +380,11 @@ class Assistant:
         if answer_cites or size_cites or quiet:
             cited = [r for r in cited if r.citation in answer_cites or r.citation in size_cites]
         shown_results = [] if quiet else cited if (figures or sizes) and not facts else results
+        if (context.follow_up and context.subject and not (figures or sizes or chosen or outcome.verdict or req_log_new)
+                and self.parts.figures.short_answers_of(context.subject)):
+            # "and why is that?" after a short answer: passages found by this turn's few words are
+            # beside the point; the answer says that the earlier one is all the guides have
+            shown_results = []
         if not answer_cites and figures and not analysis.topics_named and not facts:
             # a figure asked for is the answer: no passage found by meaning is shown after it,
             # and one is cited for its context
@@ -374,6 +395,8 @@ class Assistant:
                                         *answer_cites, *(f.cite for f in sizes if f.cite)])))
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
+        seen = self._shown_before(earlier, language) if context.follow_up else None
+        shown_now = Shown()
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,
@@ -384,8 +407,9 @@ class Assistant:
                                else outcome.verdict,
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
                                filled=frozenset(outcome.snippets),
-                               quiet=quiet)
-        return AskResponse(
+                               quiet=quiet, seen=seen, shown=shown_now,
+                               asked_again=asked_size or bool({"snippet", "flag", "figure"} & set(analysis.asks)))
+        response = AskResponse(
             language=language,
             diagnosis=diagnosis,
             answer=answer,
@@ -404,6 +428,21 @@ class Assistant:
             tried=list(dict.fromkeys([*context.tried, *analysis.tried_remedies])),
             tried_items=list(analysis.tried),
         )
+        response._shown = shown_now.merged(seen)
+        return response
+
+    def _shown_before(self, earlier: list[ConversationTurn], language: str) -> Shown | None:
+        """What the conversation's earlier answers showed, answered again as they were (the same
+        turns give the same answers) in the conversation's language."""
+        if not earlier:
+            return None
+        last = earlier[-1]
+        try:
+            before = self.ask(AskRequest(question=last.question, error_log=last.error_log, report=last.report,
+                                         language=language), earlier[:-1])
+        except QueryError:
+            return None
+        return before._shown
 
     def _other_framework(self, language, detected, note_key, diagnosis, framework, facts) -> AskResponse:
         """Another framework's OOM (PyTorch, TensorFlow, plain CUDA): say what it is and that the
@@ -570,13 +609,28 @@ class Assistant:
 
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
-                 evidence_verdict=False, quiet=False, filled=frozenset()) -> str:
+                 evidence_verdict=False, quiet=False, filled=frozenset(), seen: Shown | None = None,
+                 shown: Shown | None = None, asked_again: bool = False) -> str:
+        """The answer's Markdown. `seen`: what the conversation's earlier answers showed, not shown
+        again unless `asked_again` (the turn asks for a figure, a flag or code); `shown`: filled with
+        what this answer shows."""
+        seen = seen or Shown()
+        shown = shown if shown is not None else Shown()
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
+        if verdict in seen.lines:  # the same verdict on the same evidence, given one turn before
+            verdict = None
         if verdict:  # the answer to "what now?", from the user's own numbers, comes first
             lines += [f"**{verdict}**", ""]
-        shown_code: set[str] = set()
+            shown.lines.add(verdict)
+        shown_code: set[str] = shown.code
+        # code or an answer line an earlier turn gave is not given again, unless this turn asks for
+        # it ("show me the code", "which flag was it?")
+        if not asked_again:
+            shown_code |= seen.code
+            figures = [f for f in figures if f.text not in seen.lines]
+        shown.lines |= {f.text for f in figures}
         for figure in figures:  # a figure or short answer asked for, with its code when it has some
             lines += [figure.text, *self.parts.snippet_lines(figure.snippet, shown_code)]
         if figures:
@@ -623,7 +677,13 @@ class Assistant:
             cards = [r for r in cards if r.citation.split("#")[0] in guides]
         # a verdict from the user's numbers with its steps is the answer; the guide's passage is
         # among the sources, not repeated as a card
+        cards = [r for r in cards if r.citation not in seen.cards]  # a card an earlier turn showed
         cards = cards[: 0 if verdict and steps else 1 if steps else MAX_CARDS]
+        shown.cards |= {r.citation for r in cards}
+        if not (verdict or figures or steps or cards or lead is not None or stated or line) and seen.lines | seen.cards:
+            # a follow-up with nothing its earlier answers did not already say: said so, with what
+            # would decide it (the next steps), not the same passages again
+            lines += [self._msg("nothing_new", language), ""]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:

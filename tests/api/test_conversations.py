@@ -363,3 +363,28 @@ def test_a_greeting_that_opens_a_question_does_not_take_it_out_of_scope():
     assert without_greeting("大佬们 我用 jax.jit") == "我用 jax.jit"
     assert without_greeting("history of jax memory") == "history of jax memory"  # not a greeting
     assert without_greeting("hello") == "hello"  # nothing would be left
+
+
+# ------------------------------------------------------------------ nothing said twice
+
+
+def test_a_follow_up_does_not_repeat_the_earlier_answer_and_says_so_when_it_has_nothing_new(client, assistant):
+    first = _ask(client, {"question": "my lax.scan over 10000 steps returns the whole state as ys and OOMs "
+                                      "on an A100, why?"})
+    assert first["answer"].count("```") == 2  # the short answer and its code
+    again = _ask(client, {"question": "and why is that?", "conversation_id": first["conversation_id"]})
+    assert again["grounded"] and "```" not in again["answer"]
+    assert again["answer"].startswith(message(assistant.catalogue, "nothing_new", "en"))
+    assert "From the guides" not in again["answer"]  # no passages found by three words
+    # asked for, the code is shown again
+    code = _ask(client, {"question": "show me the code again", "conversation_id": first["conversation_id"]})
+    assert code["answer"].count("```") == 2
+
+
+def test_a_verdict_given_on_a_log_is_not_given_again_to_a_follow_up_on_the_same_log(client):
+    from tests.diagnostics.test_parse import HBM_REPORT_LOG  # arguments alone over the chip's HBM
+
+    first = _ask(client, {"question": "why does this OOM?", "error_log": HBM_REPORT_LOG})
+    assert first["verdict"]
+    more = _ask(client, {"question": "hmm, anything else I should look at?", "conversation_id": first["conversation_id"]})
+    assert f"**{first['verdict']}**" not in more["answer"]

@@ -704,3 +704,45 @@ def test_the_sentences_of_a_pasted_error_that_carry_its_sizes_are_the_error_s_no
                               "1.12 GiB is free. Including non-PyTorch memory, this process has 22.57 GiB memory in "
                               "use. ¿qué hago?")
     assert d.language == "es"
+
+
+# A data-parallel step on 8 chips whose per-device buffers still carry the global batch of 32
+# (the shape of logs in threads where a batch was put with P(), i.e. replicated).
+REPLICATED_BATCH_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 19.39G of 15.75G hbm. Exceeded hbm capacity by 3.64G.
+
+Total hbm usage >= 19.89G:
+    reserved        512.00M
+    program          17.39G
+    arguments         2.00G
+
+  Largest program allocations in hbm:
+
+  1. Size: 3.50G
+     Operator: op_name="jit(train_step)/jit(main)/jvp(Model)/mlp/up/dot_general" source_file="/srv/train/model.py" source_line=88
+     Shape: bf16[32,4096,14336]{2,1,0:T(8,128)(2,1)}
+     Unpadded size: 3.50G
+     Allocation type: HLO temp
+     ==========================
+"""
+
+
+def test_a_per_device_buffer_holding_the_whole_stated_batch_says_the_batch_is_replicated(client):
+    r = ask(client, "data parallel over 8 chips on a v5e-8, global batch 32, seq 4096. why OOM?",
+            REPLICATED_BATCH_LOG)
+    assert r.facts["batch_named"] == 32 and r.facts["largest_holds_whole_batch"] is True
+    assert r.verdict.startswith("The largest buffer, `bf16[32,4096,14336]`") and "replicated" in r.verdict
+    assert "P('data')" in r.verdict
+    assert "hbm-batch-size" not in [x.id for x in r.remedies]  # a smaller batch is not the fix
+    # in German too, with the figures kept
+    de = ask(client, "Datenparallel auf 8 Chips (v5e-8), globale batch 32 — warum OOM?", REPLICATED_BATCH_LOG)
+    assert de.language == "de" and "repliziert" in de.verdict and "32" in de.verdict
+
+
+def test_a_batch_said_per_device_or_already_split_is_not_called_replicated(client):
+    per_device = ask(client, "8 chips, batch 32 per device, why OOM?", REPLICATED_BATCH_LOG)
+    assert "largest_holds_whole_batch" not in per_device.facts
+    one_device = ask(client, "batch 32 on one chip, why OOM?", REPLICATED_BATCH_LOG)
+    assert "largest_holds_whole_batch" not in one_device.facts
+    split = ask(client, "8 chips, global batch 256, why OOM?", REPLICATED_BATCH_LOG)
+    assert "largest_holds_whole_batch" not in split.facts and "replicated" not in (split.verdict or "")

@@ -18,6 +18,12 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("Launching 4 ranks with mpirun on a box with 4 A100s, all of them pile onto GPU 0 and it OOMs; "
+     "lowering XLA_PYTHON_CLIENT_MEM_FRACTION didn't help", "en", "processes_on_first_gpu", "CUDA_VISIBLE_DEVICES"),
+    ("Lancé avec srun, chaque processus devrait avoir sa carte mais tous finissent sur le GPU 0. Quoi faire ?", "fr",
+     "processes_on_first_gpu", "local_device_ids"),
+    ("¿Cómo veo desde Python cuánta memoria utilizable tiene realmente cada dispositivo?", "es",
+     "device_memory_limit", "bytes_limit"),
     ("Adam の optimizer state で HBM が足りません。メモリを減らす方法は？", "ja", "optimizer_state", "mu_dtype"),
     ("Comment réduire la mémoire prise par l'état de l'optimiseur optax ?", "fr", "optimizer_state", "mu_dtype"),
     ("nvidia-smi still shows 30 GB used after I deleted every array, why doesn't JAX release it?", "en",

@@ -330,3 +330,19 @@ def test_the_kv_cache_s_own_dtype_is_used_beside_weights_of_another():
 def test_a_batch_written_b_equals_is_read():
     a = _only("H100 80GB, attention scores with B=4, 32 heads, seq 8192, bf16: memory per layer?", asked=True)
     assert a.value_bytes == 4 * 32 * 8192 * 8192 * 2
+
+
+def test_two_slices_compared_give_each_one_s_chips_devices_and_usable_hbm():
+    lines = SIZING.answer("our v3-8 shows 8 devices, the v4-8 only 4. so a v4-8 has half the HBM of a v3-8??", "en")
+    by = {a.subject: a.text for a in lines}
+    # v3: 2 TensorCores per chip, each its own device; v4: megacore, one device per chip
+    assert "4 chips" in by["slice v3-8"] and "8 devices (one per TensorCore)" in by["slice v3-8"]
+    assert "4 chips" in by["slice v4-8"] and "4 devices (one per chip)" in by["slice v4-8"]
+    assert "123.84 GiB in all" in by["slice v3-8"] and "122.00 GiB in all" in by["slice v4-8"]
+
+
+def test_a_slice_written_with_its_alias_too_is_given_once_and_one_slice_unasked_gives_nothing():
+    lines = SIZING.answer("v5p-8 이랑 v5e-8 (v5litepod-8) 메모리는요?", "ko", asked=True)
+    assert [a.subject for a in lines] == ["slice v5p-8", "slice v5e-8"]
+    assert "칩 8개" in lines[1].text and "126.00 GiB" in lines[1].text
+    assert not [a for a in SIZING.answer("training on a v5e-8, OOM at step 1", "en") if a.subject.startswith("slice")]
