@@ -310,6 +310,10 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
         return {}
     dims = [int(d) for d in m.group(1).split(",")]
     op = str(op_name or "").lower()
+    # forward mode over reverse mode (`jax.hessian` is jacfwd(jacrev(f))): the leading axis is the
+    # batch of tangents, one per input element, that every intermediate is multiplied by
+    if len(dims) >= 2 and ("jvp(transpose(jvp(" in op or "jvp(jvp(" in op):
+        return {"largest_allocation_kind": "forward_tangents", "largest_allocation_steps": dims[0]}
     # written slice by slice inside a loop: under autodiff, a layer scan's residuals for the backward
     # pass; otherwise a scan or fori_loop stacking one output per iteration
     stacked = "dynamic_update_slice" in op or "dynamic-update-slice" in str(label or "").lower()

@@ -120,7 +120,8 @@ class Stated:
     optimizer: Optimizer | None = None
     cues: set[str] = field(default_factory=set)
     device: str | None = None          # the label of the device named
-    device_memory: int | None = None   # bytes per device
+    device_memory: int | None = None   # bytes per device (on a GPU: JAX's pool on the card)
+    card_memory: int | None = None     # a GPU's whole memory
     memory_label: str | None = None    # as the question or the public page states it
     devices: int | None = None
     gpu: bool = False
@@ -261,8 +262,13 @@ class Sizing:
             return
         s.gpu = True
         s.device = label or "GPU"
-        s.device_memory = int(memory)
-        s.memory_label = format_bytes(int(memory))  # one unit in every figure: GiB
+        # what JAX can use of the card is its pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the text sets,
+        # else the default three quarters; every fit is checked against that, not the whole card
+        s.card_memory = int(memory)
+        share = counted.get("mem_fraction_named_fraction")
+        share = share if isinstance(share, float) and 0 < share < 1 else GPU_POOL_SHARE
+        s.device_memory = int(memory * share)
+        s.memory_label = f"{format_bytes(s.device_memory)} = {round(share * 100)}% × {format_bytes(int(memory))}"
 
     # -- answering --------------------------------------------------------------------------
 
@@ -285,13 +291,17 @@ class Sizing:
         return any(p.search(low) for p in self._cues.get("fits", []))
 
     def answer(self, text: str, language: str, asked: bool = False, earlier: str = "",
-               capacity: int | None = None) -> list[FigureAnswer]:
+               capacity: int | None = None, shared: int | None = None) -> list[FigureAnswer]:
         """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
         figure or whether something fits (then a model's size is given even without a device
         named). `earlier`: the conversation's earlier questions; only lines that the new turn
         changes are returned. `capacity`: the HBM per device that the user's own TPU log reports,
-        which wins over the catalogue's measured figure (one capacity in one answer)."""
+        which wins over the catalogue's measured figure (one capacity in one answer). `shared`: the
+        shared memory a GPU kernel's block gets, from the user's error."""
         lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity)
+        line = self._shared_blocks(self.read(f"{earlier}\n{text}" if earlier else text), language, shared)
+        if line is not None:
+            lines.insert(0, line)
         if earlier and lines:
             before = {a.text for a in self._answer(earlier, language, True, capacity)}
             lines = [a for a in lines if a.text not in before]
@@ -581,6 +591,33 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=LOGITS_CITE)
 
+    def _shared_blocks(self, s: Stated, language: str, shared: int | None) -> FigureAnswer | None:
+        """A GPU (Triton) Pallas matmul's block_k and num_stages that fit the shared memory a block
+        gets (the error's "available"): each stage holds an x tile (bm × bk) and a y tile (bk × bn)."""
+        bm, bn = s.values.get("block_m"), s.values.get("block_n")
+        if not (shared and bm and bn):
+            return None
+        size = s.dtype.bytes if s.dtype else 4
+        name = s.dtype.name if s.dtype else "float32"
+
+        def need(bk: int, stages: int) -> int:
+            return int(stages * (bm * bk + bk * bn) * size)
+
+        def largest_bk(stages: int) -> int | None:
+            fitting = [bk for bk in (256, 128, 64, 32, 16) if need(bk, stages) <= shared]
+            return fitting[0] if fitting else None
+
+        bk3, bk2 = largest_bk(3), largest_bk(2)
+        values = dict(bm=_num(bm), bn=_num(bn), dtype=name, bytes=_num(size), available=format_bytes(shared))
+        if bk2 is None:
+            text = self._msg("gpu_shared_too_big", language, used=format_bytes(need(16, 2)), **values)
+        else:
+            bk, stages = (bk3, 3) if bk3 else (bk2, 2)
+            text = self._msg("gpu_shared_blocks", language, bk=bk, stages=stages, used=format_bytes(need(bk, stages)),
+                             bk2=bk2, used2=format_bytes(need(bk2, 2)), **values)
+        return FigureAnswer(kind=KIND, subject="gpu_shared_blocks", text=text, value_bytes=0, sources=["computed"],
+                            cite=BLOCKS_CITE)
+
     def _pallas_blocks(self, s: Stated, language: str) -> FigureAnswer | None:
         """A Pallas matmul's VMEM from its block sizes (bm, bk, bn): the x, y and output blocks of
         one grid step, twice over (double buffering), plus a float32 accumulator in scratch where
@@ -640,10 +677,10 @@ class Sizing:
         # two or more JAX processes whose needs are stated; a program of another framework beside
         # JAX ("a PyTorch service takes 20GB") is what the pool leaves, which the short answer says;
         # processes that were each meant to have a GPU of their own need placing, not shares
-        if (not (s.gpu and s.device_memory and "mem_fraction" in s.cues)
+        if (not (s.gpu and s.card_memory and "mem_fraction" in s.cues)
                 or {"other_program", "placement"} & set(s.cues)):
             return None
-        card = s.device_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
+        card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         needs = [float(m.group(1)) for m in _GB.finditer((text or "").lower())]
         # not the card itself, nor JAX's default pool on it (the 60 of 80 GB the asker saw taken)
         needs = [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
@@ -658,20 +695,21 @@ class Sizing:
             text_ = self._msg("pool_shares", language, left=f"{_num(round((1 - total) * card, 1))} GB", **values)
         else:
             text_ = self._msg("pool_shares_too_much", language, **values)
-        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.device_memory),
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of
         80 GB): the pool is what filled up, not the card."""
-        if not (s.gpu and s.device_memory):
+        if not (s.gpu and s.card_memory):
             return None
-        pool = GPU_POOL_SHARE * s.device_memory
+        card = s.card_memory
+        pool = GPU_POOL_SHARE * card
         for m in _GB.finditer((text or "").lower()):
             seen = float(m.group(1)) * (1 << 30)
-            if abs(seen - s.device_memory) > 0.02 * s.device_memory and abs(seen - pool) <= 0.03 * s.device_memory:
+            if abs(seen - card) > 0.02 * card and abs(seen - pool) <= 0.03 * card:
                 return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._msg(
-                    "pool_ceiling", language, seen=f"{m.group(1)} GB", memory=s.memory_label,
+                    "pool_ceiling", language, seen=f"{m.group(1)} GB", memory=format_bytes(card),
                     pool=format_bytes(pool)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
         return None
 

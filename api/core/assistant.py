@@ -63,6 +63,8 @@ MAX_REMEDIES = 5
 MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
 MAX_STEPS_BESIDE_ANSWER = 2
+#: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
+ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
 MAX_NEXT_WITHOUT_EVIDENCE = 3
 #: A follow-up at least this close (e5 cosine) to its conversation's earlier questions continues it
@@ -278,14 +280,17 @@ class Assistant:
         # a follow-up of a conversation that was doing the arithmetic asks for it again ("and in bf16?")
         # a TPU log's own capacity is the device's memory in every figure of the answer
         capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
+        shared = facts.get("available_bytes") if facts.get("memory_space") == "shared" else None
         sizes = self.sizing.answer(
-            question, language, earlier=earlier_text, capacity=capacity,
+            question, language, earlier=earlier_text, capacity=capacity, shared=shared,
             asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
         if not sizes and earlier_text and ("figure" in analysis.asks or self.sizing.asks_max_batch(question)):
             # "ok so what max batch can I run then?": the conversation's arithmetic answers it again
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
+        if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
+            sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)

@@ -746,3 +746,53 @@ def test_a_batch_said_per_device_or_already_split_is_not_called_replicated(clien
     assert "largest_holds_whole_batch" not in one_device.facts
     split = ask(client, "8 chips, global batch 256, why OOM?", REPLICATED_BATCH_LOG)
     assert "largest_holds_whole_batch" not in split.facts and "replicated" not in (split.verdict or "")
+
+
+# jax.hessian of a pairwise energy over 1000 particles (x: f32[1000,3]): forward mode over reverse
+# pushes 3000 tangents through the [1000,1000,3] pairwise term
+HESSIAN_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 36000000000 bytes.
+BufferAssignment OOM Debugging.
+BufferAssignment stats:
+             parameter allocation:   11.72KiB
+              constant allocation:         4B
+        maybe_live_out allocation:   34.33MiB
+     preallocated temp allocation:   33.56GiB
+                 total allocation:   33.59GiB
+              total fragmentation:   11.44MiB (0.03%)
+Peak buffers:
+        Buffer 1:
+                Size: 33.53GiB
+                Operator: op_name="jit(energy)/jit(main)/jvp(transpose(jvp(energy)))/mul" source_file="/work/md/hess.py" source_line=17
+                XLA Label: fusion
+                Shape: f32[3000,1000,1000,3]
+                ==========================
+"""
+
+
+def test_a_hessian_s_tangent_batch_is_named_with_its_count_and_hessian_vector_products(client):
+    r = ask(client, "jax.hessian of my energy function OOMs on an A100 40GB, the hessian itself is tiny. why?",
+            HESSIAN_LOG)
+    assert r.facts["largest_allocation_kind"] == "forward_tangents"
+    assert "`jax.hessian`" in r.verdict and "3000" in r.verdict and "jax.jvp(jax.grad(f)" in r.verdict
+    ko = ask(client, "jax.hessian 돌리면 OOM 나요. 왜 그렇죠?", HESSIAN_LOG)
+    assert ko.language == "ko" and "탄젠트" in ko.verdict
+
+
+def test_a_kernel_s_shared_memory_error_gets_the_blocks_that_fit_and_no_leak_profiling_step(client):
+    r = ask(client, "Pallas Triton matmul, bf16, bm=bn=128, K entier dans un bloc. Quels block_k et num_stages ?",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Shared memory size limit exceeded: "
+            "requested 2097152, available: 101376")
+    assert r.language == "fr"
+    assert "`block_k=64` avec `num_stages=3` prend 96.00 KiB" in r.answer
+    assert not {s.tool for s in r.next_steps} & {"profile", "run"}
+
+
+def test_a_log_with_its_own_sizes_gets_no_unasked_estimate_of_the_model_s_training_state(client):
+    q = "training a 2B model with adamw, FSDP over a v5e-8, it OOMs at compile"
+    with_log = ask(client, q, REPLICATED_BATCH_LOG)
+    assert "training_state" not in [f.subject for f in with_log.figures]
+    asked = ask(client, q + ". how much memory does the training state take per chip?", REPLICATED_BATCH_LOG)
+    assert "training_state" in [f.subject for f in asked.figures]
+    without_log = ask(client, q + ". how much memory does the training state take per chip?")
+    assert "training_state" in [f.subject for f in without_log.figures]

@@ -18,6 +18,10 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("jax.jit(lambda k: draw(table, k)) で大きな配列を closure で参照しているのですが、毎回コンパイルが遅くて RAM も足りなくなります。",
+     "ja", "closure_constants", "donate_argnums"),
+    ("Hago fine-tuning con LoRA en JAX y la memoria es igual que el fine-tuning completo, OOM con adam. ¿Por qué?", "es",
+     "lora_frozen_grads", "optax.set_to_zero()"),
     ("Launching 4 ranks with mpirun on a box with 4 A100s, all of them pile onto GPU 0 and it OOMs; "
      "lowering XLA_PYTHON_CLIENT_MEM_FRACTION didn't help", "en", "processes_on_first_gpu", "CUDA_VISIBLE_DEVICES"),
     ("Lancé avec srun, chaque processus devrait avoir sa carte mais tous finissent sur le GPU 0. Quoi faire ?", "fr",
