@@ -222,7 +222,7 @@ class EvidenceRules:
                 cut = [value.index(stop) for stop in spec.stops if stop in value]
                 if cut:
                     value = value[: min(cut)]
-                value = value.strip().rstrip(".")[:_TEXT_FACT_CHARS]
+                value = value.strip().rstrip(".,; ")[:_TEXT_FACT_CHARS]
                 if value:
                     out.setdefault(spec.fact, value)
                     break

@@ -33,6 +33,7 @@ __all__ = ["Sizing", "Stated", "load_sizing"]
 FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
+HIGH_POOL_SHARE = 0.9  # a pool this large leaves little of the card to CUDA's own allocations
 BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
 SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus this, rounded up to .05
 MAX_SHARES = 0.95      # shares summing above this leave too little for CUDA contexts and workspaces
@@ -45,6 +46,8 @@ LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 BLOCKS_CITE = "scoped-vmem-oom#retune-kernel"
 BUCKETS_CITE = "e1000-compile-hbm-oom#scenario-3c-padding"
 SLICE_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+ANALYSIS_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
+KEPT_CITE = "tensor-lifetime-leaks#memory-profile-timeline"
 MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
@@ -52,10 +55,13 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 # a dtype written right after the (KV) cache ("kv cache bf16", "KV 缓存 int8", "cache int8 me")
-_KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
+_KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}"
+                       r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
+                       r"((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n")
+               "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
+               "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp")
 
 
 class _Strict(BaseModel):
@@ -122,6 +128,7 @@ class Stated:
     device: str | None = None          # the label of the device named
     device_memory: int | None = None   # bytes per device (on a GPU: JAX's pool on the card)
     card_memory: int | None = None     # a GPU's whole memory
+    pool_share: float | None = None    # the XLA_PYTHON_CLIENT_MEM_FRACTION the text sets
     memory_label: str | None = None    # as the question or the public page states it
     devices: int | None = None
     gpu: bool = False
@@ -202,6 +209,9 @@ class Sizing:
         near = list(_KV_DTYPE.finditer(low))  # the last one: "and in int8?" about the cache wins
         if near:
             s.kv_dtype = self._last_of(self._dtypes, near[-1].group(1))
+            # the model's own dtype is the last one said elsewhere ("bf16 ..., KV cache a int8")
+            rest = _KV_DTYPE.sub(" ", low)
+            s.dtype = self._last_of(self._dtypes, rest) or s.dtype
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
@@ -267,6 +277,7 @@ class Sizing:
         s.card_memory = int(memory)
         share = counted.get("mem_fraction_named_fraction")
         share = share if isinstance(share, float) and 0 < share < 1 else GPU_POOL_SHARE
+        s.pool_share = share if share != GPU_POOL_SHARE else None  # a share the text sets
         s.device_memory = int(memory * share)
         s.memory_label = f"{format_bytes(s.device_memory)} = {round(share * 100)}% × {format_bytes(int(memory))}"
 
@@ -321,18 +332,62 @@ class Sizing:
         # is (attention scores, logits) or takes a good share of the device named (the
         # f32[8,16,8192,8192] that fills a chip)
         tensor = self._tensor(text, s, language)
-        if tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
+        kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
+        if kept is not None:  # the shape appended every step: how long until it fills the device
+            out.append(kept)
+        elif tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(tensor)
         data = self._dataset(text, s, language)
         if data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(data)
+        outside = self._pool_outside(s, language)
+        if outside is not None:
+            out.append(outside)
+        analysis = self._analysis(s, language)
+        if analysis is not None:
+            out.insert(0, analysis)
         out += [line for line in (self._pool_ceiling(text, s, language), self._pool_shares(text, s, language),
                                   self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if "memory_named" in s.cues and ((asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
             out += self._slices(text, language)
         return out
+
+    def _pool_outside(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A high XLA_PYTHON_CLIENT_MEM_FRACTION the text sets on the GPU it names: what it leaves
+        outside JAX's pool for CUDA's own allocations (cuBLAS and cuDNN handles, NCCL)."""
+        if not (s.gpu and s.card_memory and s.pool_share and s.pool_share >= HIGH_POOL_SHARE):
+            return None
+        card = s.card_memory
+        text = self._msg("pool_outside", language, fraction=f"{s.pool_share:.2f}".rstrip("0").lstrip("0"),
+                         card=format_bytes(card), pool=format_bytes(int(card * s.pool_share)),
+                         left=format_bytes(int(card * (1 - s.pool_share))), left_90=format_bytes(int(card * 0.1)))
+        return FigureAnswer(kind=KIND, subject="pool_outside", text=text, value_bytes=int(card * (1 - s.pool_share)),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _analysis(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The peak per device that the memory_analysis() fields the asker pastes add up to
+        (arguments + outputs − aliased + temporaries), against the device named, and what it would
+        be without donation."""
+        v = s.values
+        arg, out, temp = v.get("analysis_argument"), v.get("analysis_output"), v.get("analysis_temp")
+        if arg is None or out is None or temp is None:
+            return None
+        alias = v.get("analysis_alias") or 0
+        peak = int(arg + out - alias + temp)
+        parts = [self._msg("analysis_peak", language, argument=format_bytes(arg), output=format_bytes(out),
+                           alias=format_bytes(alias), temp=format_bytes(temp), peak=format_bytes(peak))]
+        if alias:
+            parts.append(self._msg("analysis_alias", language, alias=format_bytes(alias),
+                                   peak=format_bytes(peak + alias)))
+        if s.device_memory:
+            device = dict(device=s.device or "", memory=s.memory_label or format_bytes(s.device_memory))
+            parts.append(self._msg("analysis_fits", language, left=format_bytes(s.device_memory - peak), **device)
+                         if peak <= s.device_memory
+                         else self._msg("analysis_over", language, over=format_bytes(peak - s.device_memory), **device))
+        return FigureAnswer(kind=KIND, subject="memory_analysis", text=join_sentences(parts, language),
+                            value_bytes=peak, sources=["computed"], cite=ANALYSIS_CITE)
 
     def _slices_in(self, text: str) -> list[tuple[str, str, int]]:
         """The TPU slices `text` names, in order, each once: (as written, generation, its number)."""
@@ -480,6 +535,8 @@ class Sizing:
         how many [B, S, D] tensors a layer keeps; and with full remat per layer."""
         v = s.values
         layers, tensors, batch, seq, hidden = (v.get(k) for k in ("layers", "tensors", "batch", "seq", "hidden"))
+        if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden, v.get("heads"))):
+            return self._activations_estimate(s, language)
         if "activations" not in s.cues or not all((layers, tensors, batch, seq, hidden)):
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
@@ -492,6 +549,23 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="bfloat16"))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _activations_estimate(self, s: Stated, language: str) -> FigureAnswer:
+        """A transformer's activations from its shape alone: the published per-layer estimate for
+        16-bit activations without recomputation, s·b·h·(34 + 5·a·s/h) bytes (Korthikanti et al.
+        2022, "Reducing Activation Recomputation in Large Transformer Models"), and 2·s·b·h per
+        layer (its input) with every layer rematerialized."""
+        v = s.values
+        layers, batch, seq, hidden, heads = (v[k] for k in ("layers", "batch", "seq", "hidden", "heads"))
+        per_layer = seq * batch * hidden * (34 + 5 * heads * seq / hidden)
+        remat = 2 * seq * batch * hidden * layers
+        parts = [self._msg("activations_estimate", language, seq=_num(seq), batch=_num(batch), hidden=_num(hidden),
+                           heads=_num(heads), per_layer=format_bytes(per_layer), layers=_num(layers),
+                           total=format_bytes(per_layer * layers), remat=format_bytes(remat))]
+        if s.device_memory:
+            parts.append(self._share(s, per_layer * layers, language))
+        return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
+                            value_bytes=int(per_layer * layers), sources=["computed"], cite=ACTIVATIONS_CITE)
 
     def _tensor(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """The bytes of the last shape the text writes out ([32, 2048, 4096], 32x2048x4096), in the
@@ -520,6 +594,10 @@ class Sizing:
         elif dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:  # [..., vocabulary]: logits
             parts.append(self._msg("tensor_logits", language, vocab=_num(dims[-1])))
             subject = "logits_tensor"
+        padding = self._tpu_padding(dims, dtype_bytes, size, s, language)
+        if padding:
+            parts += padding
+            subject = "padded_tensor" if subject == "tensor" else subject
         layers = s.values.get("layers")
         if layers and layers > 1:
             parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
@@ -527,6 +605,39 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _kept_per_step(self, tensor: FigureAnswer, s: Stated, language: str) -> FigureAnswer | None:
+        """A shape the text appends to a Python list every step, on the device it names: its size
+        and how many steps fill the device with those arrays alone."""
+        if "appended" not in s.cues or not s.device_memory or not tensor.value_bytes:
+            return None
+        m = re.search(r"\*\*[^*]*?(\[[\d, ]+\])", tensor.text)  # the shape as the tensor line writes it
+        shape = m.group(1) if m else ""
+        text = self._msg("kept_per_step", language, shape=f"`{shape}`", size=format_bytes(tensor.value_bytes),
+                         steps=_num(int(s.device_memory // tensor.value_bytes)), device=s.device or "",
+                         memory=s.memory_label or format_bytes(s.device_memory))
+        return FigureAnswer(kind=KIND, subject="kept_per_step", text=text, value_bytes=tensor.value_bytes,
+                            sources=["computed"], cite=KEPT_CITE)
+
+    def _tpu_padding(self, dims: list[int], dtype_bytes: float, size: float, s: Stated, language: str) -> list[str]:
+        """On a TPU named: the bytes of the shape in HBM tiles (the last dimension to a multiple of
+        128, the one before it to 8 rows of 32-bit words: 8, 16 or 32 elements), where that pads
+        it by a quarter or more; and a shape of the same bytes that is not padded."""
+        if not (s.device and s.device.startswith("TPU")) or len(dims) < 2 or dtype_bytes not in (1, 2, 4):
+            return []
+        sub = int(8 * 4 // dtype_bytes)
+        minor, second = dims[-1], dims[-2]
+        minor_padded, second_padded = -(-minor // 128) * 128, -(-second // sub) * sub
+        padded = size / (minor * second) * minor_padded * second_padded
+        if padded < 1.25 * size:
+            return []
+        parts = [self._msg("tpu_padding", language, tile=sub, minor=minor, minor_padded=minor_padded, second=second,
+                           second_padded=second_padded, factor=_num(round(padded / size, 1)),
+                           padded=format_bytes(padded))]
+        elements = int(size / dtype_bytes)
+        if minor < 128 and elements % 128 == 0:
+            parts.append(self._msg("tpu_padding_reshape", language, reshape=f"[{elements // 128}, 128]"))
+        return parts
 
     def _dataset(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A whole dataset put on the device at once: items × the shape of one item × bytes."""

@@ -796,3 +796,9 @@ def test_a_log_with_its_own_sizes_gets_no_unasked_estimate_of_the_model_s_traini
     assert "training_state" in [f.subject for f in asked.figures]
     without_log = ask(client, q + ". how much memory does the training state take per chip?")
     assert "training_state" in [f.subject for f in without_log.figures]
+
+
+def test_a_donation_warning_cut_short_by_the_asker_names_only_the_shapes_it_lists(client):
+    r = ask(client, "donated my state but: UserWarning: Some donated buffers were not usable: "
+                    "ShapedArray(float32[32000,4096]), ShapedArray(float32[4096,11008]), ... my model is 7B, why?")
+    assert r.facts["donation_unusable"] == "ShapedArray(float32[32000,4096]), ShapedArray(float32[4096,11008])"

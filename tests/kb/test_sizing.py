@@ -372,3 +372,54 @@ def test_a_gpu_kernel_over_its_shared_memory_gets_the_block_k_and_stages_that_fi
 def test_a_uint8_array_is_one_byte_per_element():
     line = SIZING.answer("my replay buffer is a uint8 array [50000,84,84,9], how big is it?", "en", asked=True)[0]
     assert "1 B (uint8)" in line.text and "2.96 GiB" in line.text
+
+
+def test_pasted_memory_analysis_fields_add_up_to_the_peak_against_the_chip_and_without_donation():
+    q = ("memory_analysis(): argument_size_in_bytes=2147483648, output_size_in_bytes=2147483648, "
+         "alias_size_in_bytes=2147483648, temp_size_in_bytes=12884901888 on one v5e chip. real peak?")
+    line = next(a for a in SIZING.answer(q, "en") if a.subject == "memory_analysis")
+    # 2 + 2 - 2 + 12 = 14 GiB <= 15.75 GiB; without donation 16 GiB
+    assert "= 14.00 GiB per device" in line.text and "16.00 GiB" in line.text and "1.75 GiB to spare" in line.text
+
+
+def test_a_high_fraction_says_what_it_leaves_outside_the_pool_on_the_card():
+    line = next(a for a in SIZING.answer("XLA_PYTHON_CLIENT_MEM_FRACTION=.95 on an A100 40GB and cublas fails", "de")
+                if a.subject == "pool_outside")
+    assert "38.00 GiB" in line.text and "2.00 GiB" in line.text and "4.00 GiB" in line.text
+    assert not [a for a in SIZING.answer("XLA_PYTHON_CLIENT_MEM_FRACTION=.5 on an A100 40GB", "en")
+                if a.subject == "pool_outside"]
+
+
+def test_a_kv_cache_quantized_in_a_follow_up_keeps_the_weights_in_their_own_dtype():
+    lines = SIZING.answer("¿y si cuantizo el KV cache a int8?", "es", asked=True,
+                          earlier="Llama-3-8B bf16, 32 capas, 8 KV heads, head_dim 128, A100 40GB, batch 16 x max_len 8192")
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    assert "1 B (int8) = 8.00 GiB" in kv.text and "14.96 GiB" in kv.text  # the weights stay bfloat16
+    assert "weights" not in [a.subject for a in lines]
+
+
+def test_a_shape_with_a_small_last_dimension_on_a_tpu_gets_its_tiled_bytes_and_an_unpadded_shape():
+    line = SIZING.answer("on a TPU v5e my lookup table is f32[2000000, 4], why is it so big in HBM?", "en",
+                         asked=True)[0]
+    # 4 is stored as 128: 32x, 30.52 MiB -> 976.56 MiB; the same 8,000,000 floats as [62500, 128]
+    assert line.subject == "padded_tensor"
+    assert "`(8, 128)` tiles" in line.text and "976.56 MiB" in line.text and "`[62500, 128]`" in line.text
+    assert SIZING.answer("on an A100 40GB my table is f32[2000000, 4]", "en", asked=True)[0].subject == "tensor"
+
+
+def test_activations_from_the_model_s_shape_alone_use_the_published_per_layer_estimate():
+    line = next(a for a in SIZING.answer(
+        "GPT 24 layers, d_model 2048, 16 heads, seq 2048, batch 8, bf16 activations, no remat, one A100 80GB: "
+        "how many GiB of activations per layer and in total?", "en", asked=True) if a.subject == "activations")
+    # s*b*h*(34 + 5*a*s/h) = 2048*8*2048*(34 + 80) B = 3.5625 GiB per layer; 24 layers 85.5 GiB; remat 1.5 GiB
+    assert "3.56 GiB per layer" in line.text and "= 85.50 GiB" in line.text and "= 1.50 GiB" in line.text
+    assert "142%" in line.text  # of JAX's 60 GiB pool on the card
+
+
+def test_outputs_appended_every_step_give_their_size_and_the_steps_that_fill_the_device():
+    line = next(a for a in SIZING.answer(
+        "RTX 3090 24GB, each eval step I do all_out.append(out) where out is f32[16,19,256,256]; OOM after a while",
+        "en") if a.subject == "kept_per_step")
+    # 16*19*256*256*4 B = 76 MiB; JAX's pool 18 GiB / 76 MiB = 242 steps
+    assert "`[16, 19, 256, 256]`" in line.text and "76.00 MiB" in line.text and "about 242 steps" in line.text
+    assert "not a leak in JAX" in line.text
