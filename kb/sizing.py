@@ -324,6 +324,9 @@ class Sizing:
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
         asked = asked or "fits" in s.cues
         # asked about accumulation: its own extra memory first
+        per_example = self._per_example(s, language)
+        if per_example is not None:  # vmap(grad): the per-example gradients are the memory, not the model's state
+            return [per_example]
         out = [line for line in (self._accumulator(s, language), self._model(s, language, asked),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))
@@ -605,6 +608,25 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _per_example(self, s: Stated, language: str) -> FigureAnswer | None:
+        """Per-example gradients (`vmap(grad)`): batch × parameters in float32, and the chunk of
+        examples that holds at most a quarter of the device named."""
+        params, batch = s.values.get("params"), s.values.get("batch")
+        if "per_example" not in s.cues or not params or not batch or params < 1e5 or batch < 2:
+            return None
+        one = params * 4
+        budget = (s.device_memory or 0) * BIG_SHARE
+        chunk = 16
+        if budget:
+            chunk = 1
+            while chunk * 2 <= batch and chunk * 2 * one <= budget:
+                chunk *= 2
+        chunk = int(min(chunk, batch))
+        text = self._msg("per_example_grads", language, batch=_num(batch), params=_count(params),
+                         size=format_bytes(batch * one), chunk=chunk, chunk_size=format_bytes(chunk * one))
+        return FigureAnswer(kind=KIND, subject="per_example_grads", text=text, value_bytes=int(batch * one),
+                            sources=["computed"], cite=ACTIVATIONS_CITE)
 
     def _kept_per_step(self, tensor: FigureAnswer, s: Stated, language: str) -> FigureAnswer | None:
         """A shape the text appends to a Python list every step, on the device it names: its size

@@ -423,3 +423,11 @@ def test_outputs_appended_every_step_give_their_size_and_the_steps_that_fill_the
     # 16*19*256*256*4 B = 76 MiB; JAX's pool 18 GiB / 76 MiB = 242 steps
     assert "`[16, 19, 256, 256]`" in line.text and "76.00 MiB" in line.text and "about 242 steps" in line.text
     assert "not a leak in JAX" in line.text
+
+
+def test_per_example_gradients_are_batch_times_parameters_with_a_chunk_that_fits():
+    lines = SIZING.answer("DP-SGD with jax.vmap(jax.grad(loss)) on a 50M params model, batch 256, RTX 4090 24GB. OOM",
+                          "en")
+    assert [a.subject for a in lines] == ["per_example_grads"]
+    # 256 x 50e6 x 4 B = 47.68 GiB; a quarter of the 18 GiB pool is 4.5 GiB: 16 examples (2.98 GiB)
+    assert "= 47.68 GiB" in lines[0].text and "batch_size=16" in lines[0].text and "2.98 GiB" in lines[0].text
