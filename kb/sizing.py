@@ -443,7 +443,8 @@ class Sizing:
         if not params or params < 1e6 or params > 1e13:
             return None
         known = s.device_memory is not None
-        training = (s.optimizer is not None or "training" in s.cues) and "no_training" not in s.cues
+        training = ((s.optimizer is not None or "training" in s.cues)
+                    and not {"no_training", "params_only"} & s.cues)  # "only the params in bf16, how much?"
         if not (known or asked):
             return None
         count = _count(params)
@@ -462,16 +463,22 @@ class Sizing:
             need = half if (s.dtype is not None and s.dtype.bytes <= 2) else state
             # bf16 and f32 both named: the usual mixed precision (bf16 weights and gradients,
             # f32 moments) is what is meant
-            if {"bfloat16", "float32"} <= s.dtypes_named and opt.moments:
+            if {"bfloat16", "float32"} <= s.dtypes_named and opt.moments and "mixed_precision" in s.cues:
                 per_mixed = 2 + 2 + 4 * opt.moments
                 need = params * per_mixed
                 parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
             if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about: said first
-                parts.insert(0, self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
-                                       opt_state=format_bytes(params * 4 * opt.moments),
-                                       mu_saving=format_bytes(params * 2)))
+                first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
+                                   opt_state=format_bytes(params * 4 * opt.moments), mu_saving=format_bytes(params * 2))]
+                if devices > 1:
+                    first.append(self._msg("optimizer_state_sharded", language, devices=devices,
+                                           opt_state=format_bytes(params * 4 * opt.moments / devices),
+                                           mu_saving=format_bytes(params * 2 / devices)))
+                if "nu_dtype" in s.cues:
+                    first.append(self._msg("nu_dtype", language))
+                parts[:0] = first
             total = state
             if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None  # not asked, and far from the card's size: beside the point

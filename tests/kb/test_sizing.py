@@ -431,3 +431,19 @@ def test_per_example_gradients_are_batch_times_parameters_with_a_chunk_that_fits
     assert [a.subject for a in lines] == ["per_example_grads"]
     # 256 x 50e6 x 4 B = 47.68 GiB; a quarter of the 18 GiB pool is 4.5 GiB: 16 examples (2.98 GiB)
     assert "= 47.68 GiB" in lines[0].text and "batch_size=16" in lines[0].text and "2.98 GiB" in lines[0].text
+
+
+def test_the_optimizer_state_asked_about_is_given_per_device_with_the_nu_answer():
+    a = next(x for x in SIZING.answer("2.7B model, params fp32, adamw state sharded FSDP over a v4-8 (4 chips). how much "
+                                      "does mu_dtype=jnp.bfloat16 save per chip? and is there a way to put nu in bf16?",
+                                      "en", asked=True) if x.subject == "training_state")
+    # Adam: 2.7e9 x 8 B = 20.12 GiB; over 4 devices 5.03 GiB; mu in bf16 saves 2.7e9 x 2 B / 4 = 1.26 GiB per device
+    assert "5.03 GiB per device" in a.text and "saves 1.26 GiB per device" in a.text
+    assert "has no argument for `nu`" in a.text
+    assert "Mixed precision" not in a.text  # fp32 and bf16 both named is not mixed precision
+
+
+def test_only_the_params_for_eval_are_sized_as_weights_not_as_training_state():
+    lines = SIZING.answer("for eval I only need the params in bf16 on one A100 80GB, can I skip mu/nu? how much memory?",
+                          "en", asked=True, earlier="7B model, fp32 params + adam mu/nu, trained with FSDP")
+    assert [a.subject for a in lines] == ["weights"] and "13.04 GiB" in lines[0].text
