@@ -89,6 +89,10 @@ _LOG_LINE = re.compile(
 # Every pattern here reads user text, so each is linear in its length: a token is cut out whole
 # (`\S+`) and judged by itself, never found by `\S*X\S*`, which rescans a long run of letters from
 # every position (quadratic: 40k letters took 15 s). Tests time them on hostile inputs.
+# an error message pasted inside a sentence ("mais maintenant : ValueError: One of ... (50257, 4096)). je
+# fais quoi ?"): up to the end of its own sentence, or of the line
+_INLINE_ERROR = re.compile(
+    r"\b(?:[A-Za-z_.]*(?:Error|Exception)|RESOURCE_EXHAUSTED|INTERNAL|UNKNOWN):\s.*?(?:\.(?=\s)|$)", re.MULTILINE)
 _WORD = re.compile(r"\S+")
 _TECHNICAL = re.compile(r"[_/\\=<>{}\[\]()@#$\d]")  # identifiers, paths, shapes, numbers, versions
 _NAME = re.compile(
@@ -157,6 +161,7 @@ def strip_code(text: str) -> str:
     """The prose of `text`: without code spans, pasted log lines and technical tokens."""
     text = _CODE_SPAN.sub(" ", text)
     text = _LOG_LINE.sub(" ", text)
+    text = _INLINE_ERROR.sub(" ", text)
     text = _WORD.sub(_prose_token, text)
     return " ".join(text.split())
 

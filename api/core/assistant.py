@@ -320,8 +320,9 @@ class Assistant:
             # a log whose question a short answer settles ("leak or fragmentation?"): the evidence's
             # first steps only, not every profiling step of its category
             chosen = chosen[:MAX_STEPS_BESIDE_ANSWER]
+        # arithmetic on the memory the question's own figures need is an answer in scope
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
-                                    or bool(figures) or (bool(sizes) and context.follow_up)
+                                    or bool(figures) or bool(sizes)
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,

@@ -18,6 +18,12 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("用 NamedSharding(mesh, P()) 放参数，8 张卡每张都 OOM，模型 13B，为什么分片没有省显存？", "zh",
+     "replicated_partition_spec", "P(None, 'data')"),
+    ("device_put 报错 should be divisible by 4, but it is equal to 32001，我的 embedding 用的 P('fsdp', None)", "zh",
+     "sharding_not_divisible", "P(None, 'data')"),
+    ("FSDP 로 학습 중인데 프로파일에서 all-gather 된 weights 가 backward 까지 계속 살아 있어서 피크가 높아요. 정상인가요?",
+     "ko", "fsdp_gathered_weights", "jax.checkpoint"),
     ("jax.jit(lambda k: draw(table, k)) で大きな配列を closure で参照しているのですが、毎回コンパイルが遅くて RAM も足りなくなります。",
      "ja", "closure_constants", "donate_argnums"),
     ("Hago fine-tuning con LoRA en JAX y la memoria es igual que el fine-tuning completo, OOM con adam. ¿Por qué?", "es",

@@ -160,3 +160,12 @@ def test_japanese_with_code_and_numbers_glued_into_its_clauses_stays_japanese():
     q = "推論でKV cacheのサイズを見積もりたいです。28層、KV heads 16、head_dim 256、bf16 だと何GiBになりますか？"
     assert detect_prose_language(q).language == "ja"
     assert detect_prose_language("v5e-8 上训练一个 ~3B 的模型，compile 的时候就 OOM 了。").language == "zh"
+
+
+def test_an_error_pasted_inside_a_sentence_does_not_decide_the_language():
+    from oomkb.kb.prose import detect_prose_language
+
+    q = ("hab jetzt überall P('fsdp') gesetzt, aber jetzt kommt: ValueError: One of device_put args was given the "
+         "sharding of NamedSharding(mesh=Mesh('fsdp': 4), spec=PartitionSpec('fsdp',)), which implies that the global "
+         "size of its dimension 0 should be divisible by 4, but it is equal to 32001 (full shape: (32001,)). was nun?")
+    assert detect_prose_language(q).language == "de"
