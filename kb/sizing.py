@@ -61,7 +61,7 @@ _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
-               "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp")
+               "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len")
 
 
 class _Strict(BaseModel):
@@ -858,7 +858,7 @@ class Sizing:
         # a KV cache named, or implied: serving a model whose attention shape the text gives
         if not ("kv_cache" in s.cues or ("inference" in s.cues and (v.get("kv_heads") or v.get("heads")))):
             return None
-        layers, batch, seq = v.get("layers"), v.get("batch"), v.get("seq")
+        layers, batch, seq = v.get("layers"), v.get("batch"), v.get("max_len") or v.get("seq")
         heads = v.get("kv_heads") or v.get("heads")
         head_dim = v.get("head_dim")
         assumed = []

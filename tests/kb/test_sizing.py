@@ -447,3 +447,10 @@ def test_only_the_params_for_eval_are_sized_as_weights_not_as_training_state():
     lines = SIZING.answer("for eval I only need the params in bf16 on one A100 80GB, can I skip mu/nu? how much memory?",
                           "en", asked=True, earlier="7B model, fp32 params + adam mu/nu, trained with FSDP")
     assert [a.subject for a in lines] == ["weights"] and "13.04 GiB" in lines[0].text
+
+
+def test_the_cache_length_named_wins_over_a_prefill_chunk_s_token_count():
+    kv = next(a for a in SIZING.answer("serving an 8B model, static KV cache: batch 8, max_len 4096, 32 layers, 8 kv heads, "
+                                       "head_dim 128, bf16; prefill runs in chunks of 1024 tokens. on a v6e-1", "en",
+                                       asked=True) if a.subject == "kv_cache")
+    assert kv.value_bytes == 2 * 32 * 8 * 4096 * 8 * 128 * 2
