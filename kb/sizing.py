@@ -598,7 +598,8 @@ class Sizing:
         if s.device_memory:  # against the device the text names
             parts.append(self._share(s, size, language))
         subject = "tensor"
-        if len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN:  # [..., S, S]: attention scores
+        if (len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN  # [..., S, S]: attention scores
+                and ("attention_named" in s.cues or len(dims) >= 4)):  # [batch, heads, S, S] needs no name
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
             subject = "scores_tensor"
         elif dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:  # [..., vocabulary]: logits

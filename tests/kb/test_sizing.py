@@ -454,3 +454,8 @@ def test_the_cache_length_named_wins_over_a_prefill_chunk_s_token_count():
                                        "head_dim 128, bf16; prefill runs in chunks of 1024 tokens. on a v6e-1", "en",
                                        asked=True) if a.subject == "kv_cache")
     assert kv.value_bytes == 2 * 32 * 8 * 4096 * 8 * 128 * 2
+
+
+def test_a_square_grid_in_a_simulation_is_not_read_as_attention_scores():
+    lines = SIZING.answer("a PDE solver state f32[2,1024,1024] returned from lax.scan, how big is one?", "en", asked=True)
+    assert lines and lines[0].subject == "tensor" and "attention" not in lines[0].text
