@@ -9,7 +9,10 @@ REST and Slack.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +68,8 @@ MAX_GENERAL_AFTER_VERDICT = 2
 MAX_STEPS_BESIDE_ANSWER = 2
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
 ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
+#: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
+MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
 MAX_NEXT_WITHOUT_EVIDENCE = 3
 #: A follow-up at least this close (e5 cosine) to its conversation's earlier questions continues it
@@ -104,6 +109,10 @@ class Assistant:
         self.rules = load_rules(self.catalogue)
         self.sizing = load_sizing(self.parts.figures, self.rules.read_count_facts)
         self.platforms = load_platforms()
+        # what each conversation's answers showed, by its turns and language: a follow-up finds its
+        # earlier turns' here instead of answering them again (bounded; the same turns give the same)
+        self._shown: OrderedDict[str, Shown] = OrderedDict()
+        self._shown_lock = threading.Lock()
 
     @property
     def searcher(self) -> Searcher:
@@ -144,6 +153,7 @@ class Assistant:
         `turns` (else `req.history`): the conversation's earlier turns, oldest first. A question
         that continues them inherits their evidence and subject (api/core/conversation.py)."""
         earlier = list(turns) if turns is not None else list(req.history or [])
+        this_turn = conversation.turn_of(req)  # as the conversation keeps it, before it inherits anything
         context = conversation.Context()
         if earlier and self._continues(req.question, req.error_log, earlier):
             req, context = conversation.merge(earlier, req)
@@ -435,13 +445,25 @@ class Assistant:
             tried_items=list(analysis.tried),
         )
         response._shown = shown_now.merged(seen)
+        self._keep_shown(_turns_key([*earlier, this_turn], language), response._shown)
         return response
 
+    def _keep_shown(self, key: str, shown: Shown) -> None:
+        with self._shown_lock:
+            self._shown[key] = shown
+            self._shown.move_to_end(key)
+            while len(self._shown) > MAX_SHOWN_KEPT:
+                self._shown.popitem(last=False)
+
     def _shown_before(self, earlier: list[ConversationTurn], language: str) -> Shown | None:
-        """What the conversation's earlier answers showed, answered again as they were (the same
-        turns give the same answers) in the conversation's language."""
+        """What the conversation's earlier answers showed: kept when they were answered, else
+        answered again as they were (the same turns give the same answers) in its language."""
         if not earlier:
             return None
+        with self._shown_lock:
+            kept = self._shown.get(_turns_key(earlier, language))
+        if kept is not None:
+            return kept
         last = earlier[-1]
         try:
             before = self.ask(AskRequest(question=last.question, error_log=last.error_log, report=last.report,
@@ -761,6 +783,15 @@ _VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_gener
                                "peak_largest_role", "diff_grown_role"})
 # The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
 OTHER_FRAMEWORK = "other_framework_oom"
+
+
+def _turns_key(turns: list[ConversationTurn], language: str) -> str:
+    """A conversation's turns and language as one short key."""
+    h = hashlib.sha256(language.encode())
+    for t in turns:
+        for part in (t.question or "", t.error_log or "", t.report.model_dump_json() if t.report is not None else ""):
+            h.update(b"\0" + part.encode("utf-8", "replace"))
+    return h.hexdigest()
 
 
 def _as_code(text: str) -> str:

@@ -388,3 +388,14 @@ def test_a_verdict_given_on_a_log_is_not_given_again_to_a_follow_up_on_the_same_
     assert first["verdict"]
     more = _ask(client, {"question": "hmm, anything else I should look at?", "conversation_id": first["conversation_id"]})
     assert f"**{first['verdict']}**" not in more["answer"]
+
+
+def test_a_follow_up_finds_what_the_earlier_turn_showed_without_answering_it_again(searcher):
+    from oomkb.api.core.conversation import turn_of
+
+    fresh = Assistant(searcher)
+    first = AskRequest(question="my lax.scan over 8000 steps returns its whole state as ys every step and OOMs, why?")
+    answered = fresh.ask(first)
+    fresh.ask = lambda *a, **k: (_ for _ in ()).throw(AssertionError("answered again"))  # noqa: E731
+    kept = fresh._shown_before([turn_of(first)], answered.language)
+    assert kept is not None and kept.code and kept.lines
