@@ -38,6 +38,7 @@ BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
 SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus this, rounded up to .05
 MAX_SHARES = 0.95      # shares summing above this leave too little for CUDA contexts and workspaces
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+DONATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 POOL_CITE = "runtime-buffer-allocation#debugging"
@@ -327,6 +328,9 @@ class Sizing:
         per_example = self._per_example(s, language)
         if per_example is not None:  # vmap(grad): the per-example gradients are the memory, not the model's state
             return [per_example]
+        donated = self._donated(s, language) if asked else None
+        if donated is not None:  # "how much did donation save?": that state, not the whole training state
+            return [donated]
         out = [line for line in (self._accumulator(s, language), self._model(s, language, asked),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))
@@ -424,6 +428,23 @@ class Sizing:
                                     value_bytes=int(per_device * chips * per_chip), sources=["measured"],
                                     cite=SLICE_CITE))
         return out
+
+    def _donated(self, s: Stated, language: str) -> FigureAnswer | None:
+        """What buffer donation saves, asked beside a model's size: the float32 weights and the
+        optimizer's moments that the step takes and returns (the old copy no longer lives beside
+        the new one)."""
+        params = s.values.get("params")
+        if not {"donation", "saving"} <= s.cues or not params or params < 1e6 or params > 1e13:
+            return None
+        opt = s.optimizer or self.data.optimizers[0]
+        per_param = 4 + 4 * opt.moments
+        size = params * per_param
+        text = self._msg("donated_state", language, params=_count(params), per_param=per_param,
+                         optimizer=opt.name, moments=opt.moments, saving=format_bytes(size))
+        if s.optimizer is None:
+            text = self._join([text, self._msg("assumed", language, what=opt.name)], language)
+        return FigureAnswer(kind=KIND, subject="donated_state", text=text, value_bytes=int(size),
+                            sources=["computed"], cite=DONATION_CITE)
 
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
         """The float32 gradient accumulator that gradient accumulation adds, when it is named

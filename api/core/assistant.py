@@ -68,6 +68,9 @@ MAX_GENERAL_AFTER_VERDICT = 2
 MAX_STEPS_BESIDE_ANSWER = 2
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
 ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
+#: Arithmetic on the model's training state, not shown unasked beside a short answer that answers
+#: the question ("why is donation not working?" is not asked by the size of Adam's moments).
+ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -301,6 +304,9 @@ class Assistant:
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
+        answers_it = any(f.kind == ANSWER for f in figures)
+        if answers_it and not asked_size:
+            sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
@@ -416,7 +422,9 @@ class Assistant:
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,
-                               figures=[*sizes, *figures] if grounded else figures, next_steps=next_steps,
+                               # unasked arithmetic comes after the short answer that answers the question
+                               figures=(([*figures, *sizes] if answers_it and not asked_size else [*sizes, *figures])
+                                        if grounded else figures), next_steps=next_steps,
                                # a follow-up asking about something else does not get the verdict
                                # it was given on the same evidence one turn before
                                verdict=None if (figures and context.follow_up and not req_log_new)

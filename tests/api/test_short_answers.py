@@ -18,6 +18,11 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # where HBM goes, asked without naming an API, and without running into an OOM: the calls and XProf
+    ("在 TPU 上训练的时候，怎么看 HBM 到底被谁占了？有没有不用真的跑到 OOM 就能看到的办法？", "zh",
+     "memory_from_code", "memory_analysis()"),
+    ("how do I see what is using my HBM on a v5e, params vs optimizer state vs activations?", "en",
+     "memory_from_code", "xprof --logdir"),
     ("用 NamedSharding(mesh, P()) 放参数，8 张卡每张都 OOM，模型 13B，为什么分片没有省显存？", "zh",
      "replicated_partition_spec", "P(None, 'data')"),
     ("device_put 报错 should be divisible by 4, but it is equal to 32001，我的 embedding 用的 P('fsdp', None)", "zh",
@@ -181,6 +186,11 @@ def test_every_short_answer_cites_a_guide_section_that_exists_and_its_snippet_pa
 def test_a_question_that_only_mentions_a_concept_in_passing_gets_no_short_answer():
     # free GPU memory as a noun, in a fragmentation question: not the pool answer
     assert not FIGURES.short_answers_of("RESOURCE_EXHAUSTED on my GPU although 3 GiB are free, fragmentation?")
+    # the optimizer state named beside another question (donation's warning): not its own answer
+    assert "optimizer_state" not in {a.id for a in FIGURES.short_answers_of(
+        "Some donated buffers were not usable on my train step over (params, opt_state, batch), adam, OOM")}
+    assert "optimizer_state" not in {a.id for a in FIGURES.short_answers_of(
+        "core 0 fills up before the first step: opt_state = tx.init(params) then replicate, hbm OOM")}
     # an optimizer named without asking about memory
     assert not FIGURES.short_answers_of("Which learning rate schedule does optax use for adamw warmup?")
 

@@ -459,3 +459,18 @@ def test_the_cache_length_named_wins_over_a_prefill_chunk_s_token_count():
 def test_a_square_grid_in_a_simulation_is_not_read_as_attention_scores():
     lines = SIZING.answer("a PDE solver state f32[2,1024,1024] returned from lax.scan, how big is one?", "en", asked=True)
     assert lines and lines[0].subject == "tensor" and "attention" not in lines[0].text
+
+
+def test_what_donation_saved_is_the_donated_state_not_the_whole_training_state():
+    # weights 4 B + Adam's two moments 8 B: 1.5e9 × 12 B = 16.76 GiB (gradients are not donated)
+    a = _only("1.5B param model, fp32, adam, donate_argnums=(0, 1): roughly how much memory did donation save me?",
+              asked=True)
+    assert a.subject == "donated_state" and a.value_bytes == int(1.5e9 * 12)
+    assert "16.76 GiB" in a.text and "Gradients" in a.text
+    ru = _only("модель 2B, adamw, включил donate_argnums — сколько памяти это сэкономило?", "ru", asked=True)
+    assert ru.value_bytes == int(2e9 * 12) and ru.text.startswith("**Что экономит donation:**")
+
+
+def test_donation_named_beside_a_fit_question_is_still_the_training_state_s_fit():
+    a = _only("1.5B model with adam and donate_argnums=(0,1) on one A100 80GB, will it fit?", asked=True)
+    assert a.subject == "training_state"
