@@ -294,9 +294,9 @@ class Assistant:
         # a TPU log's own capacity is the device's memory in every figure of the answer
         capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
         shared = facts.get("available_bytes") if facts.get("memory_space") == "shared" else None
-        sizes = self.sizing.answer(
-            question, language, earlier=earlier_text, capacity=capacity, shared=shared,
-            asked=asked_size or bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True)))
+        sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
+        sizes = self.sizing.answer(question, language, earlier=earlier_text, capacity=capacity, shared=shared,
+                                   asked=asked_size or sizing_before)
         if not sizes and earlier_text and ("figure" in analysis.asks or self.sizing.asks_max_batch(question)):
             # "ok so what max batch can I run then?": the conversation's arithmetic answers it again
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
@@ -304,7 +304,8 @@ class Assistant:
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
-        answers_it = any(f.kind == ANSWER for f in figures)
+        # (a conversation that was doing the arithmetic is still asking for it: "and in bf16?")
+        answers_it = any(f.kind == ANSWER for f in figures) and not sizing_before
         if answers_it and not asked_size:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
