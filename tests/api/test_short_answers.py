@@ -191,6 +191,12 @@ def test_a_question_that_only_mentions_a_concept_in_passing_gets_no_short_answer
         "Some donated buffers were not usable on my train step over (params, opt_state, batch), adam, OOM")}
     assert "optimizer_state" not in {a.id for a in FIGURES.short_answers_of(
         "core 0 fills up before the first step: opt_state = tx.init(params) then replicate, hbm OOM")}
+    # "돌려서" is running a program, not giving memory back; a list that keeps the arrays is its own answer
+    assert "gpu_memory_not_returned" not in {a.id for a in FIGURES.short_answers_of(
+        "실제로 돌려서 OOM 나기 전에 train_step이 GPU 메모리를 얼마나 쓸지 미리 알아보는 방법 있나요?")}
+    assert [a.id for a in FIGURES.short_answers_of(
+        "la memoria de la GPU sube en cada step y no se libera; en el loop hago logits_hist.append(logits)")][:1] == [
+        "arrays_kept_in_python"]
     # an optimizer named without asking about memory
     assert not FIGURES.short_answers_of("Which learning rate schedule does optax use for adamw warmup?")
 
