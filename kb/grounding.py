@@ -97,8 +97,9 @@ class GroundingModel(BaseModel):
 
 class _Terms:
     def __init__(self, groups: dict[str, list[str]], error_patterns: list[str],
-                 prototypes: dict[str, list[str]]):
+                 prototypes: dict[str, list[str]], oom_words: list[str] | None = None):
         self.groups = {g: [_compile(t) for t in sorted(set(groups.get(g) or []))] for g in GROUPS}
+        self.oom = [_compile(str(t)) for t in oom_words or []]
         self.errors = [re.compile(p, re.IGNORECASE) for p in error_patterns]
         self.covered = [str(t) for t in prototypes["covered"]]
         self.not_covered = [str(t) for t in prototypes["not_covered"]]
@@ -138,7 +139,8 @@ def _normalise(text: str) -> str:
 def load_terms(path: str = str(TERMS_FILE)) -> _Terms:
     try:
         data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=YAML_LOADER)
-        return _Terms(data["groups"], data.get("error_patterns") or [], data["prototypes"])
+        return _Terms(data["groups"], data.get("error_patterns") or [], data["prototypes"],
+                      data.get("oom_words"))
     except (OSError, yaml.YAMLError, KeyError, TypeError, re.error) as exc:
         raise GroundingError(f"grounding terms unreadable ({path}): {exc}") from exc
 
@@ -288,6 +290,15 @@ def unknown_names(question: str, searcher, language: str | None = None) -> float
             continue
         count += 1
     return float(min(count, 2)) / 2
+
+
+def names_jax_oom(question: str) -> bool:
+    """Whether `question` names running out of memory and JAX, XLA or a TPU ("OOM au premier step
+    avec optax.adamw"): the guides' subject by its own words, whatever the model scores."""
+    terms = load_terms()
+    text = _normalise(question or "")
+    return (any(p.search(text) for p in terms.oom)
+            and any(p.search(text) for p in terms.groups.get("framework", [])))
 
 
 def decide(question: str, results, searcher=None, model: GroundingModel | None = None,

@@ -72,6 +72,8 @@ class Intents(_Strict):
     asks: list[AskKind] = Field(min_length=1)
     topics: list[Topic] = Field(min_length=1)
     tried: list[Tried] = Field(min_length=1)
+    unnamed_oom_next: list[str] = Field(default_factory=list, description=(
+        "the steps for an OOM said without a log, a topic or anything tried, in order"))
 
     @field_validator("clause_breaks")
     @classmethod
@@ -260,6 +262,10 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
             asked = [m.intents.topics[best].id]
     return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
                             sizes=sizes_in(text or ""), topics_named=named)
+
+
+def unnamed_oom_next(path: str = str(INTENTS_FILE)) -> list[str]:
+    return list(load_intents(path).intents.unnamed_oom_next)
 
 
 def topic(topic_id: str, path: str = str(INTENTS_FILE)) -> Topic:

@@ -501,8 +501,10 @@ class Sizing:
                     first.append(self._msg("nu_dtype", language))
                 parts[:0] = first
             total = state
-            if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
-                return None  # not asked, and far from the card's size: beside the point
+            # not asked, and far from the card's size: beside the point, unless the question says
+            # it ran out of memory (then that the state is not what fills the device is an answer)
+            if known and not asked and "oom" not in s.cues and need <= SMALL_SHARE * (s.device_memory or 0):
+                return None
             if known:
                 parts += self._fit(s, language, need, devices, training=True)
         else:

@@ -239,6 +239,9 @@ class Assistant:
         if (category == "unknown" and not foreign and req.report is None and analysis.tried
                 and "next" in analysis.asks):  # "did X, still OOM, what now?" without a log
             chosen = self._next_without_evidence(context.subject, analysis)
+        elif (category == "unknown" and not foreign and req.report is None and not chosen and not analysis.tried
+              and not analysis.topics and not context.follow_up and grounding.names_jax_oom(question)):
+            chosen = self._steps_for_an_unnamed_oom()  # "OOM at the first step with optax.adamw"
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
@@ -339,7 +342,7 @@ class Assistant:
             chosen = chosen[:MAX_STEPS_BESIDE_ANSWER]
         # arithmetic on the memory the question's own figures need is an answer in scope
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
-                                    or bool(figures) or bool(sizes)
+                                    or bool(figures) or bool(sizes) or grounding.names_jax_oom(question)
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
@@ -567,6 +570,16 @@ class Assistant:
                 return [pool[rid] for rid in wanted
                         if rid in pool and rid not in analysis.tried_remedies][:MAX_NEXT_WITHOUT_EVIDENCE]
         return []
+
+    def _steps_for_an_unnamed_oom(self) -> list:
+        """The steps for an OOM said without a log, a topic or anything tried (intents.yaml
+        `unnamed_oom_next`), at most MAX_NEXT_WITHOUT_EVIDENCE."""
+        wanted = question_api.unnamed_oom_next()
+        if not wanted:
+            return []
+        category = self.catalogue.remedy(wanted[0]).category[0]
+        pool = {r.id: r for r in choose_remedies(self.catalogue, {}, category, limit=len(self.catalogue.remedies))}
+        return [pool[rid] for rid in wanted if rid in pool][:MAX_NEXT_WITHOUT_EVIDENCE]
 
     def _generation(self, question: str, log: str, facts: dict) -> str | None:
         """The TPU generation the question (else the head of the log) names; looked for only

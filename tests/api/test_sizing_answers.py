@@ -53,3 +53,18 @@ def test_a_tpu_log_s_own_capacity_is_the_device_memory_of_the_arithmetic_beside_
     r = _ask(client, {"question": "Will a 7B model trained with AdamW fit on a v4-8 with fsdp?", "error_log": log})
     sizing = next(f for f in r["figures"] if f["kind"] == KIND)
     assert "30.75 GiB" in sizing["text"] and "30.50 GiB" not in sizing["text"]
+
+
+def test_an_oom_said_without_a_log_is_answered_with_the_state_and_the_steps_and_adafactor_recomputes(client):
+    # held-out phrasing: no log, no topic named, nothing tried; the model scored it off-topic before
+    first = _ask(client, {"question": "je fais du fine-tuning d'un modèle 1B sur une A100 40GB avec optax.adamw, "
+                                      "OOM au premier step"})
+    assert first["grounded"] and first["language"] == "fr"
+    # 1e9 × 16 B = 14.90 GiB against JAX's pool, 75% of 40 GiB
+    assert first["answer"].startswith("**État d'entraînement :** 1B paramètres × 16 o")
+    assert "30.00 GiB = 75% × 40.00 GiB" in first["answer"]
+    assert [r["id"] for r in first["remedies"]] == ["hbm-checkpoint", "hbm-donate", "hbm-bfloat16"]
+    second = _ask(client, {"question": "et si je passe à adafactor, ça change quoi en mémoire ?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["grounded"] and second["follow_up"]
+    assert "1B paramètres × 8 o" in second["answer"] and "Adafactor" in second["answer"]

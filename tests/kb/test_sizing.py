@@ -474,3 +474,9 @@ def test_what_donation_saved_is_the_donated_state_not_the_whole_training_state()
 def test_donation_named_beside_a_fit_question_is_still_the_training_state_s_fit():
     a = _only("1.5B model with adam and donate_argnums=(0,1) on one A100 80GB, will it fit?", asked=True)
     assert a.subject == "training_state"
+
+
+def test_mu_dtype_is_the_first_moment_s_dtype_not_the_model_s():
+    assert SIZING.read("1B model, adamw, mu_dtype=bf16").dtype is None
+    assert SIZING.read("1B model, adamw, mu_dtype=jnp.bfloat16").dtype is None
+    assert SIZING.read("1B model in bf16, adamw").dtype.name == "bfloat16"
