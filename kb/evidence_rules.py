@@ -382,6 +382,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
         out["largest_holds_whole_batch"] = True
+    unaliased = out.get("output_unaliased_bytes")
+    if isinstance(unaliased, int) and isinstance(arguments, int) and arguments > 0:
+        out["output_argument_ratio"] = unaliased / arguments
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
     space = str(out.get("memory_space") or "")

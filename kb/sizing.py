@@ -297,6 +297,11 @@ class Sizing:
         low = (text or "").lower()
         return any(p.search(low) for p in self._cues.get("max_batch", []))
 
+    def names_memory(self, text: str) -> bool:
+        """Whether `text` speaks of memory, HBM or devices ("how much memory then?"), not of time."""
+        low = (text or "").lower()
+        return any(p.search(low) for p in self._cues.get("memory_named", []))
+
     def asks_to_fit(self, text: str) -> bool:
         """Whether `text` asks if something fits ("will it fit?", "放得下吗")."""
         low = (text or "").lower()

@@ -62,6 +62,9 @@ REPORT_CATEGORY = {"EstimateReport": "compile_hbm_oom", "ProfileReport": "runtim
                    "DiffReport": "unknown"}
 MAX_CARDS = 2
 MAX_REMEDIES = 5
+#: Signatures read as the host's memory only because no device was named: a question that names a
+#: GPU (and no TPU) makes them the GPU's (diagnostics/signatures.yaml).
+HOST_READINGS_OF_A_GPU_ERROR = frozenset({"xla_cpu_out_of_memory_allocating"})
 #: General steps (not chosen by the evidence) kept after a verdict from the user's own numbers.
 MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
@@ -187,6 +190,11 @@ class Assistant:
         elif question:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
+        if (diagnosis is not None and diagnosis.signature in HOST_READINGS_OF_A_GPU_ERROR
+                and self.platforms.gpu_only(question)):
+            # "Out of memory allocating N bytes" is XLA's CPU client wording, but the asker runs on
+            # the GPU they name (a V100): the GPU's memory ran out, not the host's
+            diagnosis = diagnosis.model_copy(update={"category": "gpu_oom", "backend": "gpu", "memory_space": None})
         facts = facts_from(diagnosis, req.report)
         # whether the evidence has figures of its own (a log's sizes, a report), not just a name
         measured = req.report is not None or any(k.endswith("_bytes") and v for k, v in facts.items())
@@ -300,8 +308,10 @@ class Assistant:
         sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
         sizes = self.sizing.answer(question, language, earlier=earlier_text, capacity=capacity, shared=shared,
                                    asked=asked_size or sizing_before)
-        if not sizes and earlier_text and ("figure" in analysis.asks or self.sizing.asks_max_batch(question)):
-            # "ok so what max batch can I run then?": the conversation's arithmetic answers it again
+        if not sizes and earlier_text and (("figure" in analysis.asks and self.sizing.names_memory(question))
+                                           or self.sizing.asks_max_batch(question)):
+            # "ok so what max batch can I run then?", "so how much memory is that?": the conversation's
+            # arithmetic answers it again (not "how much slower is it then?")
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})

@@ -802,3 +802,28 @@ def test_a_donation_warning_cut_short_by_the_asker_names_only_the_shapes_it_list
     r = ask(client, "donated my state but: UserWarning: Some donated buffers were not usable: "
                     "ShapedArray(float32[32000,4096]), ShapedArray(float32[4096,11008]), ... my model is 7B, why?")
     assert r.facts["donation_unusable"] == "ShapedArray(float32[32000,4096]), ShapedArray(float32[4096,11008])"
+
+
+def test_the_cpu_client_s_wording_beside_a_gpu_named_is_the_gpu_s_memory(client):
+    # "Out of memory allocating N bytes" is how XLA's CPU client words it; the asker runs on an A10G
+    r = ask(client, "jax.vmap over 50000 indices on my A10G 24GB fails: RESOURCE_EXHAUSTED: Out of memory "
+                    "allocating 10000000000 bytes. why so much?")
+    assert r.diagnosis.category == "gpu_oom" and r.facts.get("requested_bytes") == 10_000_000_000
+    assert "CPU RAM" not in r.answer and "(RAM)" not in r.answer
+    # without a device named it stays the host's
+    r = ask(client, "RESOURCE_EXHAUSTED: Out of memory allocating 10000000000 bytes. why so much?")
+    assert r.diagnosis.category == "host_oom"
+
+
+GATHER_LOG = ("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
+              "memory space hbm. Used 9.50G of 7.48G hbm. Exceeded hbm capacity by 2.02G.\n\nTotal hbm usage >= 9.75G:\n"
+              "    reserved        256.00M\n    program           8.00G\n    arguments         1.50G\n\n"
+              "Output size 8.00G; shares 0B with arguments.\n")
+
+
+def test_outputs_many_times_the_arguments_are_not_read_as_missing_donation(client):
+    # an all-gather's output is 5x its input: donating the 1.50G of arguments cannot hold 8.00G
+    r = ask(client, "process_allgather of my params OOMs on v2-8", error_log=GATHER_LOG)
+    assert r.facts["output_argument_ratio"] > 5
+    assert "donat" not in (r.verdict or "").lower()
+    assert "hbm-donation-measured" not in ids(r)
