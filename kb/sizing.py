@@ -53,6 +53,14 @@ MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
+# a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
+_FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
+                         r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
+# processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
+_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:runs?|processes|jobs|experiments?|trials|"
+                            r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
+                            r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
+                            r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
 _SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
 # a dtype written right after the (KV) cache ("kv cache bf16", "KV 缓存 int8", "cache int8 me")
@@ -850,9 +858,13 @@ class Sizing:
                 or {"other_program", "placement"} & set(s.cues)):
             return None
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
-        needs = [float(m.group(1)) for m in _GB.finditer((text or "").lower())]
+        low = (text or "").lower()
+        needs = [float(m.group(1)) for m in _GB.finditer(low) if not _FREE_AFTER.match(low, m.end())]
         # not the card itself, nor JAX's default pool on it (the 60 of 80 GB the asker saw taken)
         needs = [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
+        counted = [int(m.group(1)) for m in _PROCESS_COUNT.finditer(low)]
+        if len(needs) == 1 and counted and 2 <= counted[-1] <= 16:  # "3 runs, each ~5 GiB at its peak"
+            needs = needs * counted[-1]
         if len(needs) < 2:
             return None
         shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]

@@ -480,3 +480,15 @@ def test_mu_dtype_is_the_first_moment_s_dtype_not_the_model_s():
     assert SIZING.read("1B model, adamw, mu_dtype=bf16").dtype is None
     assert SIZING.read("1B model, adamw, mu_dtype=jnp.bfloat16").dtype is None
     assert SIZING.read("1B model in bf16, adamw").dtype.name == "bfloat16"
+
+
+def test_processes_counted_with_one_need_each_get_a_share_each_and_free_memory_is_not_a_need():
+    # "3 runs, each peaks at ~5 GiB" on a 24 GB card: .25 each (5/24 + room, rounded up to .05)
+    lines = SIZING.answer("RTX 3090 (24GB). I want 3 runs in parallel on the card, each peaks at about 5 GiB. "
+                          "Which XLA_PYTHON_CLIENT_MEM_FRACTION per process?", "en", asked=True)
+    shares = next(a for a in lines if a.subject == "pool_shares")
+    assert shares.text.count("XLA_PYTHON_CLIENT_MEM_FRACTION=.25") == 3
+    # a size said to be free is what is left, not a second process
+    lines = SIZING.answer("RTX 3090 (24GB), PREALLOCATE=false, one run died with OOM though nvidia-smi shows ~3GB free "
+                          "and the other needs 5 GiB; XLA_PYTHON_CLIENT_MEM_FRACTION?", "en", asked=True)
+    assert not [a for a in lines if a.subject == "pool_shares"]
