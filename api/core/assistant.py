@@ -191,7 +191,7 @@ class Assistant:
             pasted = parse_error(question)
             diagnosis = pasted if pasted.category != "unknown" else None
         if (diagnosis is not None and diagnosis.signature in HOST_READINGS_OF_A_GPU_ERROR
-                and self.platforms.gpu_only(question)):
+                and self.platforms.gpu_only("\n".join([*(t.question for t in earlier if t.question), question]))):
             # "Out of memory allocating N bytes" is XLA's CPU client wording, but the asker runs on
             # the GPU they name (a V100): the GPU's memory ran out, not the host's
             diagnosis = diagnosis.model_copy(update={"category": "gpu_oom", "backend": "gpu", "memory_space": None})
