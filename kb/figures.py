@@ -97,6 +97,8 @@ class ShortAnswer(_Strict):
                                    description="texts of a pasted log that call for this answer too")
     about: str | None = Field(default=None, description="the intents.yaml `tried` item it explains how to "
                               "apply: not shown to someone who says they did that and asks what next")
+    covered_by: list[str] = Field(default_factory=list, description="short answers that, given in an earlier "
+                                  "turn, already said this one (the same code under another name)")
     none: list[str] = Field(default_factory=list, description="keywords any of which rules it out "
                             "(a GPU named beside a TPU that is not the asker's device)")
 
@@ -238,6 +240,11 @@ class Figures:
                    and not any(p.search(low) for p in self._ruled_out[a.id])]
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
+
+    def given_with(self, ids: set[str]) -> set[str]:
+        """`ids` and the short answers they already said (`covered_by`): what a conversation that
+        gave `ids` does not need again."""
+        return set(ids) | {a.id for a, _ in self._answers if ids.intersection(a.covered_by)}
 
     def log_answers(self, log: str, language: str) -> list[FigureAnswer]:
         """Short answers a pasted log calls for (a warning the log shows: "Involuntary full
@@ -409,9 +416,9 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
             raise fail(f"answer {a.id!r}", f"unknown source {a.source!r}")
         if not a.all or any(not group for group in a.all):
             raise fail(f"answer {a.id!r}", "needs non-empty keyword groups")
-        unknown = set(a.unless) - {b.id for b in data.answers}
+        unknown = (set(a.unless) | set(a.covered_by)) - {b.id for b in data.answers}
         if unknown:
-            raise fail(f"answer {a.id!r}", f"unless names unknown answers {sorted(unknown)}")
+            raise fail(f"answer {a.id!r}", f"unless or covered_by names unknown answers {sorted(unknown)}")
         if not set(a.replaces) <= setting_names:
             raise fail(f"answer {a.id!r}", f"replaces unknown settings {sorted(set(a.replaces) - setting_names)}")
         if a.about is not None and a.about not in tried_ids:

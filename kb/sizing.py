@@ -344,7 +344,10 @@ class Sizing:
         donated = self._donated(s, language) if asked else None
         if donated is not None:  # "how much did donation save?": that state, not the whole training state
             return [donated]
-        out = [line for line in (self._accumulator(s, language), self._model(s, language, asked),
+        accumulator = self._accumulator(s, language)
+        if accumulator is not None and "extra" in s.cues:  # "how much more does MultiSteps cost?": that
+            return [accumulator]
+        out = [line for line in (accumulator, self._model(s, language, asked),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))
                if line is not None]

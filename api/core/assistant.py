@@ -267,8 +267,8 @@ class Assistant:
                                          named_settings=not analysis.tried
                                          and not (facts and not context.follow_up))
         if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
-            before = {x.id for x in self.parts.figures.short_answers_of(
-                "\n".join(t.question for t in earlier if t.question))}
+            before = self.parts.figures.given_with({x.id for x in self.parts.figures.short_answers_of(
+                "\n".join(t.question for t in earlier if t.question))})
             figures = self._not_again(figures, before, analysis, language)
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)

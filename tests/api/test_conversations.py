@@ -381,6 +381,18 @@ def test_a_follow_up_does_not_repeat_the_earlier_answer_and_says_so_when_it_has_
     assert code["answer"].count("```") == 2
 
 
+def test_a_follow_up_does_not_get_the_same_sharding_code_under_another_answer_s_name(client):
+    # pmap's answer shows the FSDP code; the follow-up that did it and asks about MultiSteps gets its cost
+    first = _ask(client, {"question": "fine-tuning 2.7B with pmap on a v4-8 (4 chips), adamw fp32, OOM before step 1. "
+                                      "isn't 30 GB per chip enough?"})
+    assert "NamedSharding" in first["answer"] and "40.23 GiB" in first["answer"]
+    second = _ask(client, {"question": "ok switched to jit + NamedSharding with params and opt state sharded over the 4 "
+                                       "chips (fsdp) and it runs. how much extra HBM per chip will optax.MultiSteps(k=4) "
+                                       "cost?", "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and "2.51 GiB" in second["answer"]  # 2.7e9 × 4 B / 4 chips
+    assert "FSDP in JAX is a choice of shardings" not in second["answer"]
+
+
 def test_a_verdict_given_on_a_log_is_not_given_again_to_a_follow_up_on_the_same_log(client):
     from tests.diagnostics.test_parse import HBM_REPORT_LOG  # arguments alone over the chip's HBM
 
