@@ -837,7 +837,7 @@ class Sizing:
         the last one the maximum rounded up to a multiple of 128 where the next power of two would
         pad far beyond it. Each bucket is one compile (per batch size), whatever the inputs."""
         longest = s.values.get("seq")
-        if "buckets" not in s.cues or not longest or longest < 2 * BUCKET_MIN:
+        if not {"buckets", "variable_lengths"} & s.cues or not longest or longest < 2 * BUCKET_MIN:
             return None
         top = -(-int(longest) // BUCKET_MIN) * BUCKET_MIN
         buckets, b = [], BUCKET_MIN

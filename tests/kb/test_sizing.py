@@ -492,3 +492,9 @@ def test_processes_counted_with_one_need_each_get_a_share_each_and_free_memory_i
     lines = SIZING.answer("RTX 3090 (24GB), PREALLOCATE=false, one run died with OOM though nvidia-smi shows ~3GB free "
                           "and the other needs 5 GiB; XLA_PYTHON_CLIENT_MEM_FRACTION?", "en", asked=True)
     assert not [a for a in lines if a.subject == "pool_shares"]
+
+
+def test_inputs_of_variable_length_padded_to_the_batch_max_get_buckets():
+    a = _only("mon training JAX plante en OOM au bout de ~6h; séquences de longueur variable (entre 37 et 1024 tokens), "
+              "je padde au max du batch", "fr")
+    assert a.subject == "buckets" and "128, 256, 512, 1024" in a.text
