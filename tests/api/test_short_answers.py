@@ -19,7 +19,7 @@ FIGURES = load_figures()
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
     # everything built on device 0 before sharding, the other cores empty
-    ("v3-8 上 model.init 然后 tx.init(params)，再 device_put 做 FSDP。jax.devices()[0] 的 bytes_in_use 快满了，其他 7 个 core 基本是空的",
+    ("v3-8 上训练：jax.devices()[0] 的 bytes_in_use 快满了，其他 7 个 core 基本是空的，为什么？",
      "zh", "one_device_fills", "NamedSharding"),
     # where HBM goes, asked without naming an API, and without running into an OOM: the calls and XProf
     ("在 TPU 上训练的时候，怎么看 HBM 到底被谁占了？有没有不用真的跑到 OOM 就能看到的办法？", "zh",
