@@ -200,6 +200,11 @@ def test_a_question_that_only_mentions_a_concept_in_passing_gets_no_short_answer
     assert [a.id for a in FIGURES.short_answers_of(
         "la memoria de la GPU sube en cada step y no se libera; en el loop hago logits_hist.append(logits)")][:1] == [
         "arrays_kept_in_python"]
+    # jax.checkpoint's residuals offloaded to host RAM are not a checkpoint file saved; a save is not a restore
+    assert "host_ram_checkpoint_save" not in {a.id for a in FIGURES.short_answers_of(
+        "jax.checkpoint with save_and_offload_only_these_names(offload_dst='pinned_host'): how much host RAM per node?")}
+    assert [a.id for a in FIGURES.short_answers_of("orbax checkpoint save eats all host RAM, oom-killed")] == [
+        "host_ram_checkpoint_save"]
     # an optimizer named without asking about memory
     assert not FIGURES.short_answers_of("Which learning rate schedule does optax use for adamw warmup?")
 
