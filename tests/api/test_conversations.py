@@ -393,6 +393,18 @@ def test_a_follow_up_does_not_get_the_same_sharding_code_under_another_answer_s_
     assert "FSDP in JAX is a choice of shardings" not in second["answer"]
 
 
+def test_how_much_slower_after_offloading_is_the_transfer_s_cost_and_how_do_i_do_that_is_the_code(client):
+    first = _ask(client, {"question": "v5e-16 で 7B を FSDP で学習中。activation を host に offload するにはどう書けばいいですか？"})
+    assert first["language"] == "ja" and "pinned_host" in first["answer"]
+    slower = _ask(client, {"question": "それで step はどれくらい遅くなりますか？", "conversation_id": first["conversation_id"]})
+    assert slower["follow_up"] and "PCIe 4.0 x16" in slower["answer"] and "XProf" in slower["answer"]
+    assert "104.31 GiB" not in slower["answer"]  # not the model's state again
+    # "and how do I do it right?" after a short answer with code: that code
+    leak = _ask(client, {"question": "my JAX training on a 4090 keeps growing; I do losses.append(loss) every step"})
+    code = _ask(client, {"question": "and how do I do that right?", "conversation_id": leak["conversation_id"]})
+    assert "float(loss)" in code["answer"] and "```python" in code["answer"]
+
+
 def test_a_verdict_given_on_a_log_is_not_given_again_to_a_follow_up_on_the_same_log(client):
     from tests.diagnostics.test_parse import HBM_REPORT_LOG  # arguments alone over the chip's HBM
 
