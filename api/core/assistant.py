@@ -278,6 +278,10 @@ class Assistant:
             # the code of the conversation's own answer, when it has some, not answers that only the
             # earlier turns' words and this one's together happen to match
             own = [f for f in combined if f.kind == ANSWER and f.subject in answered and f.snippet]
+            # a generation's figure only when this turn names the generation ("and on v4?"), not
+            # because an earlier turn named the chip ("and in bf16, how much do I save?")
+            if not self.parts.figures.generations_in(question):
+                combined = [f for f in combined if f.kind in (ANSWER, "setting", "setting_default")]
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
