@@ -523,6 +523,13 @@ class Sizing:
                 return None
             if known:
                 parts += self._fit(s, language, need, devices, training=True)
+                # out of memory although the state fits, and no donation said: the old and the new
+                # weights and moments alive together at the update
+                keep = need * (2 + 2 * opt.moments) / (4 + 2 * opt.moments) if need in (state, half) else 0
+                if ("oom" in s.cues and "donation" not in s.cues and keep
+                        and need / devices <= (s.device_memory or 0) < (need + keep) / devices):
+                    parts.append(self._msg("no_donation", language, extra=format_bytes(keep / devices),
+                                           total=format_bytes((need + keep) / devices)))
         else:
             # "int8 compared with bf16": each dtype named, the widest first; else the last one named
             named = list({d.name: d for d, _ in self._dtypes if d.name in s.dtypes_named}.values())

@@ -63,7 +63,7 @@ def test_an_oom_said_without_a_log_is_answered_with_the_state_and_the_steps_and_
     # 1e9 × 16 B = 14.90 GiB against JAX's pool, 75% of 40 GiB
     assert first["answer"].startswith("**État d'entraînement :** 1B paramètres × 16 o")
     assert "30.00 GiB = 75% × 40.00 GiB" in first["answer"]
-    assert [r["id"] for r in first["remedies"]] == ["hbm-checkpoint", "hbm-donate", "hbm-bfloat16"]
+    assert [r["id"] for r in first["remedies"]] == ["hbm-donate", "hbm-checkpoint", "hbm-bfloat16"]
     second = _ask(client, {"question": "et si je passe à adafactor, ça change quoi en mémoire ?",
                            "conversation_id": first["conversation_id"]})
     assert second["grounded"] and second["follow_up"]

@@ -498,3 +498,13 @@ def test_inputs_of_variable_length_padded_to_the_batch_max_get_buckets():
     a = _only("mon training JAX plante en OOM au bout de ~6h; séquences de longueur variable (entre 37 et 1024 tokens), "
               "je padde au max du batch", "fr")
     assert a.subject == "buckets" and "128, 256, 512, 1024" in a.text
+
+
+def test_an_oom_although_the_state_fits_says_what_the_old_and_new_state_need_without_donation():
+    # 1.5e9 × 16 B = 22.35 GiB fits the 30 GiB pool; the old weights and moments beside the new ones
+    # (1.5e9 × 12 B = 16.76 GiB) make 39.12 GiB
+    a = _only("A100 40GB, 1.5B model, fp32 + Adam, jit(train_step)(state, batch) -> new_state, OOM at step 1. why?")
+    assert "22.35 GiB" in a.text and "16.76 GiB more, 39.12 GiB in all" in a.text and "donate_argnums" in a.text
+    # said with donation on: not this line
+    b = _only("A100 40GB, 1.5B model, fp32 + Adam, donate_argnums=(0,), OOM at step 1. why?")
+    assert "16.76 GiB more" not in b.text
