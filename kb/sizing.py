@@ -525,7 +525,8 @@ class Sizing:
                 parts += self._fit(s, language, need, devices, training=True)
                 # out of memory although the state fits, and no donation said: the old and the new
                 # weights and moments alive together at the update
-                keep = need * (2 + 2 * opt.moments) / (4 + 2 * opt.moments) if need in (state, half) else 0
+                kept_per_param = 4 + 4 * opt.moments if need == state else 2 + 2 * opt.moments if need == half else 0
+                keep = params * kept_per_param  # the old weights and moments (not the gradients)
                 if ("oom" in s.cues and "donation" not in s.cues and keep
                         and need / devices <= (s.device_memory or 0) < (need + keep) / devices):
                     parts.append(self._msg("no_donation", language, extra=format_bytes(keep / devices),

@@ -244,11 +244,12 @@ class Assistant:
             chosen = [r for r in chosen if r.evidence]
         # A remedy the asker already applied is not offered again as new (its `why` is shown).
         chosen = [r for r in chosen if r.id not in analysis.tried_remedies]
+        oom_named = grounding.names_jax_oom(question)  # "OOM", "显存不足" with JAX, XLA or a TPU named
         if (category == "unknown" and not foreign and req.report is None and analysis.tried
                 and "next" in analysis.asks):  # "did X, still OOM, what now?" without a log
             chosen = self._next_without_evidence(context.subject, analysis)
         elif (category == "unknown" and not foreign and req.report is None and not chosen and not analysis.tried
-              and not analysis.topics and not context.follow_up and grounding.names_jax_oom(question)):
+              and not analysis.topics and not context.follow_up and oom_named):
             chosen = self._steps_for_an_unnamed_oom()  # "OOM at the first step with optax.adamw"
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
@@ -356,7 +357,7 @@ class Assistant:
             chosen = chosen[:MAX_STEPS_BESIDE_ANSWER]
         # arithmetic on the memory the question's own figures need is an answer in scope
         grounded = not foreign and (bool(chosen) or bool(outcome.verdict) or bool(analysis.tried)
-                                    or bool(figures) or bool(sizes) or grounding.names_jax_oom(question)
+                                    or bool(figures) or bool(sizes) or oom_named
                                     or grounding.decide(
             query, results, searcher, query_vector=vector,
             language=detection.language if detection is not None and query == question else None,
