@@ -35,6 +35,7 @@ from oomkb.kb.remedies.validation import CatalogueValidator, _first_error
 from oomkb.kb.catalogue_file import read_yaml
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.language import FALLBACK, join_sentences
+from oomkb.kb.question import load_intents
 
 __all__ = ["EvidenceRules", "Framework", "Outcome", "Rule", "derive_facts", "load_rules"]
 
@@ -77,6 +78,9 @@ class Rule(BaseModel):
     lead: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
+    settles: list[str] = Field(default_factory=list, description=(
+        "what the asker tried (intents.yaml `tried` ids) that the verdict already judges: its general "
+        "explanation is not shown beside it"))
     with_next_verdict: bool = Field(
         default=False, description="its verdict is followed by the next holding rule's (a second, "
                                    "separate finding, such as what the largest buffer is)")
@@ -115,6 +119,8 @@ class CountFact(BaseModel):
     multiplier: int = Field(default=1, ge=1, description="the fact's value per unit read (GiB: 1073741824)")
     decimals: bool = Field(default=False, description="the group is the digits after a decimal point "
                                                       "(.95 of XLA_PYTHON_CLIENT_MEM_FRACTION=.95): a fraction")
+    divisor: int = Field(default=1, ge=1, description="units read per device (a v4-32 slice name counts "
+                                                     "32 TensorCores: 16 chips, each one JAX device)")
 
     @field_validator("patterns")
     @classmethod
@@ -144,6 +150,7 @@ class Outcome(BaseModel):
     lead: list[str] = Field(default_factory=list)
     exclude: set[str] = Field(default_factory=set)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
+    settled: set[str] = Field(default_factory=set, description="tried items the verdict judges")
 
 
 class EvidenceRules:
@@ -181,6 +188,8 @@ class EvidenceRules:
                     out.verdict, out.cite, more = text, rule.cite, rule.with_next_verdict
                 elif text is not None:
                     out.verdict, more = join_sentences([out.verdict, text], lang), False
+                if text is not None:
+                    out.settled |= set(rule.settles)
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)
             for remedy_id, fills in rule.snippets.items():
@@ -238,8 +247,8 @@ class EvidenceRules:
                 if m and m.group(1).isdigit() and spec.decimals:
                     out.setdefault(spec.fact, float(f"0.{m.group(1)}"))
                     break
-                if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) <= spec.max:
-                    out.setdefault(spec.fact, int(m.group(1)) * spec.multiplier)
+                if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) // spec.divisor <= spec.max:
+                    out.setdefault(spec.fact, int(m.group(1)) // spec.divisor * spec.multiplier)
                     break
         return out
 
@@ -387,6 +396,13 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         out["output_argument_ratio"] = unaliased / arguments
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
+    params = out.get("params_named")
+    if isinstance(params, (int, float)) and params >= 1e6 and isinstance(arguments, int) and arguments > 0:
+        # what the arguments hold per parameter: 12 is f32 weights and Adam's two moments, whole
+        # on each device; that figure times the devices is the state sharded evenly over them
+        out["argument_bytes_per_param"] = round(arguments / params, 1)
+        if isinstance(devices, int) and devices > 1:
+            out["state_bytes_per_param"] = round(arguments * devices / params, 1)
     space = str(out.get("memory_space") or "")
     if out.get("category") != "scoped_vmem_oom" and space != "vmem":
         return out
@@ -441,6 +457,7 @@ def _load(folder: str) -> EvidenceRules:
     checker = CatalogueValidator(Path(folder), {}, _guides(), catalogue.languages)
     checker.displays = catalogue.displays()
     remedy_ids = {r.id for r in catalogue.remedies}
+    tried_ids = {t.id for t in load_intents().intents.tried}
     seen: set[str] = set()
     for rule in data.rules:
         item = f"rule {rule.id!r}"
@@ -460,6 +477,9 @@ def _load(folder: str) -> EvidenceRules:
         for rid in (*rule.lead, *rule.exclude, *rule.snippets):
             if rid not in remedy_ids:
                 raise checker.fail(FILE, item, f"unknown remedy {rid!r}")
+        for tried_id in rule.settles:
+            if tried_id not in tried_ids:
+                raise checker.fail(FILE, item, f"settles an unknown tried item {tried_id!r} (intents.yaml)")
         both = set(rule.lead) & set(rule.exclude)
         if both:
             raise checker.fail(FILE, item, f"leads with and excludes {sorted(both)}")

@@ -300,6 +300,12 @@ class Sizing:
         """The short answers that `lines` say better with the asker's own figures (`replaces`)."""
         return {sid for a in lines for sid in self.data.replaces.get(a.subject, ())}
 
+    def params_stated(self, text: str) -> tuple[float, str] | None:
+        """The model's parameter count that `text` states or names (a public model), and how the
+        answer writes it (6.74B)."""
+        params = self.read(text).values.get("params")
+        return (params, _count(params)) if params else None
+
     def asks_max_batch(self, text: str) -> bool:
         """Whether `text` asks for the largest batch ("what max batch can I run?")."""
         low = (text or "").lower()

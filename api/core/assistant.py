@@ -204,6 +204,9 @@ class Assistant:
         facts = self.rules.read_text_facts(facts, log, question)
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
+            stated = self.sizing.params_stated("\n".join([*(t.question for t in earlier if t.question), question]))
+            if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter
+                facts["params_named"], facts["params_label"] = stated
         facts = derive_facts(facts, self._generation(question, log, facts))
         shown = _user_text_as_code(facts, self._vocabulary)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
@@ -254,6 +257,9 @@ class Assistant:
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
+        if outcome.settled:  # the verdict judges what was tried ("FSDP works"): no general word on it
+            stated = analysis.tried if analysis.stated is None else analysis.stated
+            analysis = analysis.model_copy(update={"stated": [t for t in stated if t not in outcome.settled]})
         if outcome.verdict:  # the verdict names the fix: general advice after it is kept short
             general = [r.id for r in chosen if not r.evidence and r.id not in outcome.lead
                        and r.id not in outcome.snippets]  # not the verdict's own, nor one it fills in
@@ -817,7 +823,7 @@ class Assistant:
 # Facts from closed vocabularies; every other text fact is a name, shape or path copied from the
 # user's log or report and is shown as code.
 _VOCABULARY_FACTS = frozenset({"category", "backend", "memory_space", "tpu_generation", "vmem_table",
-                               "peak_largest_role", "diff_grown_role"})
+                               "peak_largest_role", "diff_grown_role", "params_label"})
 # The parse category that other frameworks' OOMs may get (diagnostics/signatures.yaml).
 OTHER_FRAMEWORK = "other_framework_oom"
 

@@ -827,3 +827,49 @@ def test_outputs_many_times_the_arguments_are_not_read_as_missing_donation(clien
     assert r.facts["output_argument_ratio"] > 5
     assert "donat" not in (r.verdict or "").lower()
     assert "hbm-donation-measured" not in ids(r)
+
+
+# ------------------------------------------------------------------ the arguments read per parameter
+
+# EasyDeL#166's shape: a 6.74B model on a v4-32, FSDP over its 16 chips; the arguments are the
+# f32 weights and Adam's moments (12 B per parameter) divided by 16
+FSDP_WORKS_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 41.37G of 30.75G hbm. Exceeded hbm capacity by 10.62G.
+
+Total hbm usage >= 42.62G:
+    reserved          1.25G
+    program          36.66G
+    arguments         4.71G
+"""
+
+
+def test_arguments_that_are_the_state_divided_by_the_chips_say_fsdp_works(client):
+    r = ask(client, "6.74B param model on a v4-32 with FSDP, remat on every layer and sharded params. "
+                    "I thought FSDP shards everything, where do the 36G come from?", error_log=FSDP_WORKS_LOG)
+    assert r.facts["devices_named"] == 16  # a v4-32 is 16 chips, one JAX device each
+    assert r.facts["state_bytes_per_param"] == 12.0
+    assert r.verdict and "FSDP works" in r.verdict and "36.66 GiB" in r.verdict
+    assert "hbm-check-sharding" not in ids(r)
+    assert "visualize_array_sharding" not in r.answer  # the general word on sharding already tried
+
+
+@pytest.mark.parametrize("question, language, word", [
+    ("3B model, fp32 weights + Adam, v6e-8. compile OOM: \"Used 35.80G of 31.25G hbm. Exceeded hbm capacity "
+     "by 4.55G\", program 2.27G, arguments 33.53G. batch is already 1 per chip, what am I missing?", "en", "replicated"),
+    ("Modelo de 3B en una v6e-8 con Adam, ya bajé el batch a 1 y sigue: \"Used 35.80G of 31.25G hbm. Exceeded "
+     "hbm capacity by 4.55G\", program 2.27G, arguments 33.53G. ¿Qué se me escapa?", "es", "replicado"),
+])
+def test_arguments_that_are_the_whole_state_on_each_chip_say_replicated(client, question, language, word):
+    r = ask(client, question)
+    assert r.language == language and r.facts["category"] == "compile_hbm_oom"
+    assert r.facts["devices_named"] == 8 and r.facts["argument_bytes_per_param"] == 12.0
+    assert r.verdict and word in r.verdict and "3B" in r.verdict
+    assert format_bytes(-(-r.facts["argument_bytes"] // 8)) in r.verdict  # what each chip would hold sharded
+    assert "hbm-batch-size" not in ids(r)
+
+
+def test_chips_said_outright_win_over_the_slice_name(assistant):
+    rules = load_rules()
+    assert rules.read_count_facts({}, "v4-32, FSDP over all 16 chips")["devices_named"] == 16
+    assert rules.read_count_facts({}, "on a v5p-64")["devices_named"] == 32
+    assert rules.read_count_facts({}, "on a v5e-8")["devices_named"] == 8

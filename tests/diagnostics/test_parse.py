@@ -1056,6 +1056,7 @@ def test_contract_fields_come_first_in_the_model():
 # One log per primary signature: adding a wording to signatures.yaml needs a sample here.
 SAMPLES = {
     "tpu_hbm_used_of_capacity": "Ran out of memory in memory space hbm. Used 2.00G of 1.00G hbm.",
+    "tpu_hbm_used_of_capacity_quoted": "Fehlermeldung: \"Used 26.71G of 15.75G hbm. Exceeded hbm capacity by 10.96G\"",
     "tpu_tensorcore_sparsecore_hbm_usage": "TPU TensorCore Hbm usage: 1.00G, SparseCore Hbm usage 2.00G, exceeding available bytes: 2.50G",
     "tpu_hlo_temporaries_exceed_hbm": "RESOURCE_EXHAUSTED: HLO temporaries (16.23G) exceeds available HBM (15.75G)",
     "tpu_compile_aborted_early": "Aborting compilation early because it's unlikely to have enough memory. Requires 1.00T, has 95.00G available.",
