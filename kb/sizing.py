@@ -329,7 +329,7 @@ class Sizing:
         changes are returned. `capacity`: the HBM per device that the user's own TPU log reports,
         which wins over the catalogue's measured figure (one capacity in one answer). `shared`: the
         shared memory a GPU kernel's block gets, from the user's error."""
-        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity)
+        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity, turn=text)
         line = self._shared_blocks(self.read(f"{earlier}\n{text}" if earlier else text), language, shared)
         if line is not None:
             lines.insert(0, line)
@@ -338,7 +338,10 @@ class Sizing:
             lines = [a for a in lines if a.text not in before]
         return lines
 
-    def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None) -> list[FigureAnswer]:
+    def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None,
+                turn: str | None = None) -> list[FigureAnswer]:
+        """`text`: the conversation's questions so far; `turn`: the newest of them, whose own
+        figures win where one figure replaces another (a peak measured since)."""
         s = self.read(text)
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
@@ -376,7 +379,10 @@ class Sizing:
         analysis = self._analysis(s, language)
         if analysis is not None:
             out.insert(0, analysis)
-        out += [line for line in (self._pool_ceiling(text, s, language), self._pool_shares(text, s, language),
+        shares = self._pool_shares(text, s, language, turn)
+        if shares is None:
+            shares = self._pool_share_short(turn or text, text, s, language)
+        out += [line for line in (self._pool_ceiling(text, s, language), shares,
                                   self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if "memory_named" in s.cues and ((asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
@@ -864,7 +870,7 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="buckets", text=text, value_bytes=0, sources=["computed"],
                             cite=BUCKETS_CITE)
 
-    def _pool_shares(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _pool_shares(self, text: str, s: Stated, language: str, turn: str | None = None) -> FigureAnswer | None:
         """`XLA_PYTHON_CLIENT_MEM_FRACTION` for each process whose need the question states on the
         GPU it names ("training needs 45GB, eval 20GB, one 80GB A100"): its share of the card with
         a little room, rounded up to .05; and whether the shares together leave the card room."""
@@ -876,9 +882,13 @@ class Sizing:
             return None
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         low = (text or "").lower()
-        needs = [float(m.group(1)) for m in _GB.finditer(low) if not _FREE_AFTER.match(low, m.end())]
-        # not the card itself, nor JAX's default pool on it (the 60 of 80 GB the asker saw taken)
-        needs = [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
+        needs = self._needs(low, card)
+        if turn and text.endswith(turn) and len(text) > len(turn):
+            # a figure the newest turn gives replaces an earlier one within 15 % of it: the same
+            # process measured again (a failed 38 GB allocation, then its 41.2 GB peak)
+            newest = self._needs(turn, card)
+            needs = [n for n in self._needs(text[: -len(turn)], card)
+                     if not any(abs(n - m) <= 0.15 * m for m in newest)] + newest
         counted = [int(m.group(1)) for m in _PROCESS_COUNT.finditer(low)]
         if len(needs) == 1 and counted and 2 <= counted[-1] <= 16:  # "3 runs, each ~5 GiB at its peak"
             needs = needs * counted[-1]
@@ -894,6 +904,39 @@ class Sizing:
         else:
             text_ = self._msg("pool_shares_too_much", language, **values)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _needs(self, text: str, card: float) -> list[float]:
+        """The memory figures `text` states as needs on a `card`-sized GPU: not what is said to be
+        free, nor the card itself, nor JAX's default pool on it (the 60 of 80 GB seen taken)."""
+        low = (text or "").lower()
+        needs = [float(m.group(1)) for m in _GB.finditer(low) if not _FREE_AFTER.match(low, m.end())]
+        return [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
+
+    def _pool_share_short(self, turn: str, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """One process's need (the newest turn's, else the conversation's) above the
+        `XLA_PYTHON_CLIENT_MEM_FRACTION` share it was given ("set .45 on both; the trainer now
+        OOMs allocating 38GiB"): the share it needs, and what that leaves the others."""
+        if not (s.gpu and s.card_memory and s.pool_share and "mem_fraction" in s.cues):
+            return None
+        card = s.card_memory / (1 << 30)
+        needs = self._needs(turn, card) or self._needs(text, card)
+        if len(needs) != 1 or needs[0] <= s.pool_share * card:
+            return None
+        need = needs[0]
+        share = math.ceil((need / card + SHARE_MARGIN) * 20) / 20
+        if share > MAX_SHARES:
+            return None  # the one process needs the card: not a question of shares
+        left = round(MAX_SHARES - share, 2)
+
+        def frac(f: float) -> str:
+            return f"{f:.2f}".lstrip("0")
+
+        text_ = self._msg("pool_share_short", language, card=f"{_num(card)} GB", fraction=frac(s.pool_share),
+                          pool=f"{_num(round(s.pool_share * card, 1))} GB", need=f"{_num(need)} GB",
+                          share=frac(share), share_gb=f"{_num(round(share * card, 1))} GB", left=frac(left),
+                          left_gb=f"{_num(round(left * card, 1))} GB")
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(share * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
     def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -1059,4 +1102,10 @@ def load_sizing(figures: Figures | None = None, count_facts=None, folder: Path |
     if count_facts is None:
         from oomkb.kb.evidence_rules import load_rules
         count_facts = load_rules().read_count_facts
-    return Sizing(data, figures or load_figures(), count_facts)
+    figures = figures or load_figures()
+    known = {a.id for a in figures.data.answers} | {s.name for s in figures.data.settings}
+    for subject, names in data.replaces.items():
+        if not set(names) <= known:
+            raise CatalogueError(f"{FILE}: replaces {subject!r}: unknown short answers or settings "
+                                 f"{sorted(set(names) - known)}")
+    return Sizing(data, figures, count_facts)

@@ -74,6 +74,9 @@ ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
 #: Arithmetic on the model's training state, not shown unasked beside a short answer that answers
 #: the question ("why is donation not working?" is not asked by the size of Adam's moments).
 ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
+#: Arithmetic that is itself the answer (each process's share of the card): no remedy guessed
+#: from the question's topic leads beside it.
+SIZES_THAT_ANSWER = frozenset({"pool_shares"})
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -333,7 +336,7 @@ class Assistant:
         if answers_it and not asked_size:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
-        figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]
+        figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
@@ -397,7 +400,8 @@ class Assistant:
                 if grounded and diagnosis is None and not facts
                 # the figures asked for are the answer ("how many GiB per chip, to size my batch?")
                 and not (figures and (not analysis.topics_named or "figure" in analysis.asks))
-                and not any(f.kind in (ANSWER, SIZING) for f in figures) else None)
+                and not any(f.kind in (ANSWER, SIZING) for f in figures)
+                and not any(a.subject in SIZES_THAT_ANSWER for a in sizes) else None)
         if lead is not None:
             remedies.insert(0, lead)
         if grounded:

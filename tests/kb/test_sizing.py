@@ -508,3 +508,25 @@ def test_an_oom_although_the_state_fits_says_what_the_old_and_new_state_need_wit
     # said with donation on: not this line
     b = _only("A100 40GB, 1.5B model, fp32 + Adam, donate_argnums=(0,), OOM at step 1. why?")
     assert "16.76 GiB more" not in b.text
+
+
+def test_a_process_needing_more_than_the_share_it_was_given_gets_the_share_it_needs():
+    earlier = "two jax processes on one A100 80GB, a trainer and an eval loop"
+    turn = "set XLA_PYTHON_CLIENT_MEM_FRACTION=.40 on both; now the trainer fails allocating 35GiB"
+    (a,) = [x for x in SIZING.answer(turn, "en", earlier=earlier) if x.subject == "pool_shares"]
+    # .40 x 80 = 32 GB < 35 GB: 35/80 + .03 = .4675, rounded up to .50 (40 GB); the rest .45 (36 GB)
+    assert "=.40` of the 80 GB card is 32 GB" in a.text and "35 GB" in a.text
+    assert "MEM_FRACTION=.50` (40 GB)" in a.text and ".45 (36 GB)" in a.text
+
+
+def test_a_need_measured_again_in_a_later_turn_replaces_the_earlier_one_not_adds_a_process():
+    earlier = ("trainer and sampler share one H100 80GB\nset XLA_PYTHON_CLIENT_MEM_FRACTION=.4 for each, "
+               "the trainer dies allocating 33GB")
+    turn = "its peak_bytes_in_use was 36.5 GB under the default. which fractions should each get?"
+    lines = [x for x in SIZING.answer(turn, "en", earlier=earlier) if x.subject == "pool_shares"]
+    assert len(lines) == 1 and "33 GB" not in lines[0].text and "36.5 GB" in lines[0].text
+    # a different figure in a later turn is another process: both get a share
+    other = SIZING.answer("and the sampler needs 20GB. which fractions?", "en",
+                          earlier="trainer needs 45GB on one A100 80GB, XLA_PYTHON_CLIENT_MEM_FRACTION per process?")
+    (b,) = [x for x in other if x.subject == "pool_shares"]
+    assert "45 GB" in b.text and "20 GB" in b.text
