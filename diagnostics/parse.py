@@ -850,6 +850,41 @@ def _finish_allocation(item: dict[str, Any]) -> Allocation:
     return Allocation(**{k: v for k, v in item.items() if not k.startswith("_")})
 
 
+# A TPU buffer shape with its tiled layout, as a question quotes it without the report around it:
+# "f32[1048576,3,16]{2,1,0:T(8,128)}". A second tile ("(2,1)", packed narrow types) is left alone.
+_TILED_SHAPE = re.compile(r"([a-z]{1,4}\d{0,3})\[(\d{1,9}(?:,\d{1,9}){0,7})\]\{(\d(?:,\d){0,7}):T\((\d{1,4}),(\d{1,4})\)"
+                          r"(\()?[^}\n]{0,40}\}")
+_MAX_QUOTED_SHAPES = 8
+_QUOTED_SHAPE_CHARS = 20_000  # a quoted shape is in the question, not deep in a pasted log
+
+
+def _tiled_allocations(text: str, dtype_bytes: dict[str, int]) -> list[Allocation]:
+    """Buffers a question quotes by their tiled shape, sized as the layout stores them: the tile
+    pads the most minor dimension to a multiple of its second number and the next one to a
+    multiple of its first (f32[1048576,3,16] under T(8,128): 192 MiB of data stored in 4 GiB).
+    Only shapes that the layout pads at least twice over are returned."""
+    out: list[Allocation] = []
+    for m in _TILED_SHAPE.finditer(text[:_QUOTED_SHAPE_CHARS]):
+        if len(out) >= _MAX_QUOTED_SHAPES or m.group(6):
+            continue
+        size = dtype_bytes.get(m.group(1).lower())
+        dims = [int(d) for d in m.group(2).split(",")]
+        layout = [int(d) for d in m.group(3).split(",")]  # minor to major
+        if size is None or sorted(layout) != list(range(len(dims))) or 0 in dims:
+            continue
+        padded = list(dims)
+        padded[layout[0]] = -(-dims[layout[0]] // int(m.group(5))) * int(m.group(5))
+        if len(layout) > 1:
+            padded[layout[1]] = -(-dims[layout[1]] // int(m.group(4))) * int(m.group(4))
+        data, stored = math.prod(dims) * size, math.prod(padded) * size
+        if stored < 2 * data:
+            continue
+        out.append(Allocation(rank=len(out) + 1, shape=m.group(0), size_bytes=stored, unpadded_size_bytes=data,
+                              padded_size_bytes=stored, padding_bytes=stored - data,
+                              expansion_factor=round(stored / data, 1)))
+    return out
+
+
 def _parse_allocations(text: str, catalogue: SignatureCatalogue, start: int, end: int) -> list[Allocation]:
     """Read the first allocation report in ``text[start:end]`` into Allocation models."""
     found = None
@@ -984,6 +1019,8 @@ def parse_error(text: str | bytes) -> ParsedError:
         error_code=_error_code(text, catalogue, message, start, min(end, primary.end + 5000)),
         signature=primary.signature.spec.id,
         line=text.count("\n", 0, primary.start) + 1,
-        allocations=_parse_allocations(text, catalogue, primary.start, end),
+        allocations=(_parse_allocations(text, catalogue, primary.start, end)
+                     or (_tiled_allocations(text, catalogue.dtype_bytes) if primary.category == "compile_hbm_oom"
+                         else [])),
         **{k: v for k, v in values.items() if k not in _RESERVED_FIELDS},
     )

@@ -1264,3 +1264,20 @@ def test_no_byte_figure_is_printed_without_its_unit(cli):
     for line in result.stdout.splitlines():
         for number in re.findall(r"\b\d+\.\d\d\b(?! ?[KMGTPE]iB)", line):
             assert number in GPU_LOG, f"unitless figure {number!r} in {line!r}"
+
+
+def test_a_tiled_shape_quoted_in_a_question_is_sized_as_its_layout_stores_it():
+    # a question quoting the figures, not the report: "Used 35.12G of 30.75G hbm" and the shape
+    text = ('compile OOM on v4: "Used 35.12G of 30.75G hbm", the biggest allocation is '
+            'f32[1048576,3,16]{2,1,0:T(8,128)} and there are 4 of them')
+    result = parse_error(text)
+    assert result.category == "compile_hbm_oom"
+    (a,) = result.allocations
+    # 16 -> 128 (minor) and 3 -> 8 (second minor): 192 MiB of data stored in 4 GiB
+    assert a.unpadded_size_bytes == 1048576 * 3 * 16 * 4 and a.size_bytes == 1048576 * 8 * 128 * 4
+    assert a.expansion_factor == 21.3 and a.padding_bytes == a.size_bytes - a.unpadded_size_bytes
+
+
+def test_a_tiled_shape_that_fits_its_tiles_or_packs_a_second_tile_is_not_called_padded():
+    assert parse_error('Used 20.00G of 15.75G hbm: f32[4096,1024]{1,0:T(8,128)}').allocations == []
+    assert parse_error('Used 20.00G of 15.75G hbm: bf16[4096,3]{1,0:T(8,128)(2,1)}').allocations == []
