@@ -329,6 +329,7 @@ class Assistant:
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
+        sizes = [a for a in sizes if a.subject not in outcome.contradicted]
         if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
         # (a conversation that was doing the arithmetic is still asking for it: "and in bf16?")

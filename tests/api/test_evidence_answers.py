@@ -873,3 +873,11 @@ def test_chips_said_outright_win_over_the_slice_name(assistant):
     assert rules.read_count_facts({}, "v4-32, FSDP over all 16 chips")["devices_named"] == 16
     assert rules.read_count_facts({}, "on a v5p-64")["devices_named"] == 32
     assert rules.read_count_facts({}, "on a v5e-8")["devices_named"] == 8
+
+
+def test_memory_stats_quoted_with_a_gpu_error_say_fragmented_and_not_that_the_pool_is_full(client):
+    r = ask(client, "RTX 4090 with JAX: \"RESOURCE_EXHAUSTED: Out of memory while trying to allocate 3.00GiB\" but "
+                    "memory_stats() just before says bytes_in_use 10.2 GiB, bytes_limit 17.99 GiB, "
+                    "largest_free_block_bytes 2.1 GiB. which setting should I change?")
+    assert r.verdict and "fragmented" in r.verdict and "7.79 GiB" in r.verdict
+    assert "pool is full" not in r.answer

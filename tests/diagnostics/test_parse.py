@@ -1281,3 +1281,18 @@ def test_a_tiled_shape_quoted_in_a_question_is_sized_as_its_layout_stores_it():
 def test_a_tiled_shape_that_fits_its_tiles_or_packs_a_second_tile_is_not_called_padded():
     assert parse_error('Used 20.00G of 15.75G hbm: f32[4096,1024]{1,0:T(8,128)}').allocations == []
     assert parse_error('Used 20.00G of 15.75G hbm: bf16[4096,3]{1,0:T(8,128)(2,1)}').allocations == []
+
+
+@pytest.mark.parametrize("stats", [
+    "memory_stats() right before says bytes_in_use 10.2 GiB, bytes_limit 17.99 GiB, largest_free_block_bytes 2.1 GiB",
+    "{'bytes_in_use': 10952166400, 'peak_bytes_in_use': 17179869184, 'bytes_limit': 19316539392, "
+    "'largest_free_block_bytes': 2254857830}",
+])
+def test_memory_stats_beside_a_gpu_error_give_the_pool_and_its_largest_free_block(stats):
+    GiB = 1 << 30
+    result = parse_error(f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate 3.00GiB\n{stats}")
+    assert result.category == "gpu_oom"
+    assert abs(result.pool_in_use_bytes - 10.2 * GiB) < 0.01 * GiB  # not the peak
+    assert abs(result.pool_limit_bytes - 17.99 * GiB) < 0.01 * GiB
+    assert abs(result.largest_free_block_bytes - 2.1 * GiB) < 0.01 * GiB
+    assert result.free_bytes == result.pool_limit_bytes - result.pool_in_use_bytes
