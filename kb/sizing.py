@@ -57,7 +57,7 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
                          r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
 # processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
-_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:runs?|processes|jobs|experiments?|trials|"
+_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+)?(?:runs?|processes|jobs|experiments?|trials|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
@@ -363,6 +363,9 @@ class Sizing:
         # a shape asked about and nothing else computed: its size; unasked, a shape that says what it
         # is (attention scores, logits) or takes a good share of the device named (the
         # f32[8,16,8192,8192] that fills a chip)
+        chunks = self._chunks(text, turn or text, s, language)
+        if chunks is not None:  # the chunk size asked for, not the whole array's size again
+            return [chunks]
         tensor = self._tensor(text, s, language)
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
@@ -606,6 +609,17 @@ class Sizing:
         layers, tensors, batch, seq, hidden = (v.get(k) for k in ("layers", "tensors", "batch", "seq", "hidden"))
         if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden, v.get("heads"))):
             return self._activations_estimate(s, language)
+        if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden)):
+            # the shape without the heads or a count of kept tensors: what full remat keeps
+            dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+            one = batch * seq * hidden * dtype_bytes
+            parts = [self._msg("activations_remat", language, layers=_num(layers), batch=_num(batch), seq=_num(seq),
+                               hidden=_num(hidden), bytes=_num(dtype_bytes), dtype=dtype_name,
+                               remat=format_bytes(layers * one), one=format_bytes(one))]
+            if s.dtype is None:
+                parts.append(self._msg("assumed", language, what="bfloat16"))
+            return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
+                                value_bytes=int(layers * one), sources=["computed"], cite=ACTIVATIONS_CITE)
         if "activations" not in s.cues or not all((layers, tensors, batch, seq, hidden)):
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
@@ -661,7 +675,9 @@ class Sizing:
                 and ("attention_named" in s.cues or len(dims) >= 4)):  # [batch, heads, S, S] needs no name
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
             subject = "scores_tensor"
-        elif dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:  # [..., vocabulary]: logits
+        elif (dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]  # [..., vocabulary]: logits, when a model is meant
+              # a [rows, columns] matrix of a vocabulary's width is logits only where a model is named
+              and (len(dims) >= 3 or {"logits", "attention_named"} & s.cues or s.values.get("vocab"))):
             parts.append(self._msg("tensor_logits", language, vocab=_num(dims[-1])))
             subject = "logits_tensor"
         padding = self._tpu_padding(dims, dtype_bytes, size, s, language)
@@ -675,6 +691,39 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _chunks(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The chunk size that keeps one chunk of a written-out shape under a budget the newest
+        turn states ("lax.map with batch_size so that each chunk stays under 2 GiB" of a
+        [50000, 200000] f32 matrix): the rows of the first dimension that fit, and the same with
+        two or three such arrays alive at once."""
+        if "chunks" not in s.cues:
+            return None
+        shapes = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in _SHAPE.finditer(text or "")]
+        shapes = [d for d in shapes if len(d) >= 2 and 0 not in d]
+        low = (turn or "").lower()
+        card = (s.card_memory or 0) / (1 << 30)
+        budgets = [float(m.group(1)) for m in _GB.finditer(low)
+                   if not (card and abs(float(m.group(1)) - card) <= 0.02 * card)]
+        if not shapes or len(budgets) != 1:
+            return None
+        dims, budget = shapes[-1], budgets[0] * (1 << 30)
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        row = math.prod(dims[1:]) * dtype_bytes
+        rows = int(budget // row)
+        if rows < 1 or rows >= dims[0]:
+            return None  # one row is over the budget, or the whole array is under it: not a chunk size
+        power = 1 << (rows.bit_length() - 1)
+        parts = [self._msg("chunks", language, shape="[" + ", ".join(str(d) for d in dims) + "]",
+                           row_shape="[" + ", ".join(["1", *(str(d) for d in dims[1:])]) + "]",
+                           bytes=_num(dtype_bytes), dtype=dtype_name, row=format_bytes(row),
+                           budget=format_bytes(budget), rows=_num(rows), power=_num(power),
+                           chunks=_num(math.ceil(dims[0] / rows)), two=_num(int(budget // (2 * row))),
+                           three=_num(int(budget // (3 * row))))]
+        if s.dtype is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="chunks", text=self._join(parts, language), value_bytes=int(rows * row),
+                            sources=["computed"], cite=SLICE_CITE)
 
     def _per_example(self, s: Stated, language: str) -> FigureAnswer | None:
         """Per-example gradients (`vmap(grad)`): batch × parameters in float32, and the chunk of
@@ -881,17 +930,20 @@ class Sizing:
                 or {"other_program", "placement"} & set(s.cues)):
             return None
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
-        low = (text or "").lower()
-        needs = self._needs(low, card)
+        def each(part: str) -> list[float]:
+            """The needs `part` states, one stated for "3 runs, each ~5 GiB at its peak" counted 3 times."""
+            found = self._needs(part, card)
+            counted = [int(m.group(1)) for m in _PROCESS_COUNT.finditer(part.lower())]
+            return found * counted[-1] if len(found) == 1 and counted and 2 <= counted[-1] <= 16 else found
+
+        needs = each(text or "")
         if turn and text.endswith(turn) and len(text) > len(turn):
             # a figure the newest turn gives replaces an earlier one within 15 % of it: the same
-            # process measured again (a failed 38 GB allocation, then its 41.2 GB peak)
-            newest = self._needs(turn, card)
-            needs = [n for n in self._needs(text[: -len(turn)], card)
+            # process measured again (a failed 38 GB allocation, then its 41.2 GB peak); another
+            # figure is another process ("add a 4th process, peak 12.5 GiB" to three of 9.2)
+            newest = each(turn)
+            needs = [n for n in each(text[: -len(turn)])
                      if not any(abs(n - m) <= 0.15 * m for m in newest)] + newest
-        counted = [int(m.group(1)) for m in _PROCESS_COUNT.finditer(low)]
-        if len(needs) == 1 and counted and 2 <= counted[-1] <= 16:  # "3 runs, each ~5 GiB at its peak"
-            needs = needs * counted[-1]
         if len(needs) < 2:
             return None
         shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]

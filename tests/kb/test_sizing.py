@@ -530,3 +530,21 @@ def test_a_need_measured_again_in_a_later_turn_replaces_the_earlier_one_not_adds
                           earlier="trainer needs 45GB on one A100 80GB, XLA_PYTHON_CLIENT_MEM_FRACTION per process?")
     (b,) = [x for x in other if x.subject == "pool_shares"]
     assert "45 GB" in b.text and "20 GB" in b.text
+
+
+def test_a_chunk_size_under_the_budget_the_turn_states_is_computed_from_the_shape():
+    first = ("RTX 3090 24GB: pairwise distances between 40,000 queries and 300,000 keys, f32, the full "
+             "[40000, 300000] matrix OOMs. what batch_size for lax.map keeps each chunk under 1 GiB?")
+    (a,) = SIZING.answer(first, "en")
+    # one row: 300000 x 4 B = 1.14 MiB; 1 GiB / that = 894 rows (512 as a power of two), 45 chunks
+    assert a.subject == "chunks" and "`batch_size=894`" in a.text and "(512 as a power of two)" in a.text
+    assert "logits" not in a.text  # a distance matrix, not a vocabulary
+    (b,) = SIZING.answer("and with 3 GiB per chunk?", "en", earlier=first)
+    assert "`batch_size=2684`" in b.text and "1342 or 894 rows" in b.text
+
+
+def test_processes_counted_in_one_turn_keep_their_count_when_a_later_turn_adds_another():
+    first = "one A100 40GB, 3 JAX processes for a sweep, each peak_bytes_in_use ~9.2 GiB. MEM_FRACTION per process?"
+    lines = SIZING.answer("and a 4th process with a bigger model, peak 12.5 GiB. fractions now?", "en", earlier=first)
+    (a,) = [x for x in lines if x.subject == "pool_shares"]
+    assert a.text.count("9.2 GB") == 3 and "12.5 GB" in a.text and "together 1.25" in a.text
