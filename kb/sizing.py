@@ -509,9 +509,13 @@ class Sizing:
                 assumed.append(opt.name)
             per_param, per_half = (2 + opt.moments) * 4, (2 + opt.moments) * 2
             state, half = params * per_param, params * per_half
-            parts.append(self._msg("training", language, params=count, per_param=per_param,
-                                   optimizer=opt.name, moments=opt.moments, state=format_bytes(state),
-                                   per_param_half=per_half, state_half=format_bytes(half)))
+            if s.dtype is not None and s.dtype.bytes <= 2 or "bfloat16" in s.dtypes_named:
+                parts.append(self._msg("training", language, params=count, per_param=per_param,
+                                       optimizer=opt.name, moments=opt.moments, state=format_bytes(state),
+                                       per_param_half=per_half, state_half=format_bytes(half)))
+            else:  # no 16-bit type named: the all-bfloat16 figure would read as another part of the state
+                parts.append(self._msg("training_f32", language, params=count, per_param=per_param,
+                                       optimizer=opt.name, moments=opt.moments, state=format_bytes(state)))
             need = half if (s.dtype is not None and s.dtype.bytes <= 2) else state
             # bf16 and f32 both named: the usual mixed precision (bf16 weights and gradients,
             # f32 moments) is what is meant
