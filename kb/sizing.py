@@ -61,12 +61,14 @@ _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
-# a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096
-_SHAPE = re.compile(r"[\[(]\s*\d{1,7}(?:\s*,\s*\d{1,7}){1,5}\s*[\])]|\d{1,7}(?:\s*[x×*]\s*\d{1,7}){1,5}")
+# a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096 (not a
+# layout's tile, T(8,128))
+_SHAPE = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
 # a dtype written right after the (KV) cache ("kv cache bf16", "KV 缓存 int8", "cache int8 me")
 _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}"
                        r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
                        r"((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
+_DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
@@ -197,7 +199,7 @@ class Sizing:
     # -- reading ----------------------------------------------------------------------------
 
     def read(self, text: str) -> Stated:
-        low = (text or "").lower()
+        low = _plain_digits(text or "").lower()
         s = Stated()
         at: dict[str, int] = {}
         for name, patterns in self._quantities.items():
@@ -329,6 +331,7 @@ class Sizing:
         changes are returned. `capacity`: the HBM per device that the user's own TPU log reports,
         which wins over the catalogue's measured figure (one capacity in one answer). `shared`: the
         shared memory a GPU kernel's block gets, from the user's error."""
+        text, earlier = _plain_digits(text or ""), _plain_digits(earlier or "")
         lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity, turn=text)
         line = self._shared_blocks(self.read(f"{earlier}\n{text}" if earlier else text), language, shared)
         if line is not None:
@@ -1085,6 +1088,11 @@ class Sizing:
         texts = self.data.messages[key].text
         template = texts.get(language) or texts["en"]
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+
+def _plain_digits(text: str) -> str:
+    """Numbers as Python writes them for reading ("50_000_000" -> "50000000")."""
+    return _DIGIT_GROUP.sub("", text)
 
 
 def _grouped(n: float, language: str) -> str:

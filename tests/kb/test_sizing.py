@@ -548,3 +548,10 @@ def test_processes_counted_in_one_turn_keep_their_count_when_a_later_turn_adds_a
     lines = SIZING.answer("and a 4th process with a bigger model, peak 12.5 GiB. fractions now?", "en", earlier=first)
     (a,) = [x for x in lines if x.subject == "pool_shares"]
     assert a.text.count("9.2 GB") == 3 and "12.5 GB" in a.text and "together 1.25" in a.text
+
+
+def test_a_shape_written_with_digit_groups_is_read_and_a_layout_tile_is_not_a_shape():
+    lines = SIZING.answer("f32[50_000_000, 8] table on v5e, layout {1,0:T(8,128)}: why 16x?", "en")
+    (a,) = [x for x in lines if x.subject == "padded_tensor"]
+    # 8 -> 128 on the minor dimension: 1.49 GiB of data in 23.84 GiB
+    assert "[50000000, 8]" in a.text and "1.49 GiB" in a.text and "23.84 GiB" in a.text
