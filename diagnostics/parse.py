@@ -229,6 +229,8 @@ class SignatureSpec(BaseModel):
     applies_to: list[Category] = Field(default_factory=list)
     category_when: list[CategoryRule] = Field(default_factory=list)
     derive: list[Literal["tensor_bytes", "instruction_from_tag"]] = Field(default_factory=list)
+    latest: bool = Field(default=False, description=(
+        "a wording quoted in prose: the last of several is the current state (\"before X, now Y\")"))
     default_unit: dict[str, str] = Field(default_factory=dict)
     decimal_units: bool = Field(
         False, description="the wording's K/M/G are powers of 1000 (Mosaic: '268.96MB')"
@@ -702,7 +704,8 @@ def _choose_primary(hits: list[_Hit]) -> _Hit | None:
     candidates = [h for h in hits if h.primary]
     if not candidates:
         return None
-    return min(candidates, key=lambda h: (-h.priority, h.start, -(h.end - h.start)))
+    return min(candidates, key=lambda h: (-h.priority, -h.start if h.signature.spec.latest else h.start,
+                                          -(h.end - h.start)))
 
 
 def _block(text: str, primary: _Hit, hits: list[_Hit]) -> tuple[int, int]:

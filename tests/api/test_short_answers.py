@@ -142,6 +142,8 @@ CASES = [
      "откуда 24M и почему лимит 16M?", "ru", "pallas_vmem_accounting", "vmem_limit_bytes"),
     ("MaxText로 v5p-64에서 학습 중인데, 체크포인트 저장할 때마다 호스트 RAM OOM으로 프로세스가 죽어요 (dmesg에 oom-kill)",
      "ko", "host_ram_checkpoint_save", "save_concurrent_gb"),
+    ("Offloaded the Adam state to pinned_host like you said, still OOM: Used went from 21.40G to 21.05G on v5e. Why "
+     "did it only save 0.35G instead of the 3.5G the state takes per chip?", "en", "offload_saved_less", "mu_dtype"),
 ]
 
 

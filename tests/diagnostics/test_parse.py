@@ -1296,3 +1296,9 @@ def test_memory_stats_beside_a_gpu_error_give_the_pool_and_its_largest_free_bloc
     assert abs(result.pool_limit_bytes - 17.99 * GiB) < 0.01 * GiB
     assert abs(result.largest_free_block_bytes - 2.1 * GiB) < 0.01 * GiB
     assert result.free_bytes == result.pool_limit_bytes - result.pool_in_use_bytes
+
+
+def test_of_two_quoted_figures_before_and_now_the_last_is_the_current_state():
+    result = parse_error("did it, still OOM: before 'Used 16.31G of 15.75G hbm', now 'Used 16.02G of 15.75G hbm'")
+    assert result.signature == "tpu_hbm_used_of_capacity_quoted"
+    assert abs(result.used_bytes / (1 << 30) - 16.02) < 0.005
