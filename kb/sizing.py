@@ -68,6 +68,12 @@ _SHAPE = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\
 _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}"
                        r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
                        r"((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
+# what a dtype said just after them is the dtype of: the training state, or the activations
+_STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|weights|grads?|gradients?|mu|nu|moments?|master|"
+                          r"参数|权重|梯度|パラメータ|重み|勾配|파라미터|가중치|그래디언트|параметр\w*|вес[аы]?|"
+                          r"градиент\w*|pesos|poids|gewichte|gradientes|पैरामीटर|वेट्स|الأوزان|المعاملات)(?![a-z])")
+_ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성화|एक्टिवेशन|التنشيط|carry|input|输入|入力|입력|"
+                               r"вход|entrada|entrée|eingabe|cache|缓存|キャッシュ|캐시|кэш")
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -144,6 +150,9 @@ class Stated:
     devices: int | None = None
     gpu: bool = False
     kv_dtype: DType | None = None      # the dtype named right after "KV cache" ("KV cache bf16")
+    state_dtype: DType | None = None   # the dtype named right after the weights or their state
+                                       # ("params/grads/mu/nu 全是 f32"), which a later one for the
+                                       # activations ("only each layer's input, bf16") does not change
     model: str | None = None           # a model named whose public configuration filled values
     from_model: list[str] = field(default_factory=list)  # the values it filled
 
@@ -224,10 +233,23 @@ class Sizing:
             rest = _KV_DTYPE.sub(" ", low)
             s.dtype = self._last_of(self._dtypes, rest) or s.dtype
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
+        s.state_dtype = self._state_dtype(low)
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         self._read_devices(low, s)
         return s
+
+    def _state_dtype(self, low: str) -> DType | None:
+        """The last dtype said of the weights, gradients or optimizer state: one whose few words
+        before name them and no activations."""
+        best: tuple[int, DType] | None = None
+        for dtype, pattern in self._dtypes:
+            for m in pattern.finditer(low):
+                before = low[max(0, m.start() - 40): m.start()]
+                if _STATE_WORDS.search(before) and not _ACTIVATION_WORDS.search(before):
+                    if best is None or m.start() > best[0]:
+                        best = (m.start(), dtype)
+        return best[1] if best else None
 
     @staticmethod
     def _last_of(items, low: str):
@@ -512,14 +534,15 @@ class Sizing:
                 assumed.append(opt.name)
             per_param, per_half = (2 + opt.moments) * 4, (2 + opt.moments) * 2
             state, half = params * per_param, params * per_half
-            if s.dtype is not None and s.dtype.bytes <= 2 or "bfloat16" in s.dtypes_named:
+            dtype = s.state_dtype or s.dtype  # the state's own, when said, over the activations'
+            if dtype is not None and dtype.bytes <= 2 or ("bfloat16" in s.dtypes_named and s.state_dtype is None):
                 parts.append(self._msg("training", language, params=count, per_param=per_param,
                                        optimizer=opt.name, moments=opt.moments, state=format_bytes(state),
                                        per_param_half=per_half, state_half=format_bytes(half)))
             else:  # no 16-bit type named: the all-bfloat16 figure would read as another part of the state
                 parts.append(self._msg("training_f32", language, params=count, per_param=per_param,
                                        optimizer=opt.name, moments=opt.moments, state=format_bytes(state)))
-            need = half if (s.dtype is not None and s.dtype.bytes <= 2) else state
+            need = half if (dtype is not None and dtype.bytes <= 2) else state
             # bf16 and f32 both named: the usual mixed precision (bf16 weights and gradients,
             # f32 moments) is what is meant
             if {"bfloat16", "float32"} <= s.dtypes_named and opt.moments and "mixed_precision" in s.cues:
@@ -604,6 +627,12 @@ class Sizing:
         else:
             out.append(self._msg("no_fit_one", language, device=device, memory=label, need=shown)
                        if training else self._msg("weights_no_fit_one", language, device=device, memory=label))
+            if training and memory:  # how many devices it takes, sharded evenly
+                full, half = math.ceil(need / memory), math.ceil(need / (memory / 2))
+                slice_ = half if s.gpu else 1 << (half - 1).bit_length()  # TPU slices come in powers of two
+                out.append(self._msg("min_devices", language, need=shown, memory=format_bytes(memory), full=full,
+                                     half_memory=format_bytes(memory / 2), half=half, slice=slice_,
+                                     per_device=format_bytes(need / slice_)))
         placed = min(need, per if devices > 1 else need)
         if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
             out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))

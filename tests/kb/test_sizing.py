@@ -555,3 +555,19 @@ def test_a_shape_written_with_digit_groups_is_read_and_a_layout_tile_is_not_a_sh
     (a,) = [x for x in lines if x.subject == "padded_tensor"]
     # 8 -> 128 on the minor dimension: 1.49 GiB of data in 23.84 GiB
     assert "[50000000, 8]" in a.text and "1.49 GiB" in a.text and "23.84 GiB" in a.text
+
+
+def test_a_state_too_big_for_one_chip_gets_the_fewest_chips_that_hold_it_and_leave_half():
+    (a,) = SIZING.answer("13B with AdamW, all f32, FSDP on v6e: how many chips at least?", "en", asked=True)
+    # 13e9 x 16 B = 193.72 GiB; / 31.25 -> 7 chips to hold it; / 15.63 -> 13, a slice of 16: 12.11 GiB each
+    assert "at least 7 devices" in a.text and "13 to stay under half" in a.text
+    assert "a slice of 16 gives 12.11 GiB per device" in a.text
+
+
+def test_the_state_s_own_dtype_is_kept_when_a_later_turn_names_another_for_the_activations():
+    first = "13B, AdamW, params/grads/mu/nu all f32, FSDP on v6e. chips?"
+    lines = SIZING.answer("batch 8 per chip, seq 4096, d_model 5120, 40 layers, full remat (only each layer's "
+                          "input, bf16). does it fit?", "en", earlier=first, asked=True)
+    assert not [a for a in lines if a.subject == "training_state"]  # unchanged: 193.72 GiB, not halved
+    (act,) = [a for a in lines if a.subject == "activations"]
+    assert "= 12.50 GiB (320.00 MiB per layer)" in act.text
