@@ -130,6 +130,8 @@ class SizingFile(_Strict):
     gpus: list[Gpu]
     unless: dict[str, list[str]] = Field(default_factory=dict)
     replaces: dict[str, list[str]] = Field(default_factory=dict)
+    remat_policies: list[str] = Field(default_factory=list)
+    arguments: list[str] = Field(default_factory=list)
     messages: dict[str, Message]
 
 
@@ -391,6 +393,12 @@ class Sizing:
         chunks = self._chunks(text, turn or text, s, language)
         if chunks is not None:  # the chunk size asked for, not the whole array's size again
             return [chunks]
+        saved = self._saved_names(text, turn or text, s, language)
+        if saved is not None:  # "how many named tensors per layer can I afford?"
+            return [saved]
+        policies = self._policies(text, s, language)
+        if policies is not None:
+            out.insert(0, policies)
         tensor = self._tensor(text, s, language)
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
@@ -727,6 +735,83 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _policy_sizes(self, text: str) -> tuple[float | None, list[tuple[str, float]]]:
+        """The arguments (GiB) and each remat policy's measured temporaries (GiB) that `text`
+        states ("args 9.0 GiB, temp 11.5 with nothing_saveable, 27.9 with dots_saveable, 58.0 with
+        no remat"), each policy once, in the order written."""
+        low = (text or "").lower()
+        names = "|".join(re.escape(n) for n in sorted(self.data.remat_policies, key=len, reverse=True))
+        size = r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)?"
+        found: dict[str, float] = {}
+        before = re.compile(size + r"\s*(?:with|for|using|under|mit|avec|con|com|с|при|用|で|로|에서)?\s*"
+                            r"(?:policy\s*=?\s*)?(?:jax\.checkpoint_policies\.)?(" + names + r")(?![a-z_])")
+        after = re.compile(r"(?<![a-z_])(" + names + r")\s*(?:[:=→]|->|-)\s*" + size)
+        for m in before.finditer(low):
+            found.setdefault(m.group(2), float(m.group(1)))
+        for m in after.finditer(low):
+            found.setdefault(m.group(1), float(m.group(2)))
+        args = None
+        for pattern in self.data.arguments:
+            m = re.search(pattern + r"\s*[=:]?\s*" + size, low)
+            if m:
+                args = float(m.group(1))
+                break
+        order = sorted(found, key=lambda n: low.find(n))
+        return args, [(n, found[n]) for n in order]
+
+    def _policies(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """Which of the remat policies whose temporaries the text states fit the device named,
+        beside the arguments: each against what the device leaves after them."""
+        args, sizes = self._policy_sizes(text)
+        if len(sizes) < 2 or not s.device_memory:
+            return None
+        memory = s.device_memory / (1 << 30)
+        budget = memory - (args or 0)
+        listed = ", ".join(
+            self._msg("policy_fits" if temp <= budget else "policy_over", language, policy=f"`{name}`",
+                      temp=f"{_num(temp)} GiB", left=f"{_num(round(budget - temp, 2))} GiB",
+                      over=f"{_num(round(temp - budget, 2))} GiB")
+            for name, temp in sizes)
+        fitting = [name for name, temp in sizes if temp <= budget]
+        key = "policies_none" if not fitting else "policies"
+        text_ = self._msg(key, language, device=s.device or "", memory=f"{_num(round(memory, 2))} GiB",
+                          args=f"{_num(args or 0)} GiB", budget=f"{_num(round(budget, 2))} GiB", listed=listed,
+                          best=f"`{max(((t, n) for n, t in sizes if t <= budget), default=(0, ''))[1]}`")
+        return FigureAnswer(kind=KIND, subject="remat_policies", text=text_, value_bytes=int(budget * (1 << 30)),
+                            sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _saved_names(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """What saving one tensor per layer of each shape the newest turn writes costs (its bytes x
+        the layers), and how many fit in what the least-saving policy that fits leaves, when an
+        earlier turn measured the policies."""
+        layers = s.values.get("layers")
+        if "saved_names" not in s.cues or not layers:
+            return None
+        shapes = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in _SHAPE.finditer(turn or "")]
+        shapes = [d for d in shapes if len(d) >= 2 and 0 not in d]
+        if not shapes:
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+        args, sizes = self._policy_sizes(text)
+        spare, least = None, ""
+        if sizes and s.device_memory:
+            budget = s.device_memory / (1 << 30) - (args or 0)
+            fitting = sorted((t, n) for n, t in sizes if t <= budget)
+            spare, least = (budget - fitting[0][0], fitting[0][1]) if fitting else (None, "")
+        parts = []
+        for dims in shapes:
+            one = math.prod(dims) * dtype_bytes
+            cost = one * layers
+            shape = "[" + ", ".join(str(d) for d in dims) + "]"
+            parts.append(self._msg("saved_name", language, shape=shape, dtype=dtype_name, one=format_bytes(one),
+                                   layers=_num(layers), cost=format_bytes(cost)))
+            if spare is not None:
+                parts.append(self._msg("saved_name_count", language, spare=f"{_num(round(spare, 2))} GiB",
+                                       count=_num(int(spare * (1 << 30) // cost)), policy=f"`{least}`"))
+        return FigureAnswer(kind=KIND, subject="saved_names", text=self._join(parts, language),
+                            value_bytes=int(math.prod(shapes[0]) * dtype_bytes * layers), sources=["computed"],
+                            cite=ACTIVATIONS_CITE)
 
     def _chunks(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
         """The chunk size that keeps one chunk of a written-out shape under a budget the newest

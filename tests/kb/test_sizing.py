@@ -571,3 +571,17 @@ def test_the_state_s_own_dtype_is_kept_when_a_later_turn_names_another_for_the_a
     assert not [a for a in lines if a.subject == "training_state"]  # unchanged: 193.72 GiB, not halved
     (act,) = [a for a in lines if a.subject == "activations"]
     assert "= 12.50 GiB (320.00 MiB per layer)" in act.text
+
+
+def test_measured_remat_policies_are_checked_against_what_the_device_leaves_after_the_arguments():
+    first = ("v5e, 24 layers: memory_analysis gives arguments 4.5 GiB; temp 6.0 GiB with nothing_saveable, "
+             "10.5 with dots_with_no_batch_dims_saveable and 14.2 with dots_saveable. which policy fits?")
+    (a,) = [x for x in SIZING.answer(first, "en") if x.subject == "remat_policies"]
+    # 15.75 - 4.5 = 11.25 GiB for the temporaries: 6.0 and 10.5 fit, 14.2 does not
+    assert "11.25 GiB is left" in a.text and "`dots_with_no_batch_dims_saveable` 10.5 GiB fits (0.75 GiB left)" in a.text
+    assert "`dots_saveable` 14.2 GiB does not (2.95 GiB over)" in a.text
+    assert a.text.endswith("Use `dots_with_no_batch_dims_saveable`: of those that fit, it recomputes the least.")
+    (b,) = SIZING.answer("with checkpoint_name and save_only_these_names, how many [8, 2048, 2048] bf16 tensors "
+                         "per layer can I keep?", "en", earlier=first)
+    # 8 x 2048 x 2048 x 2 B = 64 MiB x 24 layers = 1.50 GiB; 11.25 - 6.0 = 5.25 GiB spare: 3 of them
+    assert "64.00 MiB × 24 layers = 1.50 GiB" in b.text and "5.25 GiB that `nothing_saveable` leaves, 3 of" in b.text
