@@ -74,9 +74,10 @@ ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
 #: Arithmetic on the model's training state, not shown unasked beside a short answer that answers
 #: the question ("why is donation not working?" is not asked by the size of Adam's moments).
 ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
-#: Arithmetic that is itself the answer (each process's share of the card): no remedy guessed
-#: from the question's topic leads beside it.
-SIZES_THAT_ANSWER = frozenset({"pool_shares"})
+#: Arithmetic that is itself the answer (each process's share of the card, the remat policy that
+#: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
+#: concept answer that its words also touch.
+SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks"})
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -338,6 +339,9 @@ class Assistant:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
+        if any(a.subject in SIZES_THAT_ANSWER for a in sizes) and "snippet" not in analysis.asks:
+            # the arithmetic asked for answers it: concept answers its words also touch are not shown
+            figures = [f for f in figures if f.kind != ANSWER]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks

@@ -349,3 +349,9 @@ def test_the_donation_steps_of_both_guides_are_not_shown_twice(client):
     body = _ask(client, {"question": "Bringt donate_argnums bei meinem train_step was? Ja/Nein bitte"})
     texts = [r["text"] for r in body["remedies"]]
     assert not {"hbm-donate", "rt-donate"} <= {r["id"] for r in body["remedies"]}, texts
+
+
+def test_show_me_the_code_on_flax_with_nn_scan_gets_remat_inside_the_scan_with_a_named_tensor(client):
+    body = _ask(client, {"question": "ok show me the code for that, I'm on flax linen with nn.scan over the blocks"})
+    assert "nn.scan(nn.remat(Block, policy=policy" in body["answer"]
+    assert 'save_only_these_names("mlp_up")' in body["answer"]
