@@ -881,3 +881,24 @@ def test_memory_stats_quoted_with_a_gpu_error_say_fragmented_and_not_that_the_po
                     "largest_free_block_bytes 2.1 GiB. which setting should I change?")
     assert r.verdict and "fragmented" in r.verdict and "7.79 GiB" in r.verdict
     assert "pool is full" not in r.answer
+
+
+DONATED_BATCH_LOG = """\
+UserWarning: Some donated buffers were not usable: ShapedArray(int32[32,1024]), ShapedArray(int32[32,1024]).
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 18.10G of 15.75G hbm. Exceeded hbm capacity by 2.35G.
+
+Total hbm usage >= 18.35G:
+    reserved        256.00M
+    program          10.10G
+    arguments         8.00G
+
+Output size 8.00G; shares 0B with arguments.
+"""
+
+
+def test_a_donation_that_went_to_the_batch_says_so_and_names_the_state_s_argnum(client):
+    r = ask(client, "jit(train_step, donate_argnums=(1,)) with train_step(state, batch), still OOM. donation is on?",
+            error_log=DONATED_BATCH_LOG)
+    assert r.verdict and "your batch" in r.verdict and "`donate_argnums=(0,)`" in r.verdict
+    assert "8.00 GiB" in r.verdict and "2.35 GiB" in r.verdict
+    assert not {"hbm-batch-size", "hbm-padding"} & set(ids(r))
