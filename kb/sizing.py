@@ -174,8 +174,8 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
                 value = float(raw) * scale
             except ValueError:
                 continue
-            if best is None or m.start() >= best[0]:
-                best = (m.start(), value)
+            if best is None or m.start(1) >= best[0]:  # where the number stands: "batch 32→16" is 16
+                best = (m.start(1), value)
     return best
 
 
@@ -402,6 +402,9 @@ class Sizing:
         if policies is not None:
             out.insert(0, policies)
         tensor = self._tensor(text, s, language)
+        if tensor is not None and tensor.subject == "logits_tensor":  # the log's own logits say it with the fix
+            out = [a for a in out if not (a.subject == "logits"
+                                          and abs(a.value_bytes - tensor.value_bytes) <= 0.01 * tensor.value_bytes)]
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
             out.append(kept)
@@ -952,8 +955,11 @@ class Sizing:
         if "logits" not in s.cues or not (vocab and seq):
             return None
         batch, dtype_bytes, dtype_name, assumed = _per_batch(s)
+        shown = _num(batch)
+        if "global_batch" in s.cues and s.devices and s.devices > 1 and batch >= s.devices:
+            shown, batch = f"{_num(batch)} / {s.devices} = {_num(batch / s.devices)}", batch / s.devices  # per device
         size = batch * seq * vocab * dtype_bytes
-        parts = [self._msg("logits", language, batch=_num(batch), seq=_num(seq), vocab=_num(vocab),
+        parts = [self._msg("logits", language, batch=shown, seq=_num(seq), vocab=_num(vocab),
                            bytes=_num(dtype_bytes), dtype=dtype_name, logits=format_bytes(size),
                            twice=format_bytes(2 * size))]
         if s.device_memory:

@@ -585,3 +585,12 @@ def test_measured_remat_policies_are_checked_against_what_the_device_leaves_afte
                          "per layer can I keep?", "en", earlier=first)
     # 8 x 2048 x 2048 x 2 B = 64 MiB x 24 layers = 1.50 GiB; 11.25 - 6.0 = 5.25 GiB spare: 3 of them
     assert "64.00 MiB × 24 layers = 1.50 GiB" in b.text and "5.25 GiB that `nothing_saveable` leaves, 3 of" in b.text
+
+
+def test_a_changed_batch_is_read_at_its_new_value_and_a_global_batch_is_split_over_the_devices():
+    assert SIZING.read("tried: remat on every block, batch 32→16, params in bf16").values["batch"] == 16
+    assert SIZING.read("Hab schon batch von 32 auf 4 runter").values["batch"] == 4
+    (a,) = [x for x in SIZING.answer("v5e-8, vocab 256000, global batch 16, seq 2048: how big are the logits?", "en",
+                                     asked=True) if x.subject == "logits"]
+    # 16 / 8 = 2 per device: 2 x 2048 x 256000 x 4 B = 3.91 GiB, not 31.25 GiB on one device
+    assert "batch 16 / 8 = 2 × 2048 tokens" in a.text and "= 3.91 GiB" in a.text
