@@ -78,9 +78,9 @@ class Rule(BaseModel):
     lead: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
-    contradicts: list[str] = Field(default_factory=list, description=(
+    supersedes: list[str] = Field(default_factory=list, description=(
         "lines of arithmetic on the question's figures (kb/sizing.py subjects) that the rule's "
-        "measured figures contradict (\"the pool is full\" beside a pool with room): left out"))
+        "measured figures contradict (\"the pool is full\" beside a pool with room) or say again: left out"))
     settles: list[str] = Field(default_factory=list, description=(
         "what the asker tried (intents.yaml `tried` ids) that the verdict already judges: its general "
         "explanation is not shown beside it"))
@@ -154,7 +154,7 @@ class Outcome(BaseModel):
     exclude: set[str] = Field(default_factory=set)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
     settled: set[str] = Field(default_factory=set, description="tried items the verdict judges")
-    contradicted: set[str] = Field(default_factory=set, description="sizing subjects the figures contradict")
+    superseded: set[str] = Field(default_factory=set, description="sizing subjects the rules' figures supersede")
 
 
 class EvidenceRules:
@@ -194,7 +194,7 @@ class EvidenceRules:
                     out.verdict, more = join_sentences([out.verdict, text], lang), False
                 if text is not None:
                     out.settled |= set(rule.settles)
-            out.contradicted |= set(rule.contradicts)
+            out.superseded |= set(rule.supersedes)
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)
             for remedy_id, fills in rule.snippets.items():

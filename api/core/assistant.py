@@ -201,7 +201,9 @@ class Assistant:
             diagnosis = diagnosis.model_copy(update={"category": "gpu_oom", "backend": "gpu", "memory_space": None})
         facts = facts_from(diagnosis, req.report)
         # whether the evidence has figures of its own (a log's sizes, a report), not just a name
-        measured = req.report is not None or any(k.endswith("_bytes") and v for k, v in facts.items())
+        # (a buffer shape quoted in prose, sized from its layout, is not a measurement of the program)
+        measured = req.report is not None or any(k.endswith("_bytes") and v for k, v in facts.items()
+                                                 if not k.startswith(("padding_", "largest_allocation_")))
         framework = self.rules.other_framework(question, log)
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
             return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
@@ -330,7 +332,7 @@ class Assistant:
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
-        sizes = [a for a in sizes if a.subject not in outcome.contradicted]
+        sizes = [a for a in sizes if a.subject not in outcome.superseded]
         if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
         # (a conversation that was doing the arithmetic is still asking for it: "and in bf16?")

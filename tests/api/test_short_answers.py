@@ -144,6 +144,8 @@ CASES = [
      "ko", "host_ram_checkpoint_save", "save_concurrent_gb"),
     ("Offloaded the Adam state to pinned_host like you said, still OOM: Used went from 21.40G to 21.05G on v5e. Why "
      "did it only save 0.35G instead of the 3.5G the state takes per chip?", "en", "offload_saved_less", "mu_dtype"),
+    ("Как читать отчёт \"Ran out of memory in memory space hbm\"? Что такое HLO temp, program и arguments и "
+     "чем они отличаются?", "ru", "hbm_report_fields", "Used = program + arguments"),
 ]
 
 
