@@ -146,6 +146,9 @@ CASES = [
      "did it only save 0.35G instead of the 3.5G the state takes per chip?", "en", "offload_saved_less", "mu_dtype"),
     ("Как читать отчёт \"Ran out of memory in memory space hbm\"? Что такое HLO temp, program и arguments и "
      "чем они отличаются?", "ru", "hbm_report_fields", "Used = program + arguments"),
+    ("My flax params all print PartitionSpec() on v5p-32 although I use nn.logical_to_mesh_sharding with my rules "
+     "and nn.with_logical_partitioning in the model. Why is everything replicated?", "en", "flax_logical_rules",
+     "nn.get_partition_spec"),
 ]
 
 
