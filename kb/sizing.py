@@ -360,9 +360,9 @@ class Sizing:
         line = self._shared_blocks(self.read(f"{earlier}\n{text}" if earlier else text), language, shared)
         if line is not None:
             lines.insert(0, line)
-        if earlier and lines:  # what each earlier turn was answered with, its turn's figures first
+        if earlier and lines:  # what the last two earlier turns were answered with, each turn's figures first
             turns = earlier.split("\n")
-            before = {a.text for n in range(1, len(turns) + 1)
+            before = {a.text for n in range(max(1, len(turns) - 1), len(turns) + 1)
                       for a in self._answer("\n".join(turns[:n]), language, True, capacity, turn=turns[n - 1])}
             lines = [a for a in lines if a.text not in before]
         return lines
