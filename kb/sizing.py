@@ -74,6 +74,10 @@ _STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|weights|grads?|gradi
                           r"градиент\w*|pesos|poids|gewichte|gradientes|पैरामीटर|वेट्स|الأوزان|المعاملات)(?![a-z])")
 _ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성화|एक्टिवेशन|التنشيط|carry|input|输入|入力|입력|"
                                r"вход|entrada|entrée|eingabe|cache|缓存|キャッシュ|캐시|кэш")
+# a batch size and the temporaries measured at it ("batch=8 ... temp 6.00 GiB")
+_BATCH_TEMP = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
+                         r"(\d{1,5})(?![\d.])[^;；\n]{0,60}?(?:temp\w*|temporar\w*|临时|一時|임시)\s*[=:]?\s*"
+                         r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)")
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -401,6 +405,9 @@ class Sizing:
         policies = self._policies(text, s, language)
         if policies is not None:
             out.insert(0, policies)
+        line = self._batch_line(text, s, language)
+        if line is not None:  # "what per-device batch fits, from these two measurements?"
+            return [line]
         tensor = self._tensor(text, s, language)
         if tensor is not None and tensor.subject == "logits_tensor":  # the log's own logits say it with the fix
             out = [a for a in out if not (a.subject == "logits"
@@ -423,6 +430,8 @@ class Sizing:
         shares = self._pool_shares(text, s, language, turn)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
+        if shares is None:
+            shares = self._pool_cap(turn or text, s, language)
         out += [line for line in (self._pool_ceiling(text, s, language), shares,
                                   self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
@@ -440,6 +449,53 @@ class Sizing:
                          card=format_bytes(card), pool=format_bytes(int(card * s.pool_share)),
                          left=format_bytes(int(card * (1 - s.pool_share))), left_90=format_bytes(int(card * 0.1)))
         return FigureAnswer(kind=KIND, subject="pool_outside", text=text, value_bytes=int(card * (1 - s.pool_share)),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _batch_line(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The largest batch that fits, from the temporaries the question measured at two batch
+        sizes ("batch=8: argument 4.50 GiB, temp 6.00 GiB; batch=16: temp 11.50 GiB"): a line
+        through the two, the arguments beside it, against the device named."""
+        if not s.device_memory:
+            return None
+        low = (text or "").lower()
+        pairs: dict[int, float] = {}
+        for m in _BATCH_TEMP.finditer(low):
+            pairs.setdefault(int(m.group(1)), float(m.group(2)))
+        if len(pairs) < 2:
+            return None
+        (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
+        slope = (t2 - t1) / (b2 - b1)
+        if slope <= 0:
+            return None
+        fixed = t1 - slope * b1
+        args, _ = self._policy_sizes(text)
+        memory = s.device_memory / (1 << 30)
+        best = math.floor((memory - (args or 0) - fixed) / slope)
+        if best < 1:
+            return None
+        peak = (args or 0) + fixed + slope * best
+        text_ = self._msg("batch_line", language, slope=f"{_num(round(slope, 4))} GiB", b1=_num(b1), t1=f"{_num(t1)} GiB",
+                          b2=_num(b2), t2=f"{_num(t2)} GiB", fixed=f"{_num(round(fixed, 3))} GiB",
+                          args=f"{_num(args or 0)} GiB", device=s.device or "", memory=f"{_num(round(memory, 2))} GiB",
+                          best=_num(best), peak=f"{_num(round(peak, 2))} GiB")
+        return FigureAnswer(kind=KIND, subject="batch_line", text=text_, value_bytes=int(peak * (1 << 30)),
+                            sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _pool_cap(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """One most JAX may take of the GPU named ("JAX should use at most 30 GB of the 48 GB A6000,
+        the rest is vLLM's"): the fraction of the whole card that stays under it, rounded down."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and "cap" in s.cues):
+            return None
+        card = s.card_memory / (1 << 30)
+        needs = self._needs(text, card)
+        if len(needs) != 1:
+            return None
+        cap = needs[0]
+        fraction = math.floor(cap / card * 100) / 100
+        text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(card)} GB",
+                          exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=f"{fraction:.2f}".lstrip("0"),
+                          pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
     def _analysis(self, s: Stated, language: str) -> FigureAnswer | None:

@@ -594,3 +594,18 @@ def test_a_changed_batch_is_read_at_its_new_value_and_a_global_batch_is_split_ov
                                      asked=True) if x.subject == "logits"]
     # 16 / 8 = 2 per device: 2 x 2048 x 256000 x 4 B = 3.91 GiB, not 31.25 GiB on one device
     assert "batch 16 / 8 = 2 × 2048 tokens" in a.text and "= 3.91 GiB" in a.text
+
+
+def test_jax_capped_at_a_size_of_the_card_gets_the_fraction_rounded_down():
+    (a,) = [x for x in SIZING.answer("RTX 6000 Ada 48GB: JAX should take at most 20 GB, the rest is for an Ollama "
+                                     "server. exact XLA_PYTHON_CLIENT_MEM_FRACTION?", "en") if x.subject == "pool_shares"]
+    # 20 / 48 = .4167 -> .41 (19.68 GB), 28.32 GB left outside the pool
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.41` (19.68 GB" in a.text and "28.32 GB" in a.text
+
+
+def test_the_largest_batch_is_read_off_the_line_through_two_measured_temporaries():
+    q = ("v6e, memory_analysis per device: batch=4 -> argument 10.0 GiB, temp 7.0 GiB; batch=8 -> temp 12.0 GiB, OOM "
+         "at 12. what per-device batch fits at most?")
+    (a,) = SIZING.answer(q, "en")
+    # 1.25 GiB per example, 2.0 fixed: 10 + 2 + 1.25 b <= 31.25 -> b <= 15 (30.75 GiB)
+    assert a.subject == "batch_line" and "1.25 GiB per example" in a.text and "b ≤ 15 (30.75 GiB at 15)" in a.text
