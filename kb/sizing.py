@@ -620,6 +620,11 @@ class Sizing:
                 parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
+            if "mu_bf16" in s.cues and opt.moments == 2 and need == state:
+                # "and with mu_dtype=jnp.bfloat16?": the first moment in 2 bytes, the rest as it was
+                need = params * (per_param - 2)
+                parts.append(self._msg("training_mu_bf16", language, params=count, per_param=per_param - 2,
+                                       state=format_bytes(need)))
             if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about: said first
                 first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
                                    opt_state=format_bytes(params * 4 * opt.moments), mu_saving=format_bytes(params * 2))]

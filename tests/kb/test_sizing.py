@@ -609,3 +609,11 @@ def test_the_largest_batch_is_read_off_the_line_through_two_measured_temporaries
     (a,) = SIZING.answer(q, "en")
     # 1.25 GiB per example, 2.0 fixed: 10 + 2 + 1.25 b <= 31.25 -> b <= 15 (30.75 GiB)
     assert a.subject == "batch_line" and "1.25 GiB per example" in a.text and "b ≤ 15 (30.75 GiB at 15)" in a.text
+
+
+def test_mu_in_bfloat16_lowers_the_state_by_two_bytes_a_parameter_and_what_each_device_keeps_free():
+    first = "6.74B params, optax.adamw, v5e-16 (16 chips), all fp32, FSDP over the 16: total and per chip?"
+    (a,) = SIZING.answer("and with mu_dtype=jnp.bfloat16, how much per chip?", "en", earlier=first, asked=True)
+    # 14 B a parameter: 87.88 GiB, 5.49 GiB per chip, 10.26 GiB of 15.75 left
+    assert "6.74B parameters × 14 B = 87.88 GiB" in a.text and "5.49 GiB per device" in a.text
+    assert "10.26 GiB" in a.text
