@@ -795,7 +795,7 @@ class Sizing:
             parts += padding
             subject = "padded_tensor" if subject == "tensor" else subject
         layers = s.values.get("layers")
-        if layers and layers > 1:
+        if layers and layers > 1 and subject != "logits_tensor":  # the logits are the head's, not each layer's
             parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))

@@ -341,7 +341,10 @@ class Assistant:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
-        if any(a.subject in SIZES_THAT_ANSWER for a in sizes) and "snippet" not in analysis.asks:
+        by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes)
+        if by_arithmetic and not facts:  # no log: general "what next" steps would bury the number asked for
+            chosen = []
+        if by_arithmetic and "snippet" not in analysis.asks:
             # the arithmetic asked for answers it: concept answers its words also touch are not shown
             figures = [f for f in figures if f.kind != ANSWER]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
@@ -411,7 +414,7 @@ class Assistant:
                 and not any(a.subject in SIZES_THAT_ANSWER for a in sizes) else None)
         if lead is not None:
             remedies.insert(0, lead)
-        if grounded:
+        if grounded and not by_arithmetic:  # (the arithmetic answers it: no figure's general steps after it)
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(

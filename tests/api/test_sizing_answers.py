@@ -68,3 +68,11 @@ def test_an_oom_said_without_a_log_is_answered_with_the_state_and_the_steps_and_
                            "conversation_id": first["conversation_id"]})
     assert second["grounded"] and second["follow_up"]
     assert "1B paramètres × 8 o" in second["answer"] and "Adafactor" in second["answer"]
+
+
+def test_a_number_computed_from_the_question_is_not_buried_under_general_steps(client):
+    body = client.post("/v1/ask", json={"question": (
+        "v5e, memory_analysis per device: batch=8 -> argument 4.50 GiB, temp 6.00 GiB; batch=16 -> temp 11.50 GiB "
+        "and it OOMs. state is donated. what is the largest per-device batch?")}).json()
+    assert "b ≤ 15" in body["answer"]
+    assert body["remedies"] == []  # no bf16 / remat / sharding list after the number asked for
