@@ -360,6 +360,14 @@ class Assistant:
             figures = [f.model_copy(update={"text": join_sentences([self._msg("still_after_answer", language), f.text],
                                                                      language)})
                        if i == 0 else f for i, f in enumerate(again)]
+        elif (context.follow_up and context.subject and not figures and not sizes and not chosen
+              and not outcome.verdict and not req_log_new and {"how", "next", "flag", "snippet"} & set(analysis.asks)
+              and "why" not in analysis.asks):
+            # "so what can I change to reduce that?" answered by the conversation's short answer:
+            # that answer again, said to be the earlier one, rather than "nothing more"
+            again = [f for f in self.parts.figures_for(context.subject, language) if f.kind == ANSWER][:1]
+            figures = [f.model_copy(update={"text": join_sentences([self._msg("earlier_answer_again", language),
+                                                                      f.text], language)}) for f in again]
         # What answers this turn is its short answer or arithmetic: an error named without figures
         # ("CUDA_ERROR_OUT_OF_MEMORY, why?") adds no general steps after it, and a follow-up
         # without new evidence does not list again the steps its first turn gave.

@@ -423,3 +423,13 @@ def test_a_follow_up_finds_what_the_earlier_turn_showed_without_answering_it_aga
     fresh.ask = lambda *a, **k: (_ for _ in ()).throw(AssertionError("answered again"))  # noqa: E731
     kept = fresh._shown_before([turn_of(first)], answered.language)
     assert kept is not None and kept.code and kept.lines
+
+
+def test_what_to_change_about_what_the_earlier_short_answer_covered_gets_that_answer_again(client, assistant):
+    first = _ask(client, {"question": "v5p-64, 8 hosts: every Orbax checkpoint save gets the process oom-killed on "
+                                      "the host (host RAM, not HBM). why?"})
+    again = _ask(client, {"question": "ok so what can I change to reduce that?",
+                          "conversation_id": first["conversation_id"]})
+    assert again["grounded"]
+    assert again["answer"].startswith(message(assistant.catalogue, "earlier_answer_again", "en"))
+    assert "save_concurrent_gb" in again["answer"]
