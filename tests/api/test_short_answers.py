@@ -149,6 +149,8 @@ CASES = [
     ("My flax params all print PartitionSpec() on v5p-32 although I use nn.logical_to_mesh_sharding with my rules "
      "and nn.with_logical_partitioning in the model. Why is everything replicated?", "en", "flax_logical_rules",
      "nn.get_partition_spec"),
+    ("Une v3-8 a 128 Go de HBM au total, pourquoi mon jit plante à seulement 15.48G ?",
+     "fr", "slice_not_pooled", "Mesh"),
 ]
 
 
