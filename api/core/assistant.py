@@ -419,7 +419,7 @@ class Assistant:
                 # the figures asked for are the answer ("how many GiB per chip, to size my batch?")
                 and not (figures and (not analysis.topics_named or "figure" in analysis.asks))
                 and not any(f.kind in (ANSWER, SIZING) for f in figures)
-                and not any(a.subject in SIZES_THAT_ANSWER for a in sizes) else None)
+                and not by_arithmetic else None)
         if lead is not None:
             remedies.insert(0, lead)
         if grounded and not by_arithmetic:  # (the arithmetic answers it: no figure's general steps after it)
