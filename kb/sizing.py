@@ -493,7 +493,7 @@ class Sizing:
         cap = needs[0]
         fraction = math.floor(cap / card * 100) / 100
         text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(card)} GB",
-                          exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=f"{fraction:.2f}".lstrip("0"),
+                          exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=_fraction(fraction),
                           pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
@@ -1171,12 +1171,9 @@ class Sizing:
             return None  # the one process needs the card: not a question of shares
         left = round(MAX_SHARES - share, 2)
 
-        def frac(f: float) -> str:
-            return f"{f:.2f}".lstrip("0")
-
-        text_ = self._msg("pool_share_short", language, card=f"{_num(card)} GB", fraction=frac(s.pool_share),
+        text_ = self._msg("pool_share_short", language, card=f"{_num(card)} GB", fraction=_fraction(s.pool_share),
                           pool=f"{_num(round(s.pool_share * card, 1))} GB", need=f"{_num(need)} GB",
-                          share=frac(share), share_gb=f"{_num(round(share * card, 1))} GB", left=frac(left),
+                          share=_fraction(share), share_gb=f"{_num(round(share * card, 1))} GB", left=_fraction(left),
                           left_gb=f"{_num(round(left * card, 1))} GB")
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(share * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
@@ -1271,6 +1268,11 @@ class Sizing:
         texts = self.data.messages[key].text
         template = texts.get(language) or texts["en"]
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+
+def _fraction(share: float) -> str:
+    """A share as XLA_PYTHON_CLIENT_MEM_FRACTION is written: 0.55 -> '.55'."""
+    return f"{share:.2f}".lstrip("0")
 
 
 def _plain_digits(text: str) -> str:
