@@ -1188,6 +1188,15 @@ class Sizing:
         for m in _GB.finditer((text or "").lower()):
             seen = float(m.group(1)) * (1 << 30)
             if abs(seen - card) > 0.02 * card and abs(seen - pool) <= 0.03 * card:
+                if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card:
+                    # the default pool although the text sets another share: the setting came too
+                    # late (a notebook's os.environ after JAX started), not a pool too small
+                    expected = int(s.pool_share * card)
+                    return FigureAnswer(kind=KIND, subject="pool_setting_ignored", text=self._msg(
+                        "pool_setting_ignored", language, seen=f"{m.group(1)} GB", memory=format_bytes(card),
+                        pool=format_bytes(pool), fraction=_fraction(s.pool_share),
+                        expected=format_bytes(expected)), value_bytes=expected, sources=["computed"],
+                        cite=POOL_CITE)
                 return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._msg(
                     "pool_ceiling", language, seen=f"{m.group(1)} GB", memory=format_bytes(card),
                     pool=format_bytes(pool)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)

@@ -111,6 +111,19 @@ def test_a_figure_at_three_quarters_of_the_named_card_is_called_jax_s_pool():
     assert SIZING.without_repeats(ru, {"gpu_preallocation"}) == []
 
 
+def test_the_default_pool_beside_a_share_the_text_set_says_the_setting_came_too_late():
+    ko = SIZING.answer("RTX 4090(24GB)에서 노트북에 os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION']='.5' 넣었는데도 "
+                       "nvidia-smi 보면 JAX가 여전히 18GB 잡고 있어요", "ko")
+    assert [a.subject for a in ko] == ["pool_setting_ignored"]
+    assert "적용되지 않았습니다" in ko[0].text and "import jax" in ko[0].text and "bytes_limit" in ko[0].text
+    assert "=.50" in ko[0].text and "12" in ko[0].text  # the pool the share would give: half of 24 GB
+    # it replaces the general short answers that say the same without the figures
+    assert {"env_before_import", "gc_collect_clear_caches"} <= SIZING.replaced(ko)
+    # the share in effect (12 of 24 GB seen) is no sign of a late setting
+    assert [a.subject for a in SIZING.answer(
+        "RTX 4090 24GB, XLA_PYTHON_CLIENT_MEM_FRACTION=.5, JAX holds 12GB", "en")] != ["pool_setting_ignored"]
+
+
 def test_the_attention_score_matrix_is_sized_per_layer():
     a = _only("com batch 1, 32 heads e seq 32768, quanto ocupa a matriz de scores em fp32?", "pt", asked=True)
     assert a.subject == "attention_scores" and a.value_bytes == 32 * 32768 * 32768 * 4 == 128 * GiB
