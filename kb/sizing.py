@@ -82,7 +82,8 @@ _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
-               "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len")
+               "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple")
 
 
 class _Strict(BaseModel):
@@ -383,6 +384,9 @@ class Sizing:
         per_example = self._per_example(s, language)
         if per_example is not None:  # vmap(grad): the per-example gradients are the memory, not the model's state
             return [per_example]
+        host = self._host_checkpoint(s, language)
+        if host is not None:  # a save filling host RAM: that arithmetic, not the device's
+            return [host]
         donated = self._donated(s, language) if asked else None
         if donated is not None:  # "how much did donation save?": that state, not the whole training state
             return [donated]
@@ -438,6 +442,32 @@ class Sizing:
         if "memory_named" in s.cues and ((asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
             out += self._slices(text, language)
         return out
+
+    def _host_checkpoint(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A checkpoint save on a multi-host slice: the chips per host × the state per chip is what
+        each save copies into host RAM; times the multiple the text gives, against the host's RAM."""
+        v = s.values
+        chips, state = v.get("chips_per_host"), v.get("state_per_chip")
+        if "checkpoint_save" not in s.cues or not (chips and state) or chips > 64:
+            return None
+        per_host = chips * state
+        parts = [self._msg("host_checkpoint", language, chips=_num(chips), state=format_bytes(state),
+                           per_host=format_bytes(per_host))]
+        need, multiple = per_host, v.get("save_multiple")
+        if multiple and 1 < multiple <= 10:
+            need = multiple * per_host
+            parts.append(self._msg("host_checkpoint_multiple", language, multiple=_num(multiple),
+                                   need=format_bytes(need)))
+        ram = v.get("host_ram")
+        if ram and ram > state:  # the state per chip read twice is no host
+            if need > ram:
+                parts.append(self._msg("host_checkpoint_short", language, ram=format_bytes(ram),
+                                       short=format_bytes(need - ram), share=f"{100 * per_host / ram:.0f}%"))
+            else:
+                parts.append(self._msg("host_checkpoint_left", language, ram=format_bytes(ram),
+                                       left=format_bytes(ram - need)))
+        return FigureAnswer(kind=KIND, subject="host_checkpoint", text=self._join(parts, language),
+                            value_bytes=int(need), sources=["computed"], cite=POOL_CITE)
 
     def _pool_outside(self, s: Stated, language: str) -> FigureAnswer | None:
         """A high XLA_PYTHON_CLIENT_MEM_FRACTION the text sets on the GPU it names: what it leaves

@@ -124,6 +124,22 @@ def test_the_default_pool_beside_a_share_the_text_set_says_the_setting_came_too_
         "RTX 4090 24GB, XLA_PYTHON_CLIENT_MEM_FRACTION=.5, JAX holds 12GB", "en")] != ["pool_setting_ignored"]
 
 
+def test_a_checkpoint_save_is_sized_in_host_ram_from_the_chips_per_host_and_the_state_per_chip():
+    ar = "v5p-32 (4 hosts، كل host فيه 4 chips). الـ train state على كل chip حوالي 55 GiB. لما Orbax بيعمل save، الـ process بيتقتل OOM-killed"
+    [first] = SIZING.answer(ar, "ar")
+    assert first.subject == "host_checkpoint" and first.value_bytes == 220 * GiB and "220.00 GiB" in first.text
+    # the follow-up's multiple and the host's RAM, with the earlier turn's chips and state
+    [then] = SIZING.answer("لو الحفظ بياخد 3.5 ضعف حجم البيانات في الـ RAM، كل host محتاج كام؟ الـ host فيه 448 GiB", "ar",
+                           earlier=ar)
+    assert then.value_bytes == 770 * GiB and "322.00 GiB" in then.text and "49%" in then.text
+    assert {"per_host_loading", "host_offload"} <= SIZING.replaced([then])
+    fr = SIZING.answer("sauvegarde orbax : 8 puces par hôte, 12 Go d'état par puce, l'hôte a 188 Go de RAM", "fr")
+    assert [(a.subject, a.value_bytes) for a in fr] == [("host_checkpoint", 96 * GiB)] and "92.00 GiB" in fr[0].text
+    # jax.checkpoint is rematerialization, not a checkpoint written to disk
+    assert all(a.subject != "host_checkpoint"
+               for a in SIZING.answer("jax.checkpoint on each layer, 4 chips per host, 30 GB per chip", "en"))
+
+
 def test_the_attention_score_matrix_is_sized_per_layer():
     a = _only("com batch 1, 32 heads e seq 32768, quanto ocupa a matriz de scores em fp32?", "pt", asked=True)
     assert a.subject == "attention_scores" and a.value_bytes == 32 * 32768 * 32768 * 4 == 128 * GiB
