@@ -162,6 +162,7 @@ class Stated:
                                        # activations ("only each layer's input, bf16") does not change
     model: str | None = None           # a model named whose public configuration filled values
     from_model: list[str] = field(default_factory=list)  # the values it filled
+    from_log: bool = False             # the device's capacity came from the user's own TPU log
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -379,6 +380,7 @@ class Sizing:
         s = self.read(text)
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
+            s.from_log = True
         asked = asked or "fits" in s.cues
         # asked about accumulation: its own extra memory first
         per_example = self._per_example(s, language)
@@ -666,6 +668,11 @@ class Sizing:
                     first.append(self._msg("nu_dtype", language))
                 parts[:0] = first
             total = state
+            # a log of the user's own run and a model known by its name only, its state sharded to a
+            # small share of each device: the log says what fills the device, not this arithmetic
+            if (s.from_log and "params" in s.from_model and devices > 1 and "optimizer_state" not in s.cues
+                    and need / devices <= SMALL_SHARE * (s.device_memory or 0)):
+                return None
             # not asked, and far from the card's size: beside the point, unless the question says
             # it ran out of memory (then that the state is not what fills the device is an answer)
             if known and not asked and "oom" not in s.cues and need <= SMALL_SHARE * (s.device_memory or 0):

@@ -140,6 +140,17 @@ def test_a_checkpoint_save_is_sized_in_host_ram_from_the_chips_per_host_and_the_
                for a in SIZING.answer("jax.checkpoint on each layer, 4 chips per host, 30 GB per chip", "en"))
 
 
+def test_a_model_known_by_name_only_sharded_small_beside_the_user_s_own_log_gets_no_state_line():
+    q = "MaxText で llama2-7b を v5e-256 で学習、remat_policy は何にすれば収まりますか？"
+    capacity = int(15.75 * GiB)
+    assert "training_state" not in [a.subject for a in SIZING.answer(q, "ja", asked=True, capacity=capacity)]
+    # without the log, the arithmetic is what there is to say
+    assert "training_state" in [a.subject for a in SIZING.answer(q, "ja", asked=True)]
+    # parameters the user states are theirs to check: the line stays beside the log
+    stated = "MaxText で 6.74B パラメータ、Adam、v5e-256 で学習、何にすれば収まりますか？"
+    assert "training_state" in [a.subject for a in SIZING.answer(stated, "ja", asked=True, capacity=capacity)]
+
+
 def test_the_attention_score_matrix_is_sized_per_layer():
     a = _only("com batch 1, 32 heads e seq 32768, quanto ocupa a matriz de scores em fp32?", "pt", asked=True)
     assert a.subject == "attention_scores" and a.value_bytes == 32 * 32768 * 32768 * 4 == 128 * GiB
