@@ -279,6 +279,10 @@ class Assistant:
         figures = self.parts.figures_for(question, language, every_generation=not facts,
                                          named_settings=not analysis.tried
                                          and not (facts and not context.follow_up))
+        logged = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
+        if logged:  # the generation's HBM that the user's own log already states ("of 15.75G hbm") is not news
+            figures = [f for f in figures if not (f.kind == "hbm" and f.value_bytes
+                                                  and abs(f.value_bytes - logged) <= 0.01 * logged)]
         if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
             before = self.parts.figures.given_with({x.id for x in self.parts.figures.short_answers_of(
                 "\n".join(t.question for t in earlier if t.question))})

@@ -364,3 +364,14 @@ def test_show_me_the_code_on_flax_with_nn_scan_gets_remat_inside_the_scan_with_a
     body = _ask(client, {"question": "ok show me the code for that, I'm on flax linen with nn.scan over the blocks"})
     assert "nn.scan(nn.remat(Block, policy=policy" in body["answer"]
     assert 'save_only_these_names("mlp_up")' in body["answer"]
+
+
+def test_the_generation_s_hbm_that_the_user_s_log_already_states_is_not_repeated(client):
+    log = ("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+           "hbm. Used 16.95G of 15.75G hbm. Exceeded hbm capacity by 1.20G.")
+    body = _ask(client, {"question": "v5e でこれが出ます。HBM の容量はどれくらいで、どうすれば収まりますか？", "error_log": log})
+    assert body["language"] == "ja" and "1.20 GiB" in body["answer"]
+    assert not [f for f in body["figures"] if f["kind"] == "hbm"]
+    # asked without a log, the generation's HBM is the answer
+    body = _ask(client, {"question": "v5e の HBM の容量はチップあたりどれくらいですか？"})
+    assert [f["subject"] for f in body["figures"] if f["kind"] == "hbm"] == ["v5e"]
