@@ -348,9 +348,12 @@ class Assistant:
         by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes)
         if by_arithmetic and not facts:  # no log: general "what next" steps would bury the number asked for
             chosen = []
+            # what they did is in the arithmetic ("state donated, output aliased"): no general word on it
+            analysis = analysis.model_copy(update={"stated": []})
         if by_arithmetic and "snippet" not in analysis.asks:
-            # the arithmetic asked for answers it: concept answers its words also touch are not shown
-            figures = [f for f in figures if f.kind != ANSWER]
+            # the arithmetic asked for answers it: concept answers its words also touch are not shown,
+            # nor the generation's HBM, which the arithmetic states as the capacity it used
+            figures = [f for f in figures if f.kind not in (ANSWER, "hbm")]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks

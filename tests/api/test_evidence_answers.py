@@ -902,3 +902,13 @@ def test_a_donation_that_went_to_the_batch_says_so_and_names_the_state_s_argnum(
     assert r.verdict and "your batch" in r.verdict and "`donate_argnums=(0,)`" in r.verdict
     assert "8.00 GiB" in r.verdict and "2.35 GiB" in r.verdict
     assert not {"hbm-batch-size", "hbm-padding"} & set(ids(r))
+
+
+def test_a_slice_name_followed_by_a_korean_particle_still_counts_its_devices():
+    from oomkb.kb.evidence_rules import load_rules
+
+    rules = load_rules()
+    facts = {"argument_bytes": 10 << 30}
+    assert rules.read_count_facts(facts, "TPU v3-8이면 HBM 128GB라고 알고 있는데")["devices_named"] == 8
+    assert rules.read_count_facts(facts, "v4-32で学習")["devices_named"] == 16
+    assert "devices_named" not in rules.read_count_facts(facts, "v5e-8x8 mesh")

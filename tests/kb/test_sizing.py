@@ -657,3 +657,4 @@ def test_mu_in_bfloat16_lowers_the_state_by_two_bytes_a_parameter_and_what_each_
     # 14 B a parameter: 87.88 GiB, 5.49 GiB per chip, 10.26 GiB of 15.75 left
     assert "6.74B parameters × 14 B = 87.88 GiB" in a.text and "5.49 GiB per device" in a.text
     assert "10.26 GiB" in a.text
+
