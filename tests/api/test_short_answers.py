@@ -375,3 +375,14 @@ def test_the_generation_s_hbm_that_the_user_s_log_already_states_is_not_repeated
     # asked without a log, the generation's HBM is the answer
     body = _ask(client, {"question": "v5e の HBM の容量はチップあたりどれくらいですか？"})
     assert [f["subject"] for f in body["figures"] if f["kind"] == "hbm"] == ["v5e"]
+
+
+def test_the_largest_batch_from_two_measurements_is_the_answer_without_a_word_on_donation_done(client):
+    q = ("v5e 上做 data parallel，memory_analysis()：per-device batch=8 时 argument 4.50 GiB、temp 6.00 GiB；"
+         "batch=16 时 temp 11.50 GiB，直接 OOM。state 已经 donate 了，output 跟 argument 是 alias 的。"
+         "每个 chip 上 per-device batch 最大能开到多少？")
+    body = _ask(client, {"question": q})
+    first = body["answer"].split("\n\n")[0]
+    assert "b ≤ 15" in first and "0.6875 GiB" in first
+    assert "donation" not in body["answer"].split("###")[0]  # the tried word, and the generation's HBM line
+    assert not [f for f in body["figures"] if f["kind"] == "hbm"]
