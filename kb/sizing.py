@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -433,7 +433,11 @@ class Sizing:
         analysis = self._analysis(s, language)
         if analysis is not None:
             out.insert(0, analysis)
-        shares = self._pool_shares(text, s, language, turn)
+        # a failed allocation measured in this turn (bytes in use + the request) over the share set:
+        # that process's share, before the conversation's earlier split of the card
+        shares = self._pool_share_short(turn, text, s, language) if _in_use_and_request(turn or "") else None
+        if shares is None:
+            shares = self._pool_shares(text, s, language, turn)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
         if shares is None:
@@ -1196,10 +1200,13 @@ class Sizing:
         """One process's need (the newest turn's, else the conversation's) above the
         `XLA_PYTHON_CLIENT_MEM_FRACTION` share it was given ("set .45 on both; the trainer now
         OOMs allocating 38GiB"): the share it needs, and what that leaves the others."""
+        limit = _LIMIT.search((turn or "").lower())
+        if limit and s.card_memory and not s.pool_share:  # memory_stats()' bytes_limit is the share in effect
+            s = replace(s, pool_share=round(int(limit.group(1)) / s.card_memory, 2))
         if not (s.gpu and s.card_memory and s.pool_share and "mem_fraction" in s.cues):
             return None
         card = s.card_memory / (1 << 30)
-        needs = self._needs(turn, card) or self._needs(text, card)
+        needs = _in_use_and_request(turn) or self._needs(turn, card) or self._needs(text, card)
         if len(needs) != 1 or needs[0] <= s.pool_share * card:
             return None
         need = needs[0]
@@ -1314,6 +1321,22 @@ class Sizing:
         texts = self.data.messages[key].text
         template = texts.get(language) or texts["en"]
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), template)
+
+
+#: memory_stats()' bytes in use and the failed request's bytes, as a log or a message states them
+_IN_USE = re.compile(r"bytes_in_use\W{0,4}(\d{6,})")
+_REQUEST = re.compile(r"allocate\s+(\d{6,})\s*bytes")
+_LIMIT = re.compile(r"bytes_limit\W{0,4}(\d{6,})")
+
+
+def _in_use_and_request(text: str) -> list[float]:
+    """What the pool had to hold when the allocation failed: the bytes in use plus the bytes asked
+    for (in GiB), where the text states both; else nothing."""
+    low = (text or "").lower()
+    used, asked = _IN_USE.search(low), _REQUEST.search(low)
+    if not (used and asked):
+        return []
+    return [round((int(used.group(1)) + int(asked.group(1))) / (1 << 30), 2)]
 
 
 def _fraction(share: float) -> str:

@@ -658,3 +658,13 @@ def test_mu_in_bfloat16_lowers_the_state_by_two_bytes_a_parameter_and_what_each_
     assert "6.74B parameters × 14 B = 87.88 GiB" in a.text and "5.49 GiB per device" in a.text
     assert "10.26 GiB" in a.text
 
+
+
+def test_a_failed_allocation_with_memory_stats_gives_the_share_that_process_needs():
+    earlier = ("A100 80GB, deux process JAX (train et eval)\n"
+               "le train a besoin d'environ 45 GiB et l'eval d'environ 20 GiB, quel XLA_PYTHON_CLIENT_MEM_FRACTION ?")
+    turn = ("j'ai mis .57 et .26. l'eval plante : 'Out of memory while trying to allocate 2308964352 bytes', "
+            "memory_stats() donne bytes_in_use=20293720064, bytes_limit=22333829939. je monte à combien ?")
+    [line] = SIZING.answer(turn, "fr", earlier=earlier, asked=True)
+    # in use + the request = 21.05 GiB over the .26 (bytes_limit / card) in effect: .30 with the margin
+    assert line.subject == "pool_shares" and "=.26" in line.text and "21.05" in line.text and "=.30" in line.text
