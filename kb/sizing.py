@@ -1201,7 +1201,7 @@ class Sizing:
         `XLA_PYTHON_CLIENT_MEM_FRACTION` share it was given ("set .45 on both; the trainer now
         OOMs allocating 38GiB"): the share it needs, and what that leaves the others."""
         limit = _LIMIT.search((turn or "").lower())
-        if limit and s.card_memory and not s.pool_share:  # memory_stats()' bytes_limit is the share in effect
+        if limit and s.card_memory:  # memory_stats()' bytes_limit is the share in effect (over a share read)
             s = replace(s, pool_share=round(int(limit.group(1)) / s.card_memory, 2))
         if not (s.gpu and s.card_memory and s.pool_share and "mem_fraction" in s.cues):
             return None
