@@ -540,12 +540,17 @@ class Sizing:
         be without donation."""
         v = s.values
         arg, out, temp = v.get("analysis_argument"), v.get("analysis_output"), v.get("analysis_temp")
-        if arg is None or out is None or temp is None:
+        if arg is None or temp is None:
             return None
         alias = v.get("analysis_alias") or 0
-        peak = int(arg + out - alias + temp)
-        parts = [self._msg("analysis_peak", language, argument=format_bytes(arg), output=format_bytes(out),
-                           alias=format_bytes(alias), temp=format_bytes(temp), peak=format_bytes(peak))]
+        if out is None:  # the outputs not given: arguments + temporaries, a floor
+            alias, peak = 0, int(arg + temp)
+            parts = [self._msg("analysis_peak_no_output", language, argument=format_bytes(arg), temp=format_bytes(temp),
+                               peak=format_bytes(peak))]
+        else:
+            peak = int(arg + out - alias + temp)
+            parts = [self._msg("analysis_peak", language, argument=format_bytes(arg), output=format_bytes(out),
+                               alias=format_bytes(alias), temp=format_bytes(temp), peak=format_bytes(peak))]
         if alias:
             parts.append(self._msg("analysis_alias", language, alias=format_bytes(alias),
                                    peak=format_bytes(peak + alias)))
@@ -554,6 +559,16 @@ class Sizing:
             parts.append(self._msg("analysis_fits", language, left=format_bytes(s.device_memory - peak), **device)
                          if peak <= s.device_memory
                          else self._msg("analysis_over", language, over=format_bytes(peak - s.device_memory), **device))
+            if peak > s.device_memory and s.gpu and s.card_memory:  # the share of the card that would hold it
+                top = MAX_SHARES * s.card_memory
+                if peak <= top:
+                    share = min(math.ceil((peak / s.card_memory + SHARE_MARGIN) * 20) / 20, MAX_SHARES)
+                    parts.append(self._msg("analysis_share_fits", language, share=_fraction(share),
+                                           pool=format_bytes(share * s.card_memory),
+                                           left=format_bytes(share * s.card_memory - peak)))
+                else:
+                    parts.append(self._msg("analysis_share_short", language, pool=format_bytes(top),
+                                           short=format_bytes(peak - top)))
         return FigureAnswer(kind=KIND, subject="memory_analysis", text=join_sentences(parts, language),
                             value_bytes=peak, sources=["computed"], cite=ANALYSIS_CITE)
 

@@ -668,3 +668,14 @@ def test_a_failed_allocation_with_memory_stats_gives_the_share_that_process_need
     [line] = SIZING.answer(turn, "fr", earlier=earlier, asked=True)
     # in use + the request = 21.05 GiB over the .26 (bytes_limit / card) in effect: .30 with the margin
     assert line.subject == "pool_shares" and "=.26" in line.text and "21.05" in line.text and "=.30" in line.text
+
+
+def test_memory_analysis_without_outputs_is_a_floor_and_names_the_gpu_share_that_would_hold_it():
+    pt = SIZING.answer("A100 40GB, memory_analysis(): temp_size_in_bytes=33822867456 e "
+                       "argument_size_in_bytes=6442450944. dá OOM, faz sentido?", "pt", asked=True)
+    line = next(a for a in pt if a.subject == "memory_analysis")
+    assert line.value_bytes == 33822867456 + 6442450944 and "37.50 GiB" in line.text
+    assert "=.95" in line.text and "512.00 MiB" in line.text  # 38 of 40 GiB holds 37.5
+    en = SIZING.answer("A100 40GB, temp_size_in_bytes=37580963840 argument_size_in_bytes=6442450944, OOM", "en",
+                       asked=True)
+    assert "Even `XLA_PYTHON_CLIENT_MEM_FRACTION=.95`" in next(a for a in en if a.subject == "memory_analysis").text
