@@ -151,6 +151,9 @@ CASES = [
      "nn.get_partition_spec"),
     ("Une v3-8 a 128 Go de HBM au total, pourquoi mon jit plante à seulement 15.48G ?",
      "fr", "slice_not_pooled", "Mesh"),
+    # Egyptian Arabic asks "how" with ازاي, not كيف
+    ("ازاي أشوف إيه اللي بياكل الـ HBM في الـ train_step قبل ما أشغّل؟ عايز breakdown", "ar", "memory_from_code",
+     "memory_analysis()"),
     ("en MaxText, ¿qué remat_policy gasta menos HBM que save_dot_except_mlp y cómo la paso por línea de comandos?",
      "es", "maxtext_remat_policy", "remat_policy=full"),
 ]
