@@ -119,6 +119,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     if error.output_bytes is not None and error.output_aliased_bytes is not None:
         facts["output_unaliased_bytes"] = max(error.output_bytes - error.output_aliased_bytes, 0)
     facts["temp_bytes"] = error.hlo_temp_bytes
+    padded, unpadded = error.hlo_temp_padded_bytes, error.hlo_temp_unpadded_bytes
+    if padded and unpadded is not None and padded > unpadded:  # "Unpadded (1.58G) Padded (17.20G)"
+        facts["temp_unpadded_bytes"] = unpadded
+        facts["temp_padding_bytes"] = padded - unpadded
+        facts["temp_utilization_fraction"] = round(unpadded / padded, 3)
     _padding_facts(error, facts)
     capacity = error.available_bytes
     if capacity and facts.get("largest_allocation_bytes"):

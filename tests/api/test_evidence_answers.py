@@ -175,6 +175,17 @@ def test_a_padding_that_is_one_small_last_dimension_names_it_and_no_bigger_slice
     assert not {"hbm-newer-tpu", "hbm-larger-topology"} & set(ids(r))
 
 
+def test_the_hlo_temporaries_padding_over_every_array_like_it_is_said_beside_the_worst_one(client):
+    log = PADDING_LOG.replace(
+        "    arguments       unknown size\n",
+        "    arguments       unknown size\n\nProgram hbm requirement 41.22G:\n"
+        "    HLO temp         41.20G (9.7% utilization: Unpadded (4.00G) Padded (41.20G), 0.0% fragmentation (0B))\n")
+    r = ask(client, error_log=log)
+    assert "31.00 GiB" in r.verdict and "41.20 GiB for 4.00 GiB of data" in r.verdict and "37.20 GiB is padding" in r.verdict
+    # without the HLO temp line, the worst array's own figures only
+    assert "is padding" not in ask(client, error_log=PADDING_LOG).verdict
+
+
 def test_a_padding_spread_over_large_dimensions_names_no_single_dimension():
     from oomkb.kb.evidence_rules import derive_facts
 
