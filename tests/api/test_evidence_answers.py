@@ -466,6 +466,18 @@ def test_a_gpu_allocation_without_the_card_s_size_still_gets_its_verdict(client)
     assert "gpu_memory_named_bytes" not in r.facts
 
 
+def test_a_fragmented_bfc_pool_names_its_largest_free_block_from_the_allocator_dump(client):
+    log = ("W bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.00GiB "
+           "(rounded to 4294967296)requested by op\n"
+           "Limit:                     64140607488\nInUse:                     56168022016\n"
+           "LargestFreeBlock:           2952790016\n"
+           "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+           "4294967296 bytes.\n")
+    r = ask(client, "H100 80GB, a 4G buffer worked every step before, why now?", error_log=log)
+    assert r.facts["largest_free_block_bytes"] == 2952790016
+    assert "7.43 GiB free" in r.verdict and "largest free block was 2.75 GiB" in r.verdict
+
+
 # An XLA:GPU BufferAssignment OOM (the shape of the stats XLA prints for a GPU compile that does
 # not fit its pool): 3.75 GiB parameters + 3.75 GiB outputs + 26.50 GiB temporaries = 34.00 GiB
 BUFFER_ASSIGNMENT_LOG = """\
