@@ -83,7 +83,7 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps")
 
 
 class _Strict(BaseModel):
@@ -997,6 +997,12 @@ class Sizing:
         text = self._msg("kept_per_step", language, shape=f"`{shape}`", size=format_bytes(tensor.value_bytes),
                          steps=_num(int(s.device_memory // tensor.value_bytes)), device=s.device or "",
                          memory=s.memory_label or format_bytes(s.device_memory))
+        steps = s.values.get("steps")
+        if steps:  # "how much is that after 200 steps?"
+            total = steps * tensor.value_bytes
+            text = join_sentences([text, self._msg("kept_after_steps", language, steps=_num(steps),
+                                                   size=format_bytes(tensor.value_bytes), total=format_bytes(total),
+                                                   share=f"{100 * total / s.device_memory:.0f}%")], language)
         return FigureAnswer(kind=KIND, subject="kept_per_step", text=text, value_bytes=tensor.value_bytes,
                             sources=["computed"], cite=KEPT_CITE)
 

@@ -465,6 +465,13 @@ def test_outputs_appended_every_step_give_their_size_and_the_steps_that_fill_the
     assert "not a leak in JAX" in line.text
 
 
+def test_the_steps_named_give_what_the_appended_arrays_add_up_to():
+    line = next(a for a in SIZING.answer(
+        "A100 40GB: har step logits f32[64,1024,512] ko all_logits.append(logits) kar raha tha. 200 steps mein ye "
+        "kitna hua?", "hi") if a.subject == "kept_per_step")
+    assert "200 × 128.00 MiB = 25.00 GiB" in line.text and "83%" in line.text  # of the 30 GiB pool
+
+
 def test_per_example_gradients_are_batch_times_parameters_with_a_chunk_that_fits():
     lines = SIZING.answer("DP-SGD with jax.vmap(jax.grad(loss)) on a 50M params model, batch 256, RTX 4090 24GB. OOM",
                           "en")
