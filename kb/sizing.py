@@ -685,6 +685,15 @@ class Sizing:
                                            mu_saving=format_bytes(params * 2 / devices)))
                 if "nu_dtype" in s.cues:
                     first.append(self._msg("nu_dtype", language))
+                if "offload" in s.cues and known and devices == 1:  # "mu, nu to pinned_host: does it fit?"
+                    kept = need - params * 4 * opt.moments if need == state else None
+                    if kept is not None:
+                        where = dict(kept=format_bytes(kept), memory=s.memory_label or format_bytes(s.device_memory),
+                                     device=s.device or "")
+                        first.append(self._msg("offloaded_moments", language, left=format_bytes(s.device_memory - kept),
+                                               **where) if kept <= s.device_memory else
+                                     self._msg("offloaded_moments_over", language,
+                                               over=format_bytes(kept - s.device_memory), **where))
                 parts[:0] = first
             total = state
             # a log of the user's own run and a model known by its name only, its state sharded to a

@@ -686,3 +686,14 @@ def test_memory_analysis_without_outputs_is_a_floor_and_names_the_gpu_share_that
     en = SIZING.answer("A100 40GB, temp_size_in_bytes=37580963840 argument_size_in_bytes=6442450944, OOM", "en",
                        asked=True)
     assert "Even `XLA_PYTHON_CLIENT_MEM_FRACTION=.95`" in next(a for a in en if a.subject == "memory_analysis").text
+
+
+def test_moments_offloaded_to_the_host_say_what_the_device_keeps_and_whether_it_fits():
+    fr = " ".join(a.text for a in SIZING.answer(
+        "RTX 3090 24 Go, 1.5B params en fp32, optax.adamw. si je mets mu, nu en pinned_host, ça rentre ?", "fr",
+        asked=True))
+    # 1.5e9 x (4 + 4) B = 11.18 GiB kept of JAX's 18 GiB pool
+    assert "l'appareil garde les poids et les gradients, 11.18 GiB" in fr and "6.82 GiB" in fr
+    en = " ".join(a.text for a in SIZING.answer(
+        "RTX 3090 24GB, 3B params fp32, adamw, mu and nu offloaded to pinned_host: does it fit?", "en", asked=True))
+    assert "still keeps the weights and gradients, 22.35 GiB: 4.35 GiB more" in en
