@@ -416,8 +416,7 @@ class Sizing:
             return [line]
         tensor = self._tensor(text, s, language)
         if tensor is not None and tensor.subject == "logits_tensor":  # the log's own logits say it with the fix
-            out = [a for a in out if not (a.subject == "logits"
-                                          and abs(a.value_bytes - tensor.value_bytes) <= 0.01 * tensor.value_bytes)]
+            out = [a for a in out if a.subject != "logits"]  # (not again from the question's words, or assumed)
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
             out.append(kept)
@@ -855,6 +854,16 @@ class Sizing:
               and (len(dims) >= 3 or {"logits", "attention_named"} & s.cues or s.values.get("vocab"))):
             parts.append(self._msg("tensor_logits", language, vocab=_num(dims[-1])))
             subject = "logits_tensor"
+            seq = dims[-2]
+            if len(dims) >= 3 and seq >= 256:  # a chunk of the sequence whose logits take an eighth of the device
+                bound = min(s.device_memory / 8 if s.device_memory else 4 << 30, 4 << 30) * 1.001
+                chunk = 1 << int(math.log2(seq))
+                while chunk > 128 and size * chunk / seq > bound:
+                    chunk //= 2
+                if chunk < seq:
+                    per = size * chunk / seq
+                    parts.append(self._msg("logits_chunk", language, chunk=_num(chunk), chunk_size=format_bytes(per),
+                                           chunk_size_bf16=format_bytes(per * 2 / dtype_bytes)))
         padding = self._tpu_padding(dims, dtype_bytes, size, s, language)
         if padding:
             parts += padding

@@ -697,3 +697,13 @@ def test_moments_offloaded_to_the_host_say_what_the_device_keeps_and_whether_it_
     en = " ".join(a.text for a in SIZING.answer(
         "RTX 3090 24GB, 3B params fp32, adamw, mu and nu offloaded to pinned_host: does it fit?", "en", asked=True))
     assert "still keeps the weights and gradients, 22.35 GiB: 4.35 GiB more" in en
+
+
+def test_logits_from_a_shape_give_a_chunk_of_the_sequence_and_no_second_logits_line():
+    lines = SIZING.answer("Gemma-2B auf einem v6e-Chip, seq 4096, größte Allokation f32[8,4096,256000] aus "
+                          "lm_head/log_softmax. Was kann ich noch machen?", "de")
+    subjects = [a.subject for a in lines]
+    assert "logits_tensor" in subjects and "logits" not in subjects
+    text = next(a.text for a in lines if a.subject == "logits_tensor")
+    # 31.25 GiB over 4096 tokens: 512 tokens are 3.91 GiB, an eighth of the 31.25 GiB chip
+    assert "In Stücken von 512 Tokens belegen die Logits eines Stücks 3.91 GiB (1.95 GiB in bfloat16)" in text
