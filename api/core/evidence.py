@@ -7,6 +7,7 @@ that computes them from a parsed error, an estimate report and a profile report.
 from __future__ import annotations
 
 import math
+import re
 from typing import Union
 
 from oomkb.diagnostics.capture import CaptureReport
@@ -92,6 +93,12 @@ def _choice_facts(report: PlanReport, facts: dict[str, Fact]) -> None:
                  choice_others="; ".join(others) or None)
 
 
+def _dims(shape: str | None) -> tuple[int, ...] | None:
+    """The dimensions of an HLO shape ("bf16[4,32,4096,4096]{...}" -> (4, 32, 4096, 4096)), dtype and layout aside."""
+    m = re.match(r"\s*[a-z]+\d*\[([\d,\s]*)\]", shape or "")
+    return tuple(int(d) for d in m.group(1).split(",") if d.strip()) if m else None
+
+
 def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     for name in _ERROR_FIELDS:
         facts[name] = getattr(error, name)
@@ -108,6 +115,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
             if len(same) >= 2:  # one op's output listed again and again
                 facts["largest_shape_repeats"] = len(same)
                 facts["repeated_allocations_bytes"] = sum(x.size_bytes for x in same)
+            dims = _dims(biggest.shape)
+            alike = [x for x in error.allocations if x.size_bytes and dims and _dims(x.shape) == dims]
+            if len(alike) >= 2:  # the same dimensions in any dtype (f32 scores and their bf16 copy)
+                facts["largest_dims_copies"] = len(alike)
+                facts["largest_dims_total_bytes"] = sum(x.size_bytes for x in alike)
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape

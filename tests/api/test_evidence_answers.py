@@ -561,6 +561,16 @@ def test_a_sequence_by_sequence_buffer_is_named_attention_scores_with_its_sequen
     assert "8192 × 8192" in r.verdict and "splash_attention" in r.verdict and "cudnn" not in r.verdict
 
 
+def test_attention_scores_listed_again_in_another_dtype_are_added_up(client):
+    one = _largest_log("f32[2,16,8192,8192]", "attn/softmax/exp")
+    copy = ("\n  2. Size: 4.00G\n     Operator: op_type=\"convert\" op_name=\"jit(train_step)/jit(main)/attn/convert\"\n"
+            "     Shape: bf16[2,16,8192,8192]{3,2,1,0:T(8,128)(2,1)}\n     Unpadded size: 4.00G\n"
+            "     Allocation type: HLO temp\n     ==========================\n")
+    r = ask(client, "what do i change first?", error_log=one + copy)
+    assert r.facts["largest_dims_copies"] == 2 and "2 buffers of these dimensions, 12.00 GiB together" in r.verdict
+    assert "buffers of these dimensions" not in ask(client, "what do i change first?", error_log=one).verdict
+
+
 GPU_SCORES_LOG = (  # the shape of a ViT's GPU BufferAssignment report (jax-ml/jax#12575)
     "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12884901888 bytes.\n"
     "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n             parameter allocation:  330.21MiB\n"
