@@ -429,7 +429,7 @@ class Sizing:
         outside = self._pool_outside(s, language)
         if outside is not None:
             out.append(outside)
-        analysis = self._analysis(s, language)
+        analysis = self._analysis(s, language, text)
         if analysis is not None:
             out.insert(0, analysis)
         # a failed allocation measured in this turn (bytes in use + the request) over the share set:
@@ -533,11 +533,12 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
-    def _analysis(self, s: Stated, language: str) -> FigureAnswer | None:
+    def _analysis(self, s: Stated, language: str, text: str = "") -> FigureAnswer | None:
         """The peak per device that the memory_analysis() fields the asker pastes add up to
         (arguments + outputs − aliased + temporaries), against the device named, and what it would
         be without donation."""
-        v = s.values
+        v = dict(s.values)
+        v.update({k: x for k, x in _analysis_in_units(text).items() if k not in v})
         arg, out, temp = v.get("analysis_argument"), v.get("analysis_output"), v.get("analysis_temp")
         if arg is None or temp is None:
             return None
@@ -1366,6 +1367,23 @@ class Sizing:
 _IN_USE = re.compile(r"bytes_in_use\W{0,4}(\d{6,})")
 _REQUEST = re.compile(r"allocate\s+(\d{6,})\s*bytes")
 _LIMIT = re.compile(r"bytes_limit\W{0,4}(\d{6,})")
+
+
+_FIELD_IN_UNITS = re.compile(r"(?<![a-z_])(argument|output|alias|temp)(?:s|_size(?:_in_bytes)?)?\s*[=:]?\s*"
+                             r"(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m)(?![a-z])")
+_UNIT = {"gib": 1 << 30, "gb": 1 << 30, "g": 1 << 30, "mib": 1 << 20, "mb": 1 << 20, "m": 1 << 20}
+
+
+def _analysis_in_units(text: str) -> dict[str, float]:
+    """memory_analysis() fields the text writes in GiB or MiB ("argument 4.1 GiB, temp 9.8 GiB"),
+    read only where the text names memory_analysis (a TPU log's "arguments 4.71G" is the log's)."""
+    low = (text or "").lower()
+    if "memory_analysis" not in low:
+        return {}
+    out: dict[str, float] = {}
+    for m in _FIELD_IN_UNITS.finditer(low):
+        out[f"analysis_{m.group(1)}"] = float(m.group(2)) * _UNIT[m.group(3)]  # the last one said wins
+    return out
 
 
 def _in_use_and_request(text: str) -> list[float]:

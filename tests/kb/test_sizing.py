@@ -707,3 +707,13 @@ def test_logits_from_a_shape_give_a_chunk_of_the_sequence_and_no_second_logits_l
     text = next(a.text for a in lines if a.subject == "logits_tensor")
     # 31.25 GiB over 4096 tokens: 512 tokens are 3.91 GiB, an eighth of the 31.25 GiB chip
     assert "In Stücken von 512 Tokens belegen die Logits eines Stücks 3.91 GiB (1.95 GiB in bfloat16)" in text
+
+
+def test_memory_analysis_fields_written_in_gib_are_added_up_where_memory_analysis_is_named():
+    earlier = "Как посмотреть, что жрёт память в train_step на TPU v5e (один чип)?"
+    [line] = SIZING.answer("сделал memory_analysis(): argument 4.1 GiB, output 4.1 GiB, alias 4.1 GiB, temp 9.8 GiB. "
+                           "Влезет или нет?", "ru", earlier=earlier, asked=True)
+    assert line.subject == "memory_analysis" and "= 13.90 GiB" in line.text and "1.85 GiB" in line.text
+    # a TPU log's own "arguments 4.71G ... HLO temp 33.40G" is the log's, not memory_analysis()
+    assert all(a.subject != "memory_analysis" for a in SIZING.answer(
+        "v4: arguments 4.71G, HLO temp 33.40G, what now?", "en", asked=True))
