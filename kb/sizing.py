@@ -311,6 +311,9 @@ class Sizing:
                 break
         if memory is None:
             return
+        exact = _card_total(low)
+        if exact and abs(exact - memory) <= 0.15 * memory:  # what nvidia-smi or JAX reports of this card
+            memory = exact
         s.gpu = True
         s.device = label or "GPU"
         # what JAX can use of the card is its pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the text sets,
@@ -527,7 +530,7 @@ class Sizing:
             return None
         cap = needs[0]
         fraction = math.floor(cap / card * 100) / 100
-        text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(card)} GB",
+        text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(round(card, 2))} GB",
                           exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=_fraction(fraction),
                           pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
@@ -1221,7 +1224,7 @@ class Sizing:
         listed = ", ".join(f"{_num(n)} GB → `XLA_PYTHON_CLIENT_MEM_FRACTION={f:.2f}`".replace("=0.", "=.")
                            + f" ({_num(round(f * card, 1))} GB)" for n, f in zip(needs, shares))
         total = sum(shares)
-        values = {"card": f"{_num(card)} GB", "shares": listed, "total": f"{total:.2f}".lstrip("0")}
+        values = {"card": f"{_num(round(card, 2))} GB", "shares": listed, "total": f"{total:.2f}".lstrip("0")}
         if total <= MAX_SHARES:
             text_ = self._msg("pool_shares", language, left=f"{_num(round((1 - total) * card, 1))} GB", **values)
         else:
@@ -1255,7 +1258,7 @@ class Sizing:
             return None  # the one process needs the card: not a question of shares
         left = round(MAX_SHARES - share, 2)
 
-        text_ = self._msg("pool_share_short", language, card=f"{_num(card)} GB", fraction=_fraction(s.pool_share),
+        text_ = self._msg("pool_share_short", language, card=f"{_num(round(card, 2))} GB", fraction=_fraction(s.pool_share),
                           pool=f"{_num(round(s.pool_share * card, 1))} GB", need=f"{_num(need)} GB",
                           share=_fraction(share), share_gb=f"{_num(round(share * card, 1))} GB", left=_fraction(left),
                           left_gb=f"{_num(round(left * card, 1))} GB")
@@ -1384,6 +1387,20 @@ def _analysis_in_units(text: str) -> dict[str, float]:
     for m in _FIELD_IN_UNITS.finditer(low):
         out[f"analysis_{m.group(1)}"] = float(m.group(2)) * _UNIT[m.group(3)]  # the last one said wins
     return out
+
+
+#: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
+_CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
+_CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
+
+
+def _card_total(low: str) -> int | None:
+    """A GPU's total memory as the text quotes a tool reporting it, in bytes; else None."""
+    m = _CARD_MIB.search(low)
+    if m:
+        return int(m.group(1)) << 20
+    m = _CARD_TOTAL.search(low)
+    return int(float(m.group(1)) * (1 << 30)) if m else None
 
 
 def _in_use_and_request(text: str) -> list[float]:

@@ -717,3 +717,10 @@ def test_memory_analysis_fields_written_in_gib_are_added_up_where_memory_analysi
     # a TPU log's own "arguments 4.71G ... HLO temp 33.40G" is the log's, not memory_analysis()
     assert all(a.subject != "memory_analysis" for a in SIZING.answer(
         "v4: arguments 4.71G, HLO temp 33.40G, what now?", "en", asked=True))
+
+
+def test_a_cap_said_in_korean_on_a_card_whose_total_nvidia_smi_reports_gives_the_exact_fraction():
+    [line] = SIZING.answer("L40S (nvidia-smi 46068MiB) 한 장에서 vLLM이랑 JAX 학습을 같이 돌리려고 함. JAX는 딱 20GiB 넘게 "
+                           "안 쓰게 하고 싶은데 XLA_PYTHON_CLIENT_MEM_FRACTION 몇으로 해야 돼?", "ko", asked=True)
+    # 20 / (46068 / 1024) = .445: .44, not the .41 the L40S's nominal 48 GB would give
+    assert "44.99 GB" in line.text and "MEM_FRACTION=.44`" in line.text
