@@ -78,6 +78,10 @@ _ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성�
 _BATCH_TEMP = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
                          r"(\d{1,5})(?![\d.])[^;；\n]{0,60}?(?:temp\w*|temporar\w*|临时|一時|임시)\s*[=:]?\s*"
                          r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)")
+#: a peak measured at a batch size ("batch 8 -> 21.3 GiB", "bs=16: peak 29.7 GiB")
+_BATCH_PEAK = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
+                         r"(\d{1,5})(?![\d.])\s*(?:->|→|=>|:|=|,|时|で|에서)?\s*(?:peak\w*\s*[=:]?\s*)?"
+                         r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -499,6 +503,10 @@ class Sizing:
         pairs: dict[int, float] = {}
         for m in _BATCH_TEMP.finditer(low):
             pairs.setdefault(int(m.group(1)), float(m.group(2)))
+        peaks = not pairs
+        if peaks:  # the peaks measured at two batch sizes: the arguments are inside them
+            for m in _BATCH_PEAK.finditer(low):
+                pairs.setdefault(int(m.group(1)), float(m.group(2)))
         if len(pairs) < 2:
             return None
         (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
@@ -512,12 +520,44 @@ class Sizing:
         if best < 1:
             return None
         peak = (args or 0) + fixed + slope * best
+        if peaks:
+            return self._batch_line_peaks(s, language, b1, t1, b2, t2, slope, fixed)
         text_ = self._msg("batch_line", language, slope=f"{_num(round(slope, 4))} GiB", b1=_num(b1), t1=f"{_num(t1)} GiB",
                           b2=_num(b2), t2=f"{_num(t2)} GiB", fixed=f"{_num(round(fixed, 3))} GiB",
                           args=f"{_num(args or 0)} GiB", device=s.device or "", memory=f"{_num(round(memory, 2))} GiB",
                           best=_num(best), peak=f"{_num(round(peak, 2))} GiB")
         return FigureAnswer(kind=KIND, subject="batch_line", text=text_, value_bytes=int(peak * (1 << 30)),
                             sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _batch_line_peaks(self, s: Stated, language: str, b1: int, t1: float, b2: int, t2: float,
+                          slope: float, fixed: float) -> FigureAnswer | None:
+        """The largest batch from two measured peaks; on a GPU with a share the text sets, against
+        JAX's default pool first and then against that share."""
+        gib = 1 << 30
+
+        def best_at(memory: float) -> tuple[int, float]:
+            best = math.floor((memory - fixed) / slope)
+            return best, fixed + slope * best
+
+        default = s.card_memory * GPU_POOL_SHARE / gib if (s.gpu and s.card_memory and s.pool_share) else None
+        memory = default if default is not None else s.device_memory / gib
+        device = (f"{s.device or 'GPU'}, 75% × {format_bytes(s.card_memory)}" if default is not None
+                  else s.device or "")
+        best, peak = best_at(memory)
+        if best < 1:
+            return None
+        parts = [self._msg("batch_line_peak", language, slope=f"{_num(round(slope, 4))} GiB", b1=_num(b1),
+                           t1=f"{_num(t1)} GiB", b2=_num(b2), t2=f"{_num(t2)} GiB", fixed=f"{_num(round(fixed, 3))} GiB",
+                           device=device, memory=f"{_num(round(memory, 2))} GiB", best=_num(best),
+                           peak=f"{_num(round(peak, 2))} GiB")]
+        if default is not None:  # "and with MEM_FRACTION .95?"
+            share_memory = s.pool_share * s.card_memory / gib
+            best2, peak2 = best_at(share_memory)
+            parts.append(self._msg("batch_line_share", language, fraction=_fraction(s.pool_share),
+                                   memory=format_bytes(int(share_memory * gib)), best=_num(best2),
+                                   peak=f"{_num(round(peak2, 2))} GiB"))
+        return FigureAnswer(kind=KIND, subject="batch_line", text=self._join(parts, language),
+                            value_bytes=int(peak * gib), sources=["computed"], cite=ANALYSIS_CITE)
 
     def _pool_cap(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """One most JAX may take of the GPU named ("JAX should use at most 30 GB of the 48 GB A6000,

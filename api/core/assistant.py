@@ -353,7 +353,7 @@ class Assistant:
         if by_arithmetic and "snippet" not in analysis.asks:
             # the arithmetic asked for answers it: concept answers its words also touch are not shown,
             # nor the generation's HBM, which the arithmetic states as the capacity it used
-            figures = [f for f in figures if f.kind not in (ANSWER, "hbm")]
+            figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default")]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks

@@ -724,3 +724,11 @@ def test_a_cap_said_in_korean_on_a_card_whose_total_nvidia_smi_reports_gives_the
                            "안 쓰게 하고 싶은데 XLA_PYTHON_CLIENT_MEM_FRACTION 몇으로 해야 돼?", "ko", asked=True)
     # 20 / (46068 / 1024) = .445: .44, not the .41 the L40S's nominal 48 GB would give
     assert "44.99 GB" in line.text and "MEM_FRACTION=.44`" in line.text
+
+
+def test_the_largest_batch_from_two_measured_peaks_against_the_default_pool_and_the_share_asked_about():
+    [line] = SIZING.answer("A100 80GB (jax mostra 79.15 GiB de total). Medi peak_bytes_in_use: batch 8 -> 21.3 GiB, "
+                           "batch 16 -> 29.7 GiB. Qual o batch máximo que cabe? e se eu colocar MEM_FRACTION .95?", "pt",
+                           asked=True)
+    # 1.05 GiB per example, 12.9 GiB fixed: 59.36 GiB (75% of 79.15) gives 44; .95 (75.19 GiB) gives 59
+    assert line.subject == "batch_line" and "1.05 GiB" in line.text and "b ≤ 44" in line.text and "b ≤ 59" in line.text
