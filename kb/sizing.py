@@ -400,8 +400,8 @@ class Sizing:
         if donated is not None:  # "how much did donation save?": that state, not the whole training state
             return [donated]
         accumulator = self._accumulator(s, language)
-        if accumulator is not None and "extra" in s.cues:  # "how much more does MultiSteps cost?": that
-            return [accumulator]
+        if accumulator is not None and "extra" in (self.read(turn).cues if turn else s.cues):
+            return [accumulator]  # "how much more does MultiSteps cost?" asked in this turn: that
         out = [line for line in (accumulator, self._model(s, language, asked),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))

@@ -389,3 +389,13 @@ def test_the_largest_batch_from_two_measurements_is_the_answer_without_a_word_on
     assert "b ≤ 15" in first and "0.6875 GiB" in first
     assert "donation" not in body["answer"].split("###")[0]  # the tried word, and the generation's HBM line
     assert not [f for f in body["figures"] if f["kind"] == "hbm"]
+
+
+def test_a_follow_up_asking_for_a_snippet_in_chinese_gets_the_conversation_s_code(client):
+    first = _ask(client, {"question": "用 optax.MultiSteps 做梯度累积，模型 1.3B 参数，全 f32 + adamw。MultiSteps 本身会多占多少显存？"})
+    second = _ask(client, {"question": "我在 TPU v4-8 上跑（4 个 chip），参数和优化器状态都用 FSDP 切在 4 个 chip 上，每个 chip 上这些状态一共多少？",
+                           "conversation_id": first["conversation_id"]})
+    assert "4.84 GiB" in second["answer"]  # 1.3B x 16 B / 4, not only the accumulator of the first turn
+    third = _ask(client, {"question": "好，那给我一个不用 MultiSteps、用 lax.scan 手写 micro-batch 累积的 train_step 片段吧",
+                          "conversation_id": first["conversation_id"]})
+    assert "jax.lax.scan(body" in third["answer"].split("###")[0]
