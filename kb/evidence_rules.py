@@ -393,6 +393,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # JAX's pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the asker set, else its default 0.75
         named = out.get("mem_fraction_named_fraction")
         out["gpu_pool_bytes"] = int(gpu * named) if isinstance(named, float) and 0 < named < 1 else gpu * 3 // 4
+        limit = out.get("pool_limit_bytes")
+        if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
+            out["gpu_pool_bytes"] = limit
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
         out["largest_holds_whole_batch"] = True

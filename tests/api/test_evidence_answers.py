@@ -537,6 +537,15 @@ def test_outputs_that_already_share_the_arguments_never_get_donate_argnums_as_ne
     assert not (r.verdict or "").startswith("Your outputs")
 
 
+def test_donated_buffers_jax_could_not_use_are_the_verdict_not_a_call_to_donate(client):
+    warning = ("UserWarning: Some donated buffers were not usable: ShapedArray(float32[4096,14336]), "
+               "ShapedArray(float32[14336,4096]).\n")
+    r = ask(client, "I donate the state with donate_argnums=(0,) but my step returns it cast to bf16, why no effect?",
+            error_log=warning + _report_log("13.78G", "0B"))
+    assert "did not reuse the buffers you donated" in r.verdict and "float32[4096,14336]" in r.verdict
+    assert "Donating what the step replaces" not in r.verdict
+
+
 def test_outputs_too_small_to_cover_the_overflow_do_not_make_donation_the_verdict(client):
     r = ask(client, "what now?", error_log=_report_log("2.00G", "0B"))
     assert not (r.verdict or "").startswith("Your outputs")
