@@ -309,6 +309,9 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
     ("v5e-16 上训练 128k 长上下文一直 OOM，ring attention 要怎么做？", "flash_attention"),
     # offloading on a multi-host slice is still the offload's question
     ("Multi-host TPU v5p: how do I offload the optimizer state to pinned_host?", "per_host_loading"),
+    # the model loaded on 8 hosts and the trainer's state OOMs: not how each host reads its data
+    ("EasyDeL pe Qwen2.5-7B ka SFT TPU v4-64 pe (8 hosts x 4 chips), model load ho jata hai par SFTTrainer init pe "
+     "OOM, batch size 1 kar diya", "per_host_loading"),
     # a TPU named as where a checkpoint came from, a GPU as where it runs: the GPU flags do act there
     ("Restore of a checkpoint saved on a v4-32 onto one A100 40GB OOMs even with XLA_PYTHON_CLIENT_PREALLOCATE=false",
      "gpu_flags_on_tpu"),
