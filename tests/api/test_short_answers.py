@@ -151,6 +151,9 @@ CASES = [
      "nn.get_partition_spec"),
     ("Une v3-8 a 128 Go de HBM au total, pourquoi mon jit plante à seulement 15.48G ?",
      "fr", "slice_not_pooled", "Mesh"),
+    # the TPU's per-buffer report asked for on a GPU: XLA's dump files, not a TPU option
+    ("GPU (H100) で jit した関数が OOM する。TPU だと Largest program allocations みたいな内訳が出るけど、GPU で"
+     "バッファごとの内訳を見るフラグってある？", "ja", "gpu_buffer_dump", "--xla_dump_to"),
     # Egyptian Arabic asks "how" with ازاي, not كيف
     ("ازاي أشوف إيه اللي بياكل الـ HBM في الـ train_step قبل ما أشغّل؟ عايز breakdown", "ar", "memory_from_code",
      "memory_analysis()"),
