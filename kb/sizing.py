@@ -909,12 +909,18 @@ class Sizing:
                     parts.append(self._msg("logits_chunk", language, chunk=_num(chunk), chunk_size=format_bytes(per),
                                            chunk_size_bf16=format_bytes(per * 2 / dtype_bytes)))
         padding = self._tpu_padding(dims, dtype_bytes, size, s, language)
+        held = size
         if padding:
             parts += padding
             subject = "padded_tensor" if subject == "tensor" else subject
+            held = _padded_bytes(dims, dtype_bytes, size)  # what HBM holds of each copy
         layers = s.values.get("layers")
         if layers and layers > 1 and subject != "logits_tensor":  # the logits are the head's, not each layer's
-            parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(size * layers)))
+            if "kv_pair" in s.cues:  # "K and V one each": two per layer
+                parts.append(self._msg("tensor_layers_kv", language, layers=_num(layers), size=format_bytes(held),
+                                       total=format_bytes(2 * held * layers)))
+            else:
+                parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(held * layers)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
@@ -1077,7 +1083,7 @@ class Sizing:
         sub = int(8 * 4 // dtype_bytes)
         minor, second = dims[-1], dims[-2]
         minor_padded, second_padded = -(-minor // 128) * 128, -(-second // sub) * sub
-        padded = size / (minor * second) * minor_padded * second_padded
+        padded = _padded_bytes(dims, dtype_bytes, size)
         if padded < 1.25 * size:
             return []
         parts = [self._msg("tpu_padding", language, tile=sub, minor=minor, minor_padded=minor_padded, second=second,
@@ -1441,6 +1447,14 @@ def _card_total(low: str) -> int | None:
         return int(m.group(1)) << 20
     m = _CARD_TOTAL.search(low)
     return int(float(m.group(1)) * (1 << 30)) if m else None
+
+
+def _padded_bytes(dims: list[int], dtype_bytes: float, size: float) -> float:
+    """A shape's bytes in TPU HBM tiles: the last dimension to a multiple of 128, the one before it
+    to 8 rows of 32-bit words (8, 16 or 32 elements)."""
+    sub = int(8 * 4 // dtype_bytes)
+    minor, second = dims[-1], dims[-2]
+    return size / (minor * second) * (-(-minor // 128) * 128) * (-(-second // sub) * sub)
 
 
 def _in_use_and_request(text: str) -> list[float]:

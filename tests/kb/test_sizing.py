@@ -732,3 +732,10 @@ def test_the_largest_batch_from_two_measured_peaks_against_the_default_pool_and_
                            asked=True)
     # 1.05 GiB per example, 12.9 GiB fixed: 59.36 GiB (75% of 79.15) gives 44; .95 (75.19 GiB) gives 59
     assert line.subject == "batch_line" and "1.05 GiB" in line.text and "b ≤ 44" in line.text and "b ≤ 59" in line.text
+
+
+def test_a_padded_cache_kept_for_k_and_for_v_in_every_layer_is_totalled_as_padded():
+    [line] = SIZING.answer("TPU v6e 上我的 KV cache 是 f32[64,2048,8,64]，24 层，K 和 V 各一份。实际占多少 HBM？", "zh",
+                           asked=True)
+    # 256 MiB of data, padded 64 -> 128 to 512 MiB; 2 x 24 of them
+    assert "512.00 MiB" in line.text and "2 × 24 × 512.00 MiB = 24.00 GiB" in line.text
