@@ -87,7 +87,7 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt")
 
 
 class _Strict(BaseModel):
@@ -1374,6 +1374,11 @@ class Sizing:
         parts = [self._msg("kv", language, **shape, batch=_num(batch), kv=format_bytes(kv))]
         if dtype_bytes > 1:
             parts.append(self._msg("kv_int8", language, kv_int8=format_bytes(elements)))
+        prompt, new = v.get("prompt"), v.get("new_tokens")
+        if v.get("max_len") and prompt and new and prompt + new < v["max_len"]:  # a cache longer than used
+            needed = int(prompt + new)
+            parts.append(self._msg("kv_max_len", language, max_len=_num(v["max_len"]), prompt=_num(prompt),
+                                   new=_num(new), needed=_num(needed), kv_needed=format_bytes(kv * needed / v["max_len"])))
         if s.devices and s.devices > 1:
             parts.append(self._msg("kv_sharded", language, devices=s.devices,
                                    per_device=format_bytes(kv / s.devices)))

@@ -739,3 +739,11 @@ def test_a_padded_cache_kept_for_k_and_for_v_in_every_layer_is_totalled_as_padde
                            asked=True)
     # 256 MiB of data, padded 64 -> 128 to 512 MiB; 2 x 24 of them
     assert "512.00 MiB" in line.text and "2 × 24 × 512.00 MiB = 24.00 GiB" in line.text
+
+
+def test_a_cache_built_for_a_longer_max_len_than_prompt_and_new_tokens_need_says_so():
+    q = ("v5e で Llama-3.2-3B (bf16) の推論、batch 16。プロンプトは最大1024トークンで max_new_tokens=256 なのに "
+         "init_cache(batch=16, max_len=8192) で作ってる (28層, kv heads 8, head_dim 128)。なんでこんなにメモリ要るの？")
+    kv = next(a for a in SIZING.answer(q, "ja", asked=True) if a.subject == "kv_cache")
+    # 14 GiB for 8192 positions; 1024 + 256 = 1280 of them: 2.19 GiB
+    assert "14.00 GiB" in kv.text and "`max_len=1280`" in kv.text and "2.19 GiB" in kv.text
