@@ -405,3 +405,11 @@ def test_a_follow_up_asking_for_a_snippet_in_chinese_gets_the_conversation_s_cod
     third = _ask(client, {"question": "好，那给我一个不用 MultiSteps、用 lax.scan 手写 micro-batch 累积的 train_step 片段吧",
                           "conversation_id": first["conversation_id"]})
     assert "jax.lax.scan(body" in third["answer"].split("###")[0]
+
+
+@pytest.mark.parametrize("question,language", [
+    ("e se eu simplesmente usar XLA_PYTHON_CLIENT_PREALLOCATE=false nos dois, não é mais fácil?", "pt"),
+    ("what if I just set XLA_PYTHON_CLIENT_PREALLOCATE=false in both?", "en"),
+])
+def test_a_setting_offered_as_the_easier_way_is_answered_about_that_setting(question, language):
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" in [a.subject for a in FIGURES.answer(question, language)]
