@@ -433,6 +433,9 @@ class Sizing:
         data = self._dataset(text, s, language)
         if data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(data)
+        copy = self._kept_copy(s, language)
+        if copy is not None:  # "I keep an f32 copy of the params as self.eval_params": that copy first
+            out.insert(0, copy)
         outside = self._pool_outside(s, language)
         if outside is not None:
             out.append(outside)
@@ -480,6 +483,19 @@ class Sizing:
                                        left=format_bytes(ram - need)))
         return FigureAnswer(kind=KIND, subject="host_checkpoint", text=self._join(parts, language),
                             value_bytes=int(need), sources=["computed"], cite=POOL_CITE)
+
+    def _kept_copy(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A copy of the parameters the text keeps (an attribute) on the device it names: its bytes
+        beside everything else the step holds."""
+        params = s.values.get("params")
+        if "kept_copy" not in s.cues or not params or not s.device_memory:
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        size = params * dtype_bytes
+        return FigureAnswer(kind=KIND, subject="kept_copy", text=self._msg(
+            "kept_copy", language, params=_count(params), bytes=_num(dtype_bytes), dtype=dtype_name,
+            size=format_bytes(size), share=f"{100 * size / s.device_memory:.0f}%"), value_bytes=int(size),
+            sources=["computed"], cite=KEPT_CITE)
 
     def _pool_outside(self, s: Stated, language: str) -> FigureAnswer | None:
         """A high XLA_PYTHON_CLIENT_MEM_FRACTION the text sets on the GPU it names: what it leaves

@@ -747,3 +747,11 @@ def test_a_cache_built_for_a_longer_max_len_than_prompt_and_new_tokens_need_says
     kv = next(a for a in SIZING.answer(q, "ja", asked=True) if a.subject == "kv_cache")
     # 14 GiB for 8192 positions; 1024 + 256 = 1280 of them: 2.19 GiB
     assert "14.00 GiB" in kv.text and "`max_len=1280`" in kv.text and "2.19 GiB" in kv.text
+
+
+def test_a_copy_of_the_parameters_kept_as_an_attribute_is_sized_beside_the_step():
+    lines = SIZING.answer("A100 40GB: ich mach eine f32-Kopie der bf16-Params (astype(jnp.float32)) und speicher die als "
+                          "self.eval_params. Modell hat 1.5B Params. Seitdem crasht der erste train_step.", "de")
+    assert lines[0].subject == "kept_copy" and "1.5B Parameter × 4 B (float32) = 5.59 GiB" in lines[0].text
+    assert "eval_step_oom" in SIZING.replaced(lines)
+    assert all(a.subject != "kept_copy" for a in SIZING.answer("A100 40GB, 1.5B params, bf16, OOM", "en"))
