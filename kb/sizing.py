@@ -87,7 +87,7 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages")
 
 
 class _Strict(BaseModel):
@@ -116,6 +116,7 @@ class Gpu(_Strict):
     names: list[str] = Field(min_length=1)
     memory: str
     source: str
+    shared_kib: float | None = None  # the most shared memory a thread block may use
 
 
 class Message(_Strict):
@@ -167,6 +168,7 @@ class Stated:
     model: str | None = None           # a model named whose public configuration filled values
     from_model: list[str] = field(default_factory=list)  # the values it filled
     from_log: bool = False             # the device's capacity came from the user's own TPU log
+    shared_per_block: int | None = None  # a GPU named: the most shared memory a thread block may use
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -312,6 +314,7 @@ class Sizing:
                 # a card with one size: its public memory, not a figure the question gives for
                 # something else ("8x H100 ... ~11GB of params on each GPU")
                 label, memory = gpu.names[0].upper(), parse_size(gpu.memory)
+                s.shared_per_block = int(gpu.shared_kib * 1024) if gpu.shared_kib else None
                 break
         if memory is None:
             return
@@ -370,7 +373,8 @@ class Sizing:
         shared memory a GPU kernel's block gets, from the user's error."""
         text, earlier = _plain_digits(text or ""), _plain_digits(earlier or "")
         lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity, turn=text)
-        line = self._shared_blocks(self.read(f"{earlier}\n{text}" if earlier else text), language, shared)
+        said = self.read(f"{earlier}\n{text}" if earlier else text)
+        line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
             lines.insert(0, line)
         if earlier and lines:  # what the last two earlier turns were answered with, each turn's figures first
@@ -1200,6 +1204,11 @@ class Sizing:
             bk, stages = (bk3, 3) if bk3 else (bk2, 2)
             text = self._msg("gpu_shared_blocks", language, bk=bk, stages=stages, used=format_bytes(need(bk, stages)),
                              bk2=bk2, used2=format_bytes(need(bk2, 2)), **values)
+        now_bk, now_stages = s.values.get("block_k"), s.values.get("num_stages")
+        if now_bk and now_stages and need(int(now_bk), int(now_stages)) > shared:  # what the asker has now
+            text = join_sentences([text, self._msg("gpu_shared_now", language, bk=_num(now_bk), stages=_num(now_stages),
+                                                   used=format_bytes(need(int(now_bk), int(now_stages))),
+                                                   available=format_bytes(shared))], language)
         return FigureAnswer(kind=KIND, subject="gpu_shared_blocks", text=text, value_bytes=0, sources=["computed"],
                             cite=BLOCKS_CITE)
 
@@ -1209,7 +1218,7 @@ class Sizing:
         one is named; set against the scoped limit and physical VMEM of the generation named."""
         v = s.values
         bm, bk, bn = v.get("block_m"), v.get("block_k"), v.get("block_n")
-        if not (bm and bk and bn):
+        if not (bm and bk and bn) or s.gpu:  # a GPU kernel's blocks live in shared memory, not VMEM
             return None
         dtype = s.dtype
         if "accumulator" in s.cues and len(s.dtypes_named) > 1:  # "bf16 blocks, an f32 accumulator"

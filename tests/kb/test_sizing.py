@@ -755,3 +755,11 @@ def test_a_copy_of_the_parameters_kept_as_an_attribute_is_sized_beside_the_step(
     assert lines[0].subject == "kept_copy" and "1.5B Parameter × 4 B (float32) = 5.59 GiB" in lines[0].text
     assert "eval_step_oom" in SIZING.replaced(lines)
     assert all(a.subject != "kept_copy" for a in SIZING.answer("A100 40GB, 1.5B params, bf16, OOM", "en"))
+
+
+def test_a_triton_kernel_on_a_named_gpu_is_sized_in_its_shared_memory_not_in_tpu_vmem():
+    lines = SIZING.answer("pallas kernel on my RTX 3090 dies with RESOURCE_EXHAUSTED at compile. tiled matmul, f32 inputs, "
+                          "block_m=block_n=128, block_k=64, num_stages=3 in the triton compiler params", "en")
+    assert [a.subject for a in lines] == ["gpu_shared_blocks"]  # no TPU VMEM line
+    # 3 x (128*64 + 64*128) x 4 B = 192 KiB against the 99 KiB a block gets on compute capability 8.6
+    assert "needs 192.00 KiB, more than the 99.00 KiB" in lines[0].text and "`block_k=32`" in lines[0].text
