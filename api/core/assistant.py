@@ -77,7 +77,8 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: Arithmetic that is itself the answer (each process's share of the card, the remat policy that
 #: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
 #: concept answer that its words also touch.
-SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line"})
+SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line",
+                               "gpu_shared_blocks"})
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
