@@ -87,7 +87,7 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn")
 
 
 class _Strict(BaseModel):
@@ -422,6 +422,9 @@ class Sizing:
         policies = self._policies(text, s, language)
         if policies is not None:
             out.insert(0, policies)
+        kept = self._policy_weight_dots(turn or text, s, language)
+        if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
+            return [kept]
         line = self._batch_line(text, s, language)
         if line is not None:  # "what per-device batch fits, from these two measurements?"
             return [line]
@@ -870,6 +873,27 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="bfloat16"))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _policy_weight_dots(self, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """What `dots_with_no_batch_dims_saveable` keeps of a transformer whose shape the text gives:
+        per layer the outputs of its weight matmuls (q, k, v, o and the MLP's two or three), against
+        the layers' inputs alone that `nothing_saveable` keeps."""
+        v = s.values
+        layers, batch, seq, hidden, ffn = (v.get(k) for k in ("layers", "batch", "seq", "hidden", "ffn"))
+        if "no_batch_dims_policy" not in self.read(turn).cues or not all((layers, batch, seq, hidden, ffn)):
+            return None
+        dtype_bytes = s.dtype.bytes if s.dtype else 2
+        tokens = batch * seq
+        ups = 2 if "gated_mlp" in s.cues else 1  # gate and up, or up alone; down's output is [tokens, hidden]
+        per_layer = tokens * (4 * hidden + ups * ffn + hidden) * dtype_bytes
+        mlp = f"{'gate, up 2' if ups == 2 else 'up 1'} × {_num(tokens)} × {_num(ffn)} + down {_num(tokens)} × {_num(hidden)}"
+        carry = layers * tokens * hidden * dtype_bytes
+        total = layers * per_layer
+        return FigureAnswer(kind=KIND, subject="remat_policies", text=self._msg(
+            "policy_weight_dots", language, policy="dots_with_no_batch_dims_saveable", tokens=_num(tokens),
+            hidden=_num(hidden), mlp=mlp, bytes=_num(dtype_bytes), per_layer=format_bytes(per_layer),
+            layers=_num(layers), total=format_bytes(total), carry=format_bytes(carry),
+            extra=format_bytes(total - carry)), value_bytes=int(total), sources=["computed"], cite=ACTIVATIONS_CITE)
 
     def _activations_estimate(self, s: Stated, language: str) -> FigureAnswer:
         """A transformer's activations from its shape alone: the published per-layer estimate for

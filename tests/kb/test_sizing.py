@@ -763,3 +763,12 @@ def test_a_triton_kernel_on_a_named_gpu_is_sized_in_its_shared_memory_not_in_tpu
     assert [a.subject for a in lines] == ["gpu_shared_blocks"]  # no TPU VMEM line
     # 3 x (128*64 + 64*128) x 4 B = 192 KiB against the 99 KiB a block gets on compute capability 8.6
     assert "needs 192.00 KiB, more than the 99.00 KiB" in lines[0].text and "`block_k=32`" in lines[0].text
+
+
+def test_what_dots_with_no_batch_dims_saveable_keeps_is_sized_from_the_model_s_shape():
+    earlier = "Flax, 48 couches, nn.scan + nn.remat"
+    [line] = SIZING.answer("Avec nothing_saveable ça passe sur v6e, mais avec dots_with_no_batch_dims_saveable ça OOM. "
+                           "Batch 8, seq 2048, d_model 4096, d_ff 14336 (SwiGLU), MHA, bf16. Ça rajoute combien ?", "fr",
+                           earlier=earlier, asked=True)
+    # per layer 16384 tokens x (4 x 4096 + 2 x 14336 + 4096) x 2 B = 1.5 GiB; x 48 = 72 GiB; the inputs alone 6 GiB
+    assert "1.50 GiB par couche, 72.00 GiB sur 48 couches" in line.text and "66.00 GiB de plus" in line.text
