@@ -87,7 +87,7 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts")
 
 
 class _Strict(BaseModel):
@@ -422,6 +422,9 @@ class Sizing:
         policies = self._policies(text, s, language)
         if policies is not None:
             out.insert(0, policies)
+        experts = self._experts(s, language)
+        if experts is not None:  # a mixture of experts' weights: the experts first, the rest beside them
+            out = [experts, *[a for a in out if a.subject != "weights"]]
         kept = self._policy_weight_dots(turn or text, s, language)
         if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
             return [kept]
@@ -873,6 +876,31 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="bfloat16"))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _experts(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A mixture of experts whose shape the text gives: the experts' weights (gate, up and down
+        of each), and per device with one expert's share on each beside the other weights replicated."""
+        v = s.values
+        experts, layers, hidden, ffn = (v.get(k) for k in ("experts", "layers", "hidden", "ffn"))
+        if not all((experts, layers, hidden, ffn)) or experts < 2:
+            return None
+        dtype_bytes = s.dtype.bytes if s.dtype else 2
+        mats = 3  # experts as in Mixtral, DeepSeek, Qwen-MoE are gated MLPs: gate, up and down
+        total = experts * layers * mats * hidden * ffn * dtype_bytes
+        parts = [self._msg("experts", language, experts=_num(experts), layers=_num(layers), mats=mats,
+                           hidden=_num(hidden), ffn=_num(ffn), bytes=_num(dtype_bytes), total=format_bytes(total))]
+        devices = s.devices or 0
+        if devices > 1 and s.device_memory:
+            other = (v.get("params") or 0) * dtype_bytes  # the weights outside the experts the text states
+            per_chip = total / devices + other
+            verdict = (self._msg("experts_fit", language, left=format_bytes(s.device_memory - per_chip))
+                       if per_chip <= s.device_memory else
+                       self._msg("experts_over", language, over=format_bytes(per_chip - s.device_memory)))
+            parts.append(self._msg("experts_per_device", language, devices=devices,
+                                   per_device=format_bytes(total / devices), other=format_bytes(other),
+                                   per_chip=format_bytes(per_chip), memory=s.memory_label, verdict=verdict))
+        return FigureAnswer(kind=KIND, subject="experts", text=self._join(parts, language), value_bytes=int(total),
+                            sources=["computed"], cite=TRAINING_CITE)
 
     def _policy_weight_dots(self, turn: str, s: Stated, language: str) -> FigureAnswer | None:
         """What `dots_with_no_batch_dims_saveable` keeps of a transformer whose shape the text gives:

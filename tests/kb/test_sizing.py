@@ -772,3 +772,12 @@ def test_what_dots_with_no_batch_dims_saveable_keeps_is_sized_from_the_model_s_s
                            earlier=earlier, asked=True)
     # per layer 16384 tokens x (4 x 4096 + 2 x 14336 + 4096) x 2 B = 1.5 GiB; x 48 = 72 GiB; the inputs alone 6 GiB
     assert "1.50 GiB par couche, 72.00 GiB sur 48 couches" in line.text and "66.00 GiB de plus" in line.text
+
+
+def test_a_mixture_of_experts_is_sized_per_device_with_one_expert_on_each():
+    [line] = SIZING.answer("MoE type Mixtral (8 experts, 32 couches, d_model 4096, d_ff 14336, bf16) sur un v5e-8 pour "
+                           "l'inférence, chaque chip son expert. Les params hors experts c'est ~1.6B. Est-ce que ça rentre ?",
+                           "fr", asked=True)
+    # 8 x 32 x 3 x 4096 x 14336 x 2 B = 84 GiB; 10.5 GiB per chip + 2.98 GiB replicated = 13.48 of 15.75 GiB
+    assert line.subject == "experts" and "= 84.00 GiB" in line.text and "13.48 GiB" in line.text
+    assert "2.27 GiB" in line.text
