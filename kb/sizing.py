@@ -700,7 +700,8 @@ class Sizing:
         devices = s.devices or 1
         size = params * 4
         text = self._msg("accumulator", language, params=_count(params), accumulator=format_bytes(size),
-                         devices=devices, accumulator_sharded=format_bytes(size / devices))
+                         devices=devices if devices > 1 else "N",  # no count named: "sharded over N", not over 1
+                         accumulator_sharded=format_bytes(size / devices) if devices > 1 else f"{format_bytes(size)} / N")
         return FigureAnswer(kind=KIND, subject="accumulator", text=text, value_bytes=int(size),
                             sources=["computed"], cite=ACCUMULATION_CITE)
 

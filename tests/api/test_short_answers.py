@@ -313,6 +313,9 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
     # offloading on a multi-host slice is still the offload's question
     ("Multi-host TPU v5p: how do I offload the optimizer state to pinned_host?", "per_host_loading"),
     # the model loaded on 8 hosts and the trainer's state OOMs: not how each host reads its data
+    # "so wie levanter" is "as levanter does", not "how": someone running FSDP is not asked to set it up
+    ("Training 13B auf TPU v3-32, FSDP über alle 32 Cores, im loss model = cast(model, bf16) (so wie levanter mit "
+     "jmp). Was noch?", "fsdp_setup"),
     ("EasyDeL pe Qwen2.5-7B ka SFT TPU v4-64 pe (8 hosts x 4 chips), model load ho jata hai par SFTTrainer init pe "
      "OOM, batch size 1 kar diya", "per_host_loading"),
     # a TPU named as where a checkpoint came from, a GPU as where it runs: the GPU flags do act there
