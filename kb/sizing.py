@@ -318,8 +318,8 @@ class Sizing:
                 break
         if memory is None:
             return
-        exact = _card_total(low)
-        if exact and abs(exact - memory) <= 0.15 * memory:  # what nvidia-smi or JAX reports of this card
+        exact = _card_total(low, memory)
+        if exact:  # what nvidia-smi or JAX reports of this card
             memory = exact
         s.gpu = True
         s.device = label or "GPU"
@@ -1396,20 +1396,28 @@ class Sizing:
             return None
         card = s.card_memory
         pool = GPU_POOL_SHARE * card
-        for m in _GB.finditer((text or "").lower()):
-            seen = float(m.group(1)) * (1 << 30)
+        low = (text or "").lower()
+        figures = [(float(m.group(1)) * (1 << 30), f"{m.group(1)} GB") for m in _GB.finditer(low)]
+        figures += [(int(m.group(1)) << 20, f"{m.group(1)} MiB") for m in _CARD_MIB.finditer(low)]  # nvidia-smi's
+        for seen, said in figures:
             if abs(seen - card) > 0.02 * card and abs(seen - pool) <= 0.03 * card:
                 if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card:
                     # the default pool although the text sets another share: the setting came too
                     # late (a notebook's os.environ after JAX started), not a pool too small
                     expected = int(s.pool_share * card)
                     return FigureAnswer(kind=KIND, subject="pool_setting_ignored", text=self._msg(
-                        "pool_setting_ignored", language, seen=f"{m.group(1)} GB", memory=format_bytes(card),
+                        "pool_setting_ignored", language, seen=said, memory=format_bytes(card),
                         pool=format_bytes(pool), fraction=_fraction(s.pool_share),
                         expected=format_bytes(expected)), value_bytes=expected, sources=["computed"],
                         cite=POOL_CITE)
+                if "other_program" in s.cues:
+                    # held while another framework on the card needs it ("torch OOMs"): the pool is
+                    # kept for the process's life, not leaked, and it is too big, not too small
+                    return FigureAnswer(kind=KIND, subject="pool_held", text=self._msg(
+                        "pool_held", language, seen=said, memory=format_bytes(card), pool=format_bytes(pool)),
+                        value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
                 return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._msg(
-                    "pool_ceiling", language, seen=f"{m.group(1)} GB", memory=format_bytes(card),
+                    "pool_ceiling", language, seen=said, memory=format_bytes(card),
                     pool=format_bytes(pool)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
         return None
 
@@ -1523,13 +1531,13 @@ _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
 
 
-def _card_total(low: str) -> int | None:
-    """A GPU's total memory as the text quotes a tool reporting it, in bytes; else None."""
-    m = _CARD_MIB.search(low)
-    if m:
-        return int(m.group(1)) << 20
-    m = _CARD_TOTAL.search(low)
-    return int(float(m.group(1)) * (1 << 30)) if m else None
+def _card_total(low: str, nominal: float) -> int | None:
+    """A GPU's total memory as the text quotes a tool reporting it ("18934MiB / 24564MiB": the one
+    within 15% of the card's `nominal` size), in bytes; else None."""
+    quoted = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)]
+    quoted += [int(float(m.group(1)) * (1 << 30)) for m in _CARD_TOTAL.finditer(low)]
+    near = [q for q in quoted if abs(q - nominal) <= 0.15 * nominal]
+    return min(near, key=lambda q: abs(q - nominal)) if near else None
 
 
 def _padded_bytes(dims: list[int], dtype_bytes: float, size: float) -> float:
