@@ -36,6 +36,7 @@ GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_
 HIGH_POOL_SHARE = 0.9  # a pool this large leaves little of the card to CUDA's own allocations
 BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
 SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus this, rounded up to .05
+EQUAL_SHARE_MARGIN = 0.02  # equal processes: their need over the card plus this, rounded up to .01
 MAX_SHARES = 0.95      # shares summing above this leave too little for CUDA contexts and workspaces
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
 DONATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
@@ -57,10 +58,20 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
                          r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
 # processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
-_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+)?(?:runs?|processes|jobs|experiments?|trials|"
+_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+)?(?:runs?|processes|jobs|experiments?|trials|scripts?|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
+#: counts written as words before what is counted ("two jax training scripts", "a third run")
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "second": 2, "third": 3, "fourth": 4, "zwei": 2, "drei": 3,
+                "vier": 4, "deux": 2, "trois": 3, "quatre": 4, "dos": 2, "tres": 3, "cuatro": 4, "dois": 2, "duas": 2,
+                "três": 3, "quatro": 4, "два": 2, "две": 2, "три": 3, "четыре": 4}
+_WORD_COUNT = re.compile(r"(?<![a-zà-ÿа-я])(" + "|".join(_COUNT_WORDS) + r")\s+(?:[a-zà-ÿа-я]+\s+){0,2}?"
+                         r"(?:runs?|processes|process|jobs?|scripts?|experiments?|trainings?|processos|procesos|"
+                         r"processus|prozesse|experimentos|процесс\w*|запуск\w*|скрипт\w*)(?![a-z])")
+#: a share proposed for each of several processes (".33 each")
+_SHARE_EACH = re.compile(r"(?<![\d])(0?\.\d{2})\s*(?:each|apiece|per process|for each|jeweils|chacun|cada uno|cada|"
+                         r"каждому|на каждый|各|ずつ|씩|हर एक|لكل)")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096 (not a
 # layout's tile, T(8,128))
 _SHAPE = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
@@ -1328,11 +1339,17 @@ class Sizing:
                 or {"other_program", "placement"} & set(s.cues)):
             return None
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
+        def count(part: str) -> int | None:
+            low = part.lower()
+            found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
+            found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
+            return max(found)[1] if found else None
+
         def each(part: str) -> list[float]:
             """The needs `part` states, one stated for "3 runs, each ~5 GiB at its peak" counted 3 times."""
             found = self._needs(part, card)
-            counted = [int(m.group(1)) for m in _PROCESS_COUNT.finditer(part.lower())]
-            return found * counted[-1] if len(found) == 1 and counted and 2 <= counted[-1] <= 16 else found
+            counted = count(part)
+            return found * counted if len(found) == 1 and counted and 2 <= counted <= 16 else found
 
         needs = each(text or "")
         if turn and text.endswith(turn) and len(text) > len(turn):
@@ -1340,11 +1357,18 @@ class Sizing:
             # process measured again (a failed 38 GB allocation, then its 41.2 GB peak); another
             # figure is another process ("add a 4th process, peak 12.5 GiB" to three of 9.2)
             newest = each(turn)
-            needs = [n for n in each(text[: -len(turn)])
-                     if not any(abs(n - m) <= 0.15 * m for m in newest)] + newest
+            if len(set(newest)) == 1 and len(newest) >= 2:  # "a third run, each ~22 GiB": the new setup whole
+                needs = newest
+            else:
+                needs = [n for n in each(text[: -len(turn)])
+                         if not any(abs(n - m) <= 0.15 * m for m in newest)] + newest
         if len(needs) < 2:
             return None
         shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]
+        if len(set(needs)) == 1 and sum(shares) > MAX_SHARES:
+            # equal processes that the rounding to .05 does not fit (3 × 22 GiB on 80): the smallest
+            # whole-percent share with a little room
+            shares = [math.ceil((n / card + EQUAL_SHARE_MARGIN) * 100) / 100 for n in needs]
         listed = ", ".join(f"{_num(n)} GB → `XLA_PYTHON_CLIENT_MEM_FRACTION={f:.2f}`".replace("=0.", "=.")
                            + f" ({_num(round(f * card, 1))} GB)" for n, f in zip(needs, shares))
         total = sum(shares)
@@ -1353,6 +1377,15 @@ class Sizing:
             text_ = self._msg("pool_shares", language, left=f"{_num(round((1 - total) * card, 1))} GB", **values)
         else:
             text_ = self._msg("pool_shares_too_much", language, **values)
+        proposed = _SHARE_EACH.search((turn or text or "").lower())
+        if proposed and len(set(needs)) == 1:  # "is .33 each fine?"
+            share = float(proposed.group(1))
+            together = share * len(needs)
+            said = dict(proposed=_fraction(share), count=len(needs), total=f"{together:.2f}".lstrip("0"),
+                        left=f"{_num(round((1 - together) * card, 1))} GB")
+            fits = share * card >= needs[0] and together <= MAX_SHARES
+            text_ = join_sentences([text_, self._msg("pool_share_proposed_ok" if fits else "pool_share_proposed_not",
+                                                     language, **said)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 

@@ -790,3 +790,14 @@ def test_the_default_pool_held_while_torch_needs_the_card_is_kept_not_leaked():
     # 75% of 24564 MiB = 18423 MiB, plus the CUDA context
     assert line.subject == "pool_held" and "18934 MiB" in line.text and "23.99 GiB card (17.99 GiB)" in line.text
     assert {"gc_collect_clear_caches", "gpu_memory_not_returned"} <= SIZING.replaced([line])
+
+
+def test_processes_counted_in_words_and_a_share_proposed_for_each_are_checked():
+    first = ("two jax training scripts on the same A100 80GB (nvidia-smi says 81920MiB), the 2nd dies at startup. "
+             "each one peaks around 30 GiB. what XLA_PYTHON_CLIENT_MEM_FRACTION should i give each?")
+    [one] = SIZING.answer(first, "en", asked=True)
+    assert one.text.count("MEM_FRACTION=.45`") == 2  # 30/80 + room: .45 each, .90 together
+    [two] = SIZING.answer("ok and if i squeeze in a third run? with a smaller model each one peaks ~22 GiB. "
+                          "is .33 each fine?", "en", earlier=first, asked=True)
+    # .35 each (to .05) would not fit three: .30 each (24 GB >= 22), and .33 x 3 = .99 is too much
+    assert two.text.count("MEM_FRACTION=.30`") == 3 and "`.33` each is not fine: 3 × .33 = .99" in two.text
