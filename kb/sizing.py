@@ -472,6 +472,8 @@ class Sizing:
             shares = self._pool_share_short(turn or text, text, s, language)
         if shares is None:
             shares = self._pool_cap(turn or text, s, language)
+        if shares is None:
+            shares = self._pool_beside(turn or text, s, language)
         out += [line for line in (self._pool_ceiling(text, s, language), shares,
                                   self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
@@ -610,6 +612,26 @@ class Sizing:
         text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(round(card, 2))} GB",
                           exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=_fraction(fraction),
                           pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _pool_beside(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """Another program's fixed need on the GPU named, JAX to get the rest ("vLLM needs 30 GiB,
+        JAX gets everything else, 1 GiB for the contexts"): the share of the whole card left to JAX."""
+        if not (s.gpu and s.card_memory and {"mem_fraction", "other_program", "rest"} <= s.cues):
+            return None
+        card = s.card_memory / (1 << 30)
+        needs = self._needs(text, card)
+        if not 1 <= len(needs) <= 2:
+            return None
+        other, buffer = max(needs), (min(needs) if len(needs) == 2 else 1.0)
+        exact = (card - other - buffer) / card
+        if exact <= 0.05:
+            return None
+        fraction = math.floor(exact * 100) / 100
+        text_ = self._msg("pool_beside", language, card=f"{_num(round(card, 2))} GiB", other=f"{_num(other)} GiB",
+                          buffer=f"{_num(buffer)} GiB", exact=f"{exact:.4f}".lstrip("0"), fraction=_fraction(fraction),
+                          pool=format_bytes(fraction * s.card_memory))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 

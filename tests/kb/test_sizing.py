@@ -801,3 +801,11 @@ def test_processes_counted_in_words_and_a_share_proposed_for_each_are_checked():
                           "is .33 each fine?", "en", earlier=first, asked=True)
     # .35 each (to .05) would not fit three: .30 each (24 GB >= 22), and .33 x 3 = .99 is too much
     assert two.text.count("MEM_FRACTION=.30`") == 3 and "`.33` each is not fine: 3 × .33 = .99" in two.text
+
+
+def test_jax_beside_another_program_s_fixed_need_gets_the_rest_of_the_whole_card():
+    [line] = SIZING.answer("H100 (nvidia-smi: 81559MiB), neben JAX ein vLLM-Server, der braucht fix 30 GiB. JAX soll alles "
+                           "andere kriegen, 1 GiB Puffer für die CUDA-Kontexte. Welcher genaue Wert für "
+                           "XLA_PYTHON_CLIENT_MEM_FRACTION?", "de", asked=True)
+    # (81559 MiB - 30 GiB - 1 GiB) / 81559 MiB = .6108: .61, 48.58 GiB
+    assert "= .6108" in line.text and "MEM_FRACTION=.61`" in line.text and "48.58 GiB" in line.text
