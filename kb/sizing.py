@@ -1374,7 +1374,11 @@ class Sizing:
             return found * counted if len(found) == 1 and counted and 2 <= counted <= 16 else found
 
         needs = each(text or "")
-        if turn and text.endswith(turn) and len(text) > len(turn):
+        counted = count(turn) if turn else None
+        if turn and counted and 2 <= counted <= 16 and not self._needs(turn, card) and needs:
+            # "the exact launch lines for the 3 runs": the runs as last stated, the newest need for each
+            needs = [self._needs(text, card)[-1]] * counted
+        elif turn and text.endswith(turn) and len(text) > len(turn):
             # a figure the newest turn gives replaces an earlier one within 15 % of it: the same
             # process measured again (a failed 38 GB allocation, then its 41.2 GB peak); another
             # figure is another process ("add a 4th process, peak 12.5 GiB" to three of 9.2)
@@ -1409,7 +1413,7 @@ class Sizing:
             text_ = join_sentences([text_, self._msg("pool_share_proposed_ok" if fits else "pool_share_proposed_not",
                                                      language, **said)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
-                            sources=["computed"], cite=POOL_CITE)
+                            sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares))
 
     def _needs(self, text: str, card: float) -> list[float]:
         """The memory figures `text` states as needs on a `card`-sized GPU: not what is said to be
@@ -1611,6 +1615,19 @@ def _in_use_and_request(text: str) -> list[float]:
     if not (used and asked):
         return []
     return [round((int(used.group(1)) + int(asked.group(1))) / (1 << 30), 2)]
+
+
+def _launch_lines(shares: list[float]) -> str:
+    """Python that starts one process per share, each with its own XLA_PYTHON_CLIENT_MEM_FRACTION
+    set before it imports jax (the shell's equivalent in a comment)."""
+    names = [f"train_{chr(ord('a') + i)}.py" for i in range(len(shares))]
+    shell = "\n".join(f"#   XLA_PYTHON_CLIENT_MEM_FRACTION={_fraction(f)} python {n} &" for n, f in zip(names, shares))
+    pairs = ", ".join(f'("{n}", "{_fraction(f)}")' for n, f in zip(names, shares))
+    return (f"# the same from a shell script:\n{shell}\n#   wait\nimport os\nimport subprocess\n\n"
+            f"runs = [{pairs}]  # your scripts and their shares\n"
+            "procs = [subprocess.Popen([\"python\", script], env={**os.environ, \"XLA_PYTHON_CLIENT_MEM_FRACTION\": share})\n"
+            "         for script, share in runs]\n"
+            "for p in procs:\n    p.wait()\n")
 
 
 def _fraction(share: float) -> str:

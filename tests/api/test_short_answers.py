@@ -416,3 +416,14 @@ def test_a_follow_up_asking_for_a_snippet_in_chinese_gets_the_conversation_s_cod
 ])
 def test_a_setting_offered_as_the_easier_way_is_answered_about_that_setting(question, language):
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" in [a.subject for a in FIGURES.answer(question, language)]
+
+
+def test_launch_lines_asked_after_the_shares_get_them_with_the_shares_of_the_runs_counted(client):
+    first = _ask(client, {"question": "two jax training scripts on one A100 80GB, each peaks around 30 GiB. what "
+                                      "XLA_PYTHON_CLIENT_MEM_FRACTION should i give each?"})
+    _ask(client, {"question": "ok and if i squeeze in a third run? each one peaks ~22 GiB. is .33 each fine?",
+                  "conversation_id": first["conversation_id"]})
+    third = _ask(client, {"question": "cool, give me the exact launch lines for the 3 runs, i start them from one bash script",
+                          "conversation_id": first["conversation_id"]})
+    head = third["answer"].split("### ")[0]
+    assert head.count("XLA_PYTHON_CLIENT_MEM_FRACTION=.30 python train_") == 3 and "subprocess.Popen" in head
