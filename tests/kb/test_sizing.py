@@ -809,3 +809,8 @@ def test_jax_beside_another_program_s_fixed_need_gets_the_rest_of_the_whole_card
                            "XLA_PYTHON_CLIENT_MEM_FRACTION?", "de", asked=True)
     # (81559 MiB - 30 GiB - 1 GiB) / 81559 MiB = .6108: .61, 48.58 GiB
     assert "= .6108" in line.text and "MEM_FRACTION=.61`" in line.text and "48.58 GiB" in line.text
+
+
+def test_the_first_llama_is_read_with_its_published_parameter_count_not_its_rounded_name():
+    assert SIZING.read("LLaMA-7B full finetune on a v3-8, fp32 adamw").values["params"] == 6.74e9
+    assert SIZING.read("llama-2-7b on v5e").model == "Llama-2-7B"  # Llama 2 keeps its own entry
