@@ -415,7 +415,8 @@ class Sizing:
         if donated is not None:  # "how much did donation save?": that state, not the whole training state
             return [donated]
         accumulator = self._accumulator(s, language)
-        if accumulator is not None and "extra" in (self.read(turn).cues if turn else s.cues):
+        turn_cues = self.read(turn).cues if turn else s.cues  # what this turn itself asks about
+        if accumulator is not None and "extra" in turn_cues:
             return [accumulator]  # "how much more does MultiSteps cost?" asked in this turn: that
         out = [line for line in (accumulator, self._model(s, language, asked),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
@@ -436,7 +437,7 @@ class Sizing:
         experts = self._experts(s, language)
         if experts is not None:  # a mixture of experts' weights: the experts first, the rest beside them
             out = [experts, *[a for a in out if a.subject != "weights"]]
-        kept = self._policy_weight_dots(turn or text, s, language)
+        kept = self._policy_weight_dots(turn_cues, s, language)
         if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
             return [kept]
         line = self._batch_line(text, s, language)
@@ -936,13 +937,13 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="experts", text=self._join(parts, language), value_bytes=int(total),
                             sources=["computed"], cite=TRAINING_CITE)
 
-    def _policy_weight_dots(self, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _policy_weight_dots(self, turn_cues: set[str], s: Stated, language: str) -> FigureAnswer | None:
         """What `dots_with_no_batch_dims_saveable` keeps of a transformer whose shape the text gives:
         per layer the outputs of its weight matmuls (q, k, v, o and the MLP's two or three), against
         the layers' inputs alone that `nothing_saveable` keeps."""
         v = s.values
         layers, batch, seq, hidden, ffn = (v.get(k) for k in ("layers", "batch", "seq", "hidden", "ffn"))
-        if "no_batch_dims_policy" not in self.read(turn).cues or not all((layers, batch, seq, hidden, ffn)):
+        if "no_batch_dims_policy" not in turn_cues or not all((layers, batch, seq, hidden, ffn)):
             return None
         dtype_bytes = s.dtype.bytes if s.dtype else 2
         tokens = batch * seq

@@ -7,7 +7,6 @@ that computes them from a parsed error, an estimate report and a profile report.
 from __future__ import annotations
 
 import math
-import re
 from typing import Union
 
 from oomkb.diagnostics.capture import CaptureReport
@@ -93,10 +92,10 @@ def _choice_facts(report: PlanReport, facts: dict[str, Fact]) -> None:
                  choice_others="; ".join(others) or None)
 
 
-def _dims(shape: str | None) -> tuple[int, ...] | None:
-    """The dimensions of an HLO shape ("bf16[4,32,4096,4096]{...}" -> (4, 32, 4096, 4096)), dtype and layout aside."""
-    m = re.match(r"\s*[a-z]+\d*\[([\d,\s]*)\]", shape or "")
-    return tuple(int(d) for d in m.group(1).split(",") if d.strip()) if m else None
+def _dims(shape: str | None) -> str | None:
+    """An HLO shape's dimensions, dtype and layout aside: `bf16[4,32,4096,4096]{...}` -> `[4,32,4096,4096]`."""
+    bare = _without_layout(shape)
+    return bare[bare.index("["):] if bare and "[" in bare else None
 
 
 def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
