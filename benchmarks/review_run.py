@@ -65,7 +65,9 @@ def main() -> int:
     failed = False
     with TestClient(create_app(), base_url="http://127.0.0.1") as client:
         deadline = time.monotonic() + 600  # the model and the index load in the background
-        while client.get("/readyz").status_code != 200:
+        while (ready := client.get("/readyz")).status_code != 200:
+            if ready.json().get("status") == "failed":  # loading failed (a catalogue that does not load)
+                sys.exit(f"the service failed to start: {ready.json().get('detail')}")
             if time.monotonic() > deadline:
                 sys.exit("the service did not become ready in 10 minutes")
             time.sleep(0.5)

@@ -101,6 +101,8 @@ class ShortAnswer(_Strict):
                                   "turn, already said this one (the same code under another name)")
     none: list[str] = Field(default_factory=list, description="keywords any of which rules it out "
                             "(a GPU named beside a TPU that is not the asker's device)")
+    code_for: list[str] = Field(default_factory=list, description="words naming what its snippet does "
+                                "(optax, shard): a follow-up asking for code that names one gets the snippet")
 
 
 class QuestionKind(_Strict):
@@ -178,6 +180,7 @@ class Figures:
                         [SETTING in group for group in q.all]) for q in data.questions]
         self._answers = [(a, [[_keyword(k) for k in group] for group in a.all]) for a in data.answers]
         self._ruled_out = {a.id: [_keyword(k) for k in a.none] for a in data.answers}
+        self._code_for = [(a, [_keyword(k) for k in a.code_for]) for a in data.answers if a.snippet and a.code_for]
 
     # -- recognising ------------------------------------------------------------------------
 
@@ -240,6 +243,17 @@ class Figures:
                    and not any(p.search(low) for p in self._ruled_out[a.id])]
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
+
+    def code_named(self, text: str, language: str) -> list[FigureAnswer]:
+        """The short answers whose code `text` names ("the optax snippet and the embedding's
+        sharding"), in the order it names them: what a follow-up asking for code is given."""
+        low = text.lower()
+        found = []
+        for a, patterns in self._code_for:
+            at = [m.start() for p in patterns for m in p.finditer(low)]
+            if at and not any(p.search(low) for p in self._ruled_out[a.id]):
+                found.append((min(at), a))
+        return [self._short(a, language) for _, a in sorted(found, key=lambda x: x[0])]
 
     def given_with(self, ids: set[str]) -> set[str]:
         """`ids` and the short answers they already said (`covered_by`): what a conversation that

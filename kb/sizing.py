@@ -452,8 +452,11 @@ class Sizing:
         elif tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(tensor)
-        data = self._dataset(text, s, language)
-        if data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
+        batch = self._input_batch(turn or text, s, language)
+        data = self._dataset(text, s, language) if batch is None else batch
+        if data is not None and batch is not None:
+            out.append(batch)
+        elif data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(data)
         copy = self._kept_copy(s, language)
         if copy is not None:  # "I keep an f32 copy of the params as self.eval_params": that copy first
@@ -478,7 +481,8 @@ class Sizing:
         out += [line for line in (self._pool_ceiling(text, s, language), shares,
                                   self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
-        if "memory_named" in s.cues and ((asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
+        if "memory_named" in s.cues and batch is None and (
+                (asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
             out += self._slices(text, language)
         return out
 
@@ -1224,6 +1228,41 @@ class Sizing:
         parts.append(self._msg("dataset_advice", language))
         return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
                             sources=["computed"], cite=DATASET_CITE)
+
+    def _input_batch(self, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """One input batch the turn describes ("a global batch of 1024 images 224x224x3"): items ×
+        the shape of one item × bytes, in each dtype it names (widest first, what the narrower one
+        saves), and per device when sharded along the batch axis over the devices named."""
+        items = s.values.get("items")
+        shapes = list(_SHAPE.finditer(turn or ""))
+        named = sorted({d.name: d for d, _ in self._dtypes if d.name in s.dtypes_named}.values(), key=lambda d: -d.bytes)
+        if not items or not shapes or s.values.get("batch") != items:  # the items are the batch
+            return None
+        dims = [int(d) for d in re.findall(r"\d+", shapes[-1].group(0))]
+        if not 2 <= len(dims) <= 4:
+            return None
+        elements = items * math.prod(dims)
+        dtypes = [(d.bytes, d.name) for d in named] or [(4, "float32")]
+        sizes = [elements * b for b, _ in dtypes]
+        parts = [self._msg("input_batch", language, items=_grouped(items, language),
+                           shape="[" + ", ".join(map(str, dims)) + "]", elements=_grouped(elements, language),
+                           bytes=_num(dtypes[0][0]), dtype=dtypes[0][1], size=format_bytes(sizes[0]))]
+        if len(dtypes) > 1:
+            parts.append(self._msg("input_batch_dtype", language, dtype=dtypes[-1][1], size=format_bytes(sizes[-1]),
+                                   saved=format_bytes(sizes[0] - sizes[-1])))
+        n = s.devices or 1
+        if n > 1 and items % n == 0 and s.device_memory:
+            share = 100 * sizes[0] / n / s.device_memory
+            parts.append(self._msg("input_batch_devices", language, devices=_num(n), per=format_bytes(sizes[0] / n),
+                                   share=f"{share:.1f}%" if share < 10 else f"{share:.0f}%",
+                                   device=s.device or "", memory=s.memory_label))
+            if len(dtypes) > 1:
+                parts.append(self._msg("input_batch_devices_dtype", language, dtype=dtypes[-1][1],
+                                       per=format_bytes(sizes[-1] / n), saved=format_bytes((sizes[0] - sizes[-1]) / n)))
+        elif len(named) < 1:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="input_batch", text=self._join(parts, language),
+                            value_bytes=int(sizes[-1]), sources=["computed"], cite=DATASET_CITE)
 
     def _share(self, s: Stated, size: float, language: str) -> str:
         """The line saying which share of the device named `size` is."""

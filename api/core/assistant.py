@@ -303,6 +303,10 @@ class Assistant:
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
+        if context.follow_up and "snippet" in analysis.asks and not any(f.snippet for f in figures):
+            # "go on, the optax snippet and the embedding's sharding": the code this turn names
+            named = {f.subject for f in figures}
+            figures += [f for f in self.parts.figures.code_named(question, language) if f.subject not in named]
         if not figures and context.follow_up and context.subject and self.parts.figures.generations_in(question):
             # "and on v4?": the figure the conversation asked for, of the generation this turn names
             asked_again = f"{self.parts.figures.without_generations(context.subject)}\n{question}"
@@ -430,7 +434,9 @@ class Assistant:
                 and not by_arithmetic else None)
         if lead is not None:
             remedies.insert(0, lead)
-        if grounded and not by_arithmetic:  # (the arithmetic answers it: no figure's general steps after it)
+        code_asked = context.follow_up and "snippet" in analysis.asks and any(f.snippet for f in figures)
+        if grounded and not by_arithmetic and not code_asked:
+            # (the arithmetic answers it, or the code a follow-up asked for: no figure's general steps after it)
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                 snippet=self.parts.snippet(r.id))
                          for r, text in self.parts.figure_remedies(

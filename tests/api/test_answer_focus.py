@@ -136,3 +136,19 @@ def test_tried_fixes_in_korean_and_hinglish_and_a_batch_of_one_are_not_offered_a
     assert "rt-donate" in hi["tried"] and not {"hbm-donate", "rt-donate"} & {x["id"] for x in hi["remedies"]}
     en = _ask(client, {"question": "llama-7b on v4-8, seq 4096, per-device batch 1, fsdp. compile OOMs, what do I change?"})
     assert "hbm-batch-size" not in [x["id"] for x in en["remedies"]]
+
+
+def test_a_follow_up_asking_for_the_code_it_names_gets_those_snippets_in_that_order(client):
+    # round 16 Q10: "the optax snippet + the embedding's sharding" was answered with the previous
+    # turn's text again; it names two pieces of code, and gets both, without general steps after them
+    first = _ask(client, {"question": "Salut, full finetune de Gemma 2B (2.51B params, tout en f32) sur 4x RTX 4090 "
+                                      "avec un mesh jax ('model', 4). En AdamW OOM direct. J'ai shardé toutes les "
+                                      "matrices sauf l'embedding 256000x2048 que j'ai laissé répliqué."})
+    third = _ask(client, {"question": "vas-y donne moi le snippet optax + le sharding de l'embedding",
+                          "conversation_id": first["conversation_id"]})
+    answer = third["answer"]
+    assert third["grounded"] and third["follow_up"] and third["language"] == "fr"
+    assert "réponse précédente" not in answer
+    assert "mu_dtype=jnp.bfloat16" in answer and "NamedSharding" in answer
+    assert answer.index("mu_dtype") < answer.index("NamedSharding")  # in the order the turn names them
+    assert "### Que faire" not in answer

@@ -238,6 +238,21 @@ def test_a_dataset_put_on_the_device_at_once_is_sized_against_it_with_the_reader
     assert SIZING.answer("200k images 32x32x3 uint8 on an A100 80GB", "en") == []  # 586 MiB: beside the point
 
 
+def test_an_input_batch_is_sized_in_each_dtype_named_and_per_device_when_sharded():
+    # 1024 x 224 x 224 x 3 float32 = 588 MiB; bfloat16 halves it; a v4-8 is 4 devices: 147 -> 73.5 MiB each
+    a = _only("TPU v4-8. if I cast the images from float32 to bfloat16 in the input pipeline, how much do I "
+              "save per chip with a global batch of 1024 images 224x224x3?", asked=True)
+    assert a.subject == "input_batch" and a.value_bytes == 1024 * 224 * 224 * 3 * 2
+    assert "588.00 MiB" in a.text and "294.00 MiB" in a.text and "147.00 MiB" in a.text
+    assert "73.50 MiB per device" in a.text and "0.5%" in a.text
+    assert "122.00 GiB" not in a.text  # the slice's devices are not added up beside it
+    # in Arabic, one dtype: the batch alone, float32 said to be assumed
+    b = _only("كم تأخذ الذاكرة مع batch 256 صورة 512x512x3؟", "ar", asked=True)
+    assert b.subject == "input_batch" and b.value_bytes == 256 * 512 * 512 * 3 * 4 and "float32" in b.text
+    # no batch said and one dtype: a dataset, not a batch (its own line, when it is big)
+    assert [x.subject for x in SIZING.answer("I load 50000 images 256x256x3 in float32", "en", asked=True)] == ["dataset"]
+
+
 def test_a_v3_device_is_one_core_and_a_v3_8_has_eight():
     # v3: JAX sees each TensorCore as a device (15.48 GiB usable); 9B in bf16 does not fit one
     a = _only("v3-8 上能放下 9B 模型 bf16 推理吗？", "zh", asked=True)
