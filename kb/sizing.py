@@ -10,6 +10,7 @@ follow-up gets a line only where its own figures changed the result.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -93,6 +94,15 @@ _BATCH_TEMP = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|�
 _BATCH_PEAK = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
                          r"(\d{1,5})(?![\d.])\s*(?:->|→|=>|:|=|,|时|で|에서)?\s*(?:peak\w*\s*[=:]?\s*)?"
                          r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
+# a whole number as people write it: 10000, 10.000, 10,000, 10 000, 10k (not part of a name: A100, v4)
+_WHOLE = re.compile(r"(?<![\w.,])(\d{1,3}(?:[.,\u202f\xa0 ]\d{3})+|\d+)(\s*k(?![a-z]))?(?![\d]|[.,]\d)")
+# a number that is a size, a share or a version, not a dimension or a count
+_UNIT_AFTER = re.compile(r"\s*(?:[kmgt]i?b|gb|go|гб|bytes?|bytes|%|байт|字节|バイト|바이트)(?![a-z])", re.I)
+MAX_FACTORS = 5  # an allocation explained by at most this many of the stated numbers
+# a number written with thousands separators: 10,000 or 10.000 or 10 000 (narrow or no-break space),
+# not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
+_THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])\d{1,3}(?:\.\d{3})+(?![\d.,)\]])"
+                        r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])")
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -375,15 +385,27 @@ class Sizing:
         return any(p.search(low) for p in self._cues.get("fits", []))
 
     def answer(self, text: str, language: str, asked: bool = False, earlier: str = "",
-               capacity: int | None = None, shared: int | None = None) -> list[FigureAnswer]:
+               capacity: int | None = None, shared: int | None = None,
+               requested: int | None = None) -> list[FigureAnswer]:
         """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
         figure or whether something fits (then a model's size is given even without a device
         named). `earlier`: the conversation's earlier questions; only lines that the new turn
         changes are returned. `capacity`: the HBM per device that the user's own TPU log reports,
         which wins over the catalogue's measured figure (one capacity in one answer). `shared`: the
-        shared memory a GPU kernel's block gets, from the user's error."""
+        shared memory a GPU kernel's block gets, from the user's error. `requested`: the bytes of an
+        allocation that failed; when the stated figures multiply to it, its shape counts as written
+        out (a chunk size of it can be asked), and the turn that states them gets the product."""
         text, earlier = _plain_digits(text or ""), _plain_digits(earlier or "")
-        lines = self._answer(f"{earlier}\n{text}" if earlier else text, language, asked, capacity, turn=text)
+        factored = self.allocation_shape(f"{earlier}\n{text}", requested) if requested else None
+        own = factored is not None and self.allocation_shape(text, requested) is not None
+        # a later turn asking for a chunk of it ("which batch_size fits?") reads the earlier turn's
+        # array as a shape written out
+        chunked = "chunks" in self.read(text).cues
+        shape = f"\n[{', '.join(map(str, factored.dims))}] {factored.dtype}" if factored and chunked and not own else ""
+        lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
+                             capacity, turn=f"{text}{shape}")
+        if own:
+            lines.insert(0, self._allocation_line(factored, requested, language))
         said = self.read(f"{earlier}\n{text}" if earlier else text)
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
@@ -1229,6 +1251,56 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
                             sources=["computed"], cite=DATASET_CITE)
 
+    def allocation_shape(self, text: str, requested: int | None) -> "Factored | None":
+        """The array that a failed allocation of `requested` bytes is, when the numbers `text` states
+        multiply to it exactly (10,000 images of 100×100 compared pairwise: 10000 × 10000 × 100 ×
+        100 × 4 B): the fewest of them, each used at most once more than it is written, in the
+        dtype the text names (else the first of float32, bfloat16, int8, float64 that fits)."""
+        if not requested or requested < 1 << 30:
+            return None
+        low = re.sub(r"(?<=\d)\s*[x×*]\s*(?=\d)", " x ", _plain_digits(text or "").lower())  # 100x100: two
+        counts: dict[int, int] = {}
+        for m in _WHOLE.finditer(low):
+            if _UNIT_AFTER.match(low, m.end()):
+                continue
+            n = int(re.sub(r"\D", "", m.group(1))) * (1000 if m.group(2) else 1)
+            if 2 <= n < requested:
+                counts[n] = counts.get(n, 0) + 1
+        numbers = sorted(counts, reverse=True)[:12]
+        dtype = self._last_of(self._dtypes, low)
+        tries = [(dtype.bytes, dtype.name)] if dtype else [(4, "float32"), (2, "bfloat16"), (1, "int8"), (8, "float64")]
+        for size, name in tries:
+            if requested % size:
+                continue
+            target = requested // size
+            for k in range(2, MAX_FACTORS + 1):
+                for combo in itertools.combinations_with_replacement(numbers, k):
+                    if math.prod(combo) == target and all(combo.count(n) <= counts[n] + 1 for n in set(combo)):
+                        paired = sorted((n for n in set(combo) if combo.count(n) > counts[n]), reverse=True)
+                        return Factored(dims=list(combo), dtype_bytes=int(size), dtype=name, paired=paired,
+                                        assumed=dtype is None)
+        return None
+
+    def _allocation_line(self, f: "Factored", requested: int, language: str) -> FigureAnswer:
+        """The failed allocation written as the product of the user's own figures."""
+        shape = "[" + ", ".join(map(str, f.dims)) + "]"
+        parts = [self._msg("allocation_factored", language, requested=_grouped(requested, language),
+                           size=format_bytes(requested), factors=" × ".join(_grouped(d, language) for d in f.dims),
+                           bytes=_num(f.dtype_bytes), dtype=f.dtype, shape=shape)]
+        if f.paired:  # a count used twice though written once: every pair of them, each with its own item
+            item = list(f.dims)
+            for n in f.paired:
+                item.remove(n)
+                item.remove(n)
+            pairs = math.prod(f.paired) ** 2 * f.dtype_bytes
+            parts.append(self._msg("allocation_pairs", language, count=_grouped(f.paired[0], language),
+                                   item="[" + ", ".join(map(str, item)) + "]", pairs=format_bytes(pairs),
+                                   chunk=format_bytes(requested // f.paired[0])))
+        if f.assumed:
+            parts.append(self._msg("assumed", language, what=f.dtype))
+        return FigureAnswer(kind=KIND, subject="allocation_factored", text=self._join(parts, language),
+                            value_bytes=int(requested), sources=["computed"], cite=SCORES_CITE)
+
     def _input_batch(self, turn: str, s: Stated, language: str) -> FigureAnswer | None:
         """One input batch the turn describes ("a global batch of 1024 images 224x224x3"): items ×
         the shape of one item × bytes, in each dtype it names (widest first, what the narrower one
@@ -1675,9 +1747,21 @@ def _fraction(share: float) -> str:
     return f"{share:.2f}".lstrip("0")
 
 
+@dataclass
+class Factored:
+    """A failed allocation as the product of the numbers a text states."""
+
+    dims: list[int]
+    dtype_bytes: int
+    dtype: str
+    paired: list[int]   # numbers used twice though written once (every pair of them)
+    assumed: bool       # the dtype was not named
+
+
 def _plain_digits(text: str) -> str:
-    """Numbers as Python writes them for reading ("50_000_000" -> "50000000")."""
-    return _DIGIT_GROUP.sub("", text)
+    """Numbers as Python writes them for reading ("50_000_000", "10,000", "10.000", "10 000" with a
+    narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
+    return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 
 
 def _grouped(n: float, language: str) -> str:

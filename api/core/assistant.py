@@ -77,8 +77,11 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: Arithmetic that is itself the answer (each process's share of the card, the remat policy that
 #: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
 #: concept answer that its words also touch.
-SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line",
+SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
                                "gpu_shared_blocks"})
+#: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
+#: the steps that would find it with a profiler are not needed after it.
+SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -101,11 +104,13 @@ class Shown:
     code: set[str] = field(default_factory=set)
     cards: set[str] = field(default_factory=set)
     lines: set[str] = field(default_factory=set)
+    answers: set[str] = field(default_factory=set)  # the short answers shown (their ids)
 
     def merged(self, other: "Shown | None") -> "Shown":
         if other is None:
             return self
-        return Shown(self.code | other.code, self.cards | other.cards, self.lines | other.lines)
+        return Shown(self.code | other.code, self.cards | other.cards, self.lines | other.lines,
+                     self.answers | other.answers)
 
 
 class Assistant:
@@ -215,6 +220,9 @@ class Assistant:
             if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter
                 facts["params_named"], facts["params_label"] = stated
         facts = derive_facts(facts, self._generation(question, log, facts))
+        if facts.get("requested_bytes") and self.sizing.allocation_shape(
+                "\n".join([*(t.question for t in earlier if t.question), question]), facts["requested_bytes"]):
+            facts["requested_factored"] = True  # the asker's own figures multiply to it: that says what it is
         shown = _user_text_as_code(facts, self._vocabulary)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,
@@ -284,9 +292,12 @@ class Assistant:
         if logged:  # the generation's HBM that the user's own log already states ("of 15.75G hbm") is not news
             figures = [f for f in figures if not (f.kind == "hbm" and f.value_bytes
                                                   and abs(f.value_bytes - logged) <= 0.01 * logged)]
+        seen = self._shown_before(earlier, language) if context.follow_up else None
         if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
-            before = self.parts.figures.given_with({x.id for x in self.parts.figures.short_answers_of(
+            # (those the earlier answers showed, where this server kept them; else those their words call for)
+            given = (seen.answers if seen is not None else {x.id for x in self.parts.figures.short_answers_of(
                 "\n".join(t.question for t in earlier if t.question))})
+            before = self.parts.figures.given_with(given)
             figures = self._not_again(figures, before, analysis, language)
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
@@ -332,13 +343,16 @@ class Assistant:
         capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
         shared = facts.get("available_bytes") if facts.get("memory_space") == "shared" else None
         sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
+        requested = facts.get("requested_bytes") if isinstance(facts.get("requested_bytes"), int) else None
         sizes = self.sizing.answer(question, language, earlier=earlier_text, capacity=capacity, shared=shared,
+                                   requested=requested,
                                    asked=asked_size or sizing_before)
         if not sizes and earlier_text and (("figure" in analysis.asks and self.sizing.names_memory(question))
                                            or self.sizing.asks_max_batch(question)):
             # "ok so what max batch can I run then?", "so how much memory is that?": the conversation's
             # arithmetic answers it again (not "how much slower is it then?")
-            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity)
+            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity,
+                                       requested=requested)
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         sizes = [a for a in sizes if a.subject not in outcome.superseded]
@@ -355,6 +369,8 @@ class Assistant:
             chosen = []
             # what they did is in the arithmetic ("state donated, output aliased"): no general word on it
             analysis = analysis.model_copy(update={"stated": []})
+        elif any(a.subject in SIZES_THAT_EXPLAIN_THE_LOG for a in sizes):
+            chosen = []  # the log's allocation is the user's own array: no profiling steps to find it
         if by_arithmetic and "snippet" not in analysis.asks:
             # the arithmetic asked for answers it: concept answers its words also touch are not shown,
             # nor the generation's HBM, which the arithmetic states as the capacity it used
@@ -478,8 +494,7 @@ class Assistant:
                                         *answer_cites, *(f.cite for f in sizes if f.cite)])))
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
-        seen = self._shown_before(earlier, language) if context.follow_up else None
-        shown_now = Shown()
+        shown_now = Shown(answers={f.subject for f in figures if f.kind == ANSWER})
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,

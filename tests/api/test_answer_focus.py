@@ -152,3 +152,35 @@ def test_a_follow_up_asking_for_the_code_it_names_gets_those_snippets_in_that_or
     assert "mu_dtype=jnp.bfloat16" in answer and "NamedSharding" in answer
     assert answer.index("mu_dtype") < answer.index("NamedSharding")  # in the order the turn names them
     assert "### Que faire" not in answer
+
+
+def test_an_all_pairs_allocation_is_explained_from_the_askers_figures_and_its_follow_ups_answered(client):
+    # round 16 Q5, in another language and other figures: 8,000 items of 50x50 compared pairwise
+    requested = 8000 * 8000 * 50 * 50 * 4
+    first = _ask(client, {"question": f"calculo la similitud entre todos los pares de 8.000 parches 50x50 (float32) "
+                                      f"con vmap(vmap(sim)) en una 3090 y sale \"Out of memory while trying to "
+                                      f"allocate {requested} bytes\". ¿de dónde sale eso?"})
+    answer = first["answer"]
+    assert first["language"] == "es" and answer.startswith("**La asignación que falló es el producto")
+    assert "8.000 × 8.000 × 50 × 50 × 4 B" in answer and "244.14 MiB" in answer  # the result: 8000² × 4 B
+    assert "### Qué hacer" not in answer  # no profiling steps to find an allocation already named
+    second = _ask(client, {"question": "vale, si cambio el vmap de fuera por jax.lax.map(..., batch_size=b), "
+                                       "¿qué b cabe? tengo unos 12 GiB libres",
+                           "conversation_id": first["conversation_id"]})
+    assert "`batch_size=161`" in second["answer"]  # 12 GiB / (8000 x 50 x 50 x 4 B = 76.29 MiB) = 161
+    third = _ask(client, {"question": "funciona pero va lentísimo. ¿hay algo mejor? es exp(-||a-b||^2/sigma)",
+                          "conversation_id": first["conversation_id"]})
+    assert "‖a−b‖² = ‖a‖² + ‖b‖² − 2·a·b" in third["answer"] and "def sq_dists" in third["answer"]
+
+
+def test_the_pairwise_distance_snippet_computes_the_distances_it_claims():
+    import numpy as np
+
+    from oomkb.kb.figures import load_figures
+
+    code = next(a.snippet for a in load_figures().data.answers if a.id == "pairwise_distances")
+    scope: dict = {"__name__": "snippet"}
+    exec(compile(code, "pairwise_distances.py", "exec"), scope)
+    x = np.random.default_rng(0).random((40, 9), dtype=np.float32)
+    direct = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    assert np.allclose(np.asarray(scope["sq_dists"](x, x)), direct, atol=1e-5)

@@ -829,3 +829,28 @@ def test_jax_beside_another_program_s_fixed_need_gets_the_rest_of_the_whole_card
 def test_the_first_llama_is_read_with_its_published_parameter_count_not_its_rounded_name():
     assert SIZING.read("LLaMA-7B full finetune on a v3-8, fp32 adamw").values["params"] == 6.74e9
     assert SIZING.read("llama-2-7b on v5e").model == "Llama-2-7B"  # Llama 2 keeps its own entry
+
+
+def test_a_failed_allocation_is_named_as_the_product_of_the_askers_own_figures():
+    # 5,000 patches of 64x64 compared pairwise by a nested vmap: 5000 x 5000 x 64 x 64 x 4 B
+    text = ("computing a similarity between all pairs of 5,000 patches 64x64 with vmap(vmap(sim)) on an RTX 4090, "
+            "it dies with Out of memory while trying to allocate 409600000000 bytes. where does that come from?")
+    f = SIZING.allocation_shape(text, 409_600_000_000)
+    assert f.dims == [5000, 5000, 64, 64] and f.dtype == "float32" and f.paired == [5000]
+    a = SIZING.answer(text, "en", requested=409_600_000_000)[0]
+    assert a.subject == "allocation_factored"
+    assert "5,000 × 5,000 × 64 × 64 × 4 B (float32)" in a.text and "[5000, 5000, 64, 64]" in a.text
+    assert format_bytes(5000 * 5000 * 4) in a.text  # the result itself: 95.37 MiB
+    # the follow-up asking for lax.map's batch_size gets the rows of that array under its budget
+    chunk = SIZING.answer("ok, with jax.lax.map(..., batch_size=b) over the outer axis, which b fits in 10 GiB free?",
+                          "en", earlier=text, requested=409_600_000_000, asked=True)
+    assert [x.subject for x in chunk] == ["chunks"]
+    assert "`batch_size=131`" in chunk[0].text  # 10 GiB / (5000 x 64 x 64 x 4 B = 78.1 MiB) = 131
+    # numbers that do not multiply to it, or a small allocation: nothing is claimed
+    assert SIZING.allocation_shape(text, 409_600_000_004) is None
+    assert SIZING.allocation_shape("batch 32, seq 128", 32 * 128 * 4) is None
+
+
+def test_thousands_separators_are_read_as_one_number_but_a_shape_keeps_its_commas():
+    assert SIZING.read("batch 1,024 and 10.000 imagens").values == {"batch": 1024, "items": 10000}
+    assert SIZING.read("a (32,2048,4096) tensor").values.get("batch") is None
