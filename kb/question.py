@@ -215,6 +215,10 @@ def _topic_vectors(searcher, intents: Intents) -> np.ndarray:
     return _VECTORS[key]
 
 
+#: a parenthesised code annotation: arguments or assignments ("(0=state, 1=batch)")
+_ANNOTATION = re.compile(r"\([^()]*=[^()]*\)")
+
+
 def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray | None = None,
             searcher=None, path: str = str(INTENTS_FILE)) -> QuestionAnalysis:
     """The parsed question. Cues of every language are tried (mixed-language chat is common, and
@@ -234,6 +238,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
     tried_remedies: list[str] = []
     for item, subject, done, already in m.tried:
         for n, clause in enumerate(clauses):
+            # an argument's annotation ("(0=state, 1=batch)") names code, not something done to it
+            clause = _ANNOTATION.sub(" ", clause)
             if item.constraint:
                 hit = subject.search(clause) and done.search(clause)
             else:

@@ -546,6 +546,20 @@ def test_donated_buffers_jax_could_not_use_are_the_verdict_not_a_call_to_donate(
     assert "Donating what the step replaces" not in r.verdict
 
 
+def test_a_donated_batch_jax_could_not_use_is_said_harmless_and_the_largest_buffer_follows(client):
+    # round 16 Q9's shape, in German and other figures: the warning names the int32 batch, the
+    # overflow is the logits; "(0=state, 1=batch)" annotates the arguments, it is no smaller batch
+    warning = ("UserWarning: Some donated buffers were not usable: ShapedArray(int32[16,2048]), "
+               "ShapedArray(int32[16,2048]).\n")
+    r = ask(client, "Ist die Donation das Problem? Ich habe schon donate_argnums=(0,1) am train_step (0=state, 1=batch).",
+            error_log=warning + _largest_log("f32[16,2048,32000]", "lm_head/dot_general"))
+    assert r.language == "de" and "int32[16,2048]" in r.verdict and "`donate_argnums=(0,)`" in r.verdict
+    assert "`f32[16,2048,32000]`" in r.verdict and "32000" in r.verdict  # the logits, after the donation
+    assert r.verdict.index("int32") < r.verdict.index("f32[16,2048,32000]")
+    assert "batch" not in r.tried_items  # "1=batch" names an argument
+    assert "Donation ist bereits aktiv" not in r.answer  # the verdict judged it: no general word on it
+
+
 def test_outputs_too_small_to_cover_the_overflow_do_not_make_donation_the_verdict(client):
     r = ask(client, "what now?", error_log=_report_log("2.00G", "0B"))
     assert not (r.verdict or "").startswith("Your outputs")
