@@ -242,7 +242,9 @@ class Sizing:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def read(self, text: str) -> Stated:
+    def read(self, text: str, capacity: int | None = None) -> Stated:
+        """What `text` states. `capacity`: the HBM per device the user's own TPU log reports; of the
+        generations named, the one whose device has it is the device ("on a v2-8 ... only v3 then?")."""
         low = _plain_digits(text or "").lower()
         s = Stated()
         at: dict[str, int] = {}
@@ -271,8 +273,17 @@ class Sizing:
         s.state_dtype = self._state_dtype(low)
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
-        self._read_devices(low, s)
+        self._read_devices(low, s, capacity)
         return s
+
+    def _usable(self, gen: str) -> int | None:
+        """The usable HBM of one JAX device of `gen` (a TensorCore of v2/v3, a whole chip where JAX
+        runs megacore or the chip has one core), as a deviceless compile reports it."""
+        f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
+        if f is None or hw is None or not hw.hbm_reported:
+            return None
+        per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+        return parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
 
     def _state_dtype(self, low: str) -> DType | None:
         """The last dtype said of the weights, gradients or optimizer state: one whose few words
@@ -295,7 +306,7 @@ class Sizing:
                     best = (m.start(), item)
         return best[1] if best else None
 
-    def _read_devices(self, low: str, s: Stated) -> None:
+    def _read_devices(self, low: str, s: Stated, capacity: int | None = None) -> None:
         counted = self._count_facts({}, low) if self._count_facts else {}
         n = s.values.get("devices_times_model") or counted.get("devices_named")
         s.devices = int(n) if n else None
@@ -308,6 +319,9 @@ class Sizing:
             s.devices = int(s.values["devices_times_model"]) if s.values.get("devices_times_model") else None
         if gens:  # a TPU generation named: its chips and their HBM
             gen = gens[-1]
+            logged = [g for g in gens if capacity and self._usable(g) and abs(self._usable(g) - capacity) <= 0.01 * capacity]
+            if logged and gen not in logged:  # the log says which of the generations named it ran on
+                gen = logged[-1]
             f = self.figures.data.generations.get(gen)
             if f is None or f.hbm_public is None:
                 return
@@ -316,8 +330,8 @@ class Sizing:
             # JAX runs megacore (v4) or the chip has one core; the usable HBM measured per device
             hw = self.figures.gens.get(gen)
             per_chip = 1 if (f.megacore is not None or hw is None) else hw.devices_per_chip
-            if hw is not None and hw.hbm_reported:
-                s.device_memory = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            if self._usable(gen):
+                s.device_memory = self._usable(gen)
             else:
                 s.device_memory = parse_size(str(f.hbm_public.value))
             s.memory_label = format_bytes(s.device_memory)  # one unit in every figure: GiB
@@ -421,7 +435,7 @@ class Sizing:
                 turn: str | None = None) -> list[FigureAnswer]:
         """`text`: the conversation's questions so far; `turn`: the newest of them, whose own
         figures win where one figure replaces another (a peak measured since)."""
-        s = self.read(text)
+        s = self.read(text, capacity)
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
             s.from_log = True

@@ -854,3 +854,12 @@ def test_a_failed_allocation_is_named_as_the_product_of_the_askers_own_figures()
 def test_thousands_separators_are_read_as_one_number_but_a_shape_keeps_its_commas():
     assert SIZING.read("batch 1,024 and 10.000 imagens").values == {"batch": 1024, "items": 10000}
     assert SIZING.read("a (32,2048,4096) tensor").values.get("batch") is None
+
+
+def test_of_two_generations_named_the_one_whose_hbm_the_log_reports_is_the_device():
+    # round 16 Q21: run on a v2-8, asking whether only a v3 would do: the log's 7.48G is a v2 core's
+    text = "TPU v2-8 上训 TinyLlama 1.1B，fp32 + adamw，报 Used 20.12G of 7.48G hbm。只能换 v3 吗？"
+    a = SIZING.answer(text, "zh", capacity=int(7.48 * GiB))[0]
+    assert "TPU v2，7.48 GiB" in a.text and "TPU v3" not in a.text
+    # without a log the last generation named stays the one asked about
+    assert "TPU v3" in SIZING.answer("1.1B fp32 adamw on a v2-8, and on v3?", "en", asked=True)[0].text
