@@ -190,6 +190,7 @@ class Stated:
     from_model: list[str] = field(default_factory=list)  # the values it filled
     from_log: bool = False             # the device's capacity came from the user's own TPU log
     shared_per_block: int | None = None  # a GPU named: the most shared memory a thread block may use
+    replicated: tuple[str, int] | None = None  # a shape said to stay replicated (the rest sharded): it, its elements
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -273,6 +274,7 @@ class Sizing:
         s.state_dtype = self._state_dtype(low)
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
+        s.replicated = _replicated_shape(low)
         self._read_devices(low, s, capacity)
         return s
 
@@ -850,6 +852,9 @@ class Sizing:
             if known and not asked and "oom" not in s.cues and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None
             if known:
+                # one tensor kept replicated: the user's own layout first, the fully sharded one after
+                kept = self._replicated_part(s, language, need / params, params, devices)
+                parts += [kept] if kept else []
                 parts += self._fit(s, language, need, devices, training=True)
                 # out of memory although the state fits, and no donation said: the old and the new
                 # weights and moments alive together at the update
@@ -881,6 +886,25 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="training_state" if training else "weights",
                             text=self._join(parts, language), value_bytes=int(total), sources=["computed"],
                             cite=TRAINING_CITE)
+
+    def _replicated_part(self, s: Stated, language: str, per_param: float, params: float, devices: int) -> str | None:
+        """The state per device when one tensor the text names stays replicated and the rest is
+        sharded ("all matrices sharded except the 256000x2048 embedding"): that tensor's whole state
+        on every device, plus a share of the rest."""
+        if not s.replicated or devices < 2 or not s.device_memory:
+            return None
+        shape, elements = s.replicated
+        if not 0 < elements < params:
+            return None
+        rep, rest = elements * per_param, (params - elements) * per_param / devices
+        per_device, memory = rep + rest, s.device_memory
+        values = dict(shape=shape, rep_params=_count(elements), rep=format_bytes(rep), devices=_num(devices),
+                      rest=format_bytes(rest), per_device=format_bytes(per_device), device=s.device or "",
+                      memory=s.memory_label or format_bytes(memory),
+                      sharded=format_bytes(params * per_param / devices))
+        if per_device > memory:
+            return self._msg("replicated_part_over", language, over=format_bytes(per_device - memory), **values)
+        return self._msg("replicated_part_fits", language, left=format_bytes(memory - per_device), **values)
 
     def _fit(self, s: Stated, language: str, need: float, devices: int, training: bool) -> list[str]:
         memory = s.device_memory or 0
@@ -1770,6 +1794,26 @@ class Factored:
     dtype: str
     paired: list[int]   # numbers used twice though written once (every pair of them)
     assumed: bool       # the dtype was not named
+
+
+#: a tensor said to stay replicated while the rest is sharded ("l'embedding 256000x2048 que j'ai laissé répliqué")
+_REPLICATED = re.compile(r"replicat\w*|repliz\w*|répliqu\w*|replic\w*|реплиц\w*|не шардир\w*|复制|不分片|没分片|複製|"
+                         r"シャードしていない|복제|샤딩 안|प्रतिकृति|रेप्लिकेट\w*|مكرر\w*|منسوخ\w*|not sharded|nicht geshardet|"
+                         r"pas shardé|sin shardear|sem shard\w*")
+
+
+def _replicated_shape(low: str) -> tuple[str, int] | None:
+    """A shape written within a few words of a word saying it stays replicated: the shape as the
+    answer writes it, and its elements."""
+    shapes = [(m, [int(d) for d in re.findall(r"\d+", m.group(0))]) for m in _SHAPE.finditer(low)]
+    shapes = [(m, dims) for m, dims in shapes if len(dims) >= 2 and math.prod(dims) >= 1 << 20]  # a weight, not "4x24"
+    for word in _REPLICATED.finditer(low):
+        near = [(m, dims) for m, dims in shapes
+                if -80 <= word.start() - m.end() <= 80 or -80 <= m.start() - word.end() <= 80]
+        if near:
+            _, dims = min(near, key=lambda n: min(abs(word.start() - n[0].end()), abs(n[0].start() - word.end())))
+            return "[" + ", ".join(map(str, dims)) + "]", math.prod(dims)
+    return None
 
 
 def _plain_digits(text: str) -> str:

@@ -66,6 +66,9 @@ CASES = [
     ("KV cache 32k context inference OOM on TPU, how to shrink it?", "en", "kv_cache", "dynamic_update_slice"),
     ("логиты с vocab 256k занимают огромную память, как уменьшить?", "ru", "vocab_logits", "jax.checkpoint"),
     ("8개 GPU인데 학습하면 GPU 0만 꽉 차요. 왜 그런가요?", "ko", "one_device_fills", "NamedSharding"),
+    ("Mit pmap auf einer v4-8 läuft batch 64, batch 256 gibt OOM. Vor jedem Schritt rufe ich "
+     "jax.device_put_replicated(batch, jax.local_devices()) auf. Warum verteilt sich der Speicher nicht?", "de",
+     "replicated_batch", "(N, batch/N, ...)"),
     ("como faço FSDP no jax com Mesh e PartitionSpec? me mostra o código", "pt", "fsdp_setup", "out_shardings"),
     ("La memoria sube en cada step: en el loop hago losses.append(loss). ¿Es eso?", "es", "arrays_kept_in_python",
      "float(loss)"),

@@ -863,3 +863,17 @@ def test_of_two_generations_named_the_one_whose_hbm_the_log_reports_is_the_devic
     assert "TPU v2，7.48 GiB" in a.text and "TPU v3" not in a.text
     # without a log the last generation named stays the one asked about
     assert "TPU v3" in SIZING.answer("1.1B fp32 adamw on a v2-8, and on v3?", "en", asked=True)[0].text
+
+
+def test_a_tensor_kept_replicated_beside_the_rest_sharded_holds_its_whole_state_on_every_device():
+    # round 16 Q10, in English with the same figures: 256000 x 2048 = 524,288,000 params x 16 B = 7.81 GiB
+    # on every card, the other 1.986B x 16 B / 4 = 7.40 GiB each: 15.21 GiB of an RTX 4090's 18 GiB pool
+    a = _only("full finetune of a 2.51B model in f32 with adamw on 4x RTX 4090, everything sharded over 'model' "
+              "except the 256000x2048 embedding which I left replicated. OOM at once. 4x24 GB should be plenty?",
+              asked=True)
+    assert "[256000, 2048] tensor you keep replicated" in a.text and "7.81 GiB" in a.text and "7.40 GiB" in a.text
+    assert "15.21 GiB per device" in a.text and "2.79 GiB" in a.text
+    assert a.text.index("keep replicated") < a.text.index("9.35 GiB")  # the user's own layout first
+    plain = _only("full finetune of a 2.51B model in f32 with adamw on 4x RTX 4090, the 256000x2048 embedding sharded "
+                  "too", asked=True)
+    assert "keep replicated" not in plain.text and "9.35 GiB" in plain.text
