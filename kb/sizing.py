@@ -189,6 +189,7 @@ class Stated:
     model: str | None = None           # a model named whose public configuration filled values
     from_model: list[str] = field(default_factory=list)  # the values it filled
     from_log: bool = False             # the device's capacity came from the user's own TPU log
+    log_used: int | None = None        # what that log says the program used per device
     shared_per_block: int | None = None  # a GPU named: the most shared memory a thread block may use
     replicated: tuple[str, int] | None = None  # a shape said to stay replicated (the rest sharded): it, its elements
 
@@ -402,7 +403,7 @@ class Sizing:
 
     def answer(self, text: str, language: str, asked: bool = False, earlier: str = "",
                capacity: int | None = None, shared: int | None = None,
-               requested: int | None = None) -> list[FigureAnswer]:
+               requested: int | None = None, used: int | None = None) -> list[FigureAnswer]:
         """The lines the figures in `text` allow, in `language`. `asked`: the question asks for a
         figure or whether something fits (then a model's size is given even without a device
         named). `earlier`: the conversation's earlier questions; only lines that the new turn
@@ -419,7 +420,7 @@ class Sizing:
         chunked = "chunks" in self.read(text).cues
         shape = f"\n[{', '.join(map(str, factored.dims))}] {factored.dtype}" if factored and chunked and not own else ""
         lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
-                             capacity, turn=f"{text}{shape}")
+                             capacity, turn=f"{text}{shape}", used=used)
         if own:
             lines.insert(0, self._allocation_line(factored, requested, language))
         said = self.read(f"{earlier}\n{text}" if earlier else text)
@@ -434,13 +435,13 @@ class Sizing:
         return lines
 
     def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None,
-                turn: str | None = None) -> list[FigureAnswer]:
+                turn: str | None = None, used: int | None = None) -> list[FigureAnswer]:
         """`text`: the conversation's questions so far; `turn`: the newest of them, whose own
         figures win where one figure replaces another (a peak measured since)."""
         s = self.read(text, capacity)
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
-            s.from_log = True
+            s.from_log, s.log_used = True, used
         asked = asked or "fits" in s.cues
         # asked about accumulation: its own extra memory first
         per_example = self._per_example(s, language)
@@ -856,6 +857,12 @@ class Sizing:
                 kept = self._replicated_part(s, language, need / params, params, devices)
                 parts += [kept] if kept else []
                 parts += self._fit(s, language, need, devices, training=True)
+                if s.log_used and devices > 1 and s.log_used >= need and not kept:
+                    # the log's per-device figure is above the whole state: one device holds nearly all of it
+                    parts.append(self._msg("state_unsharded", language, used=format_bytes(s.log_used),
+                                           state=format_bytes(need), devices=_num(devices),
+                                           per_device=format_bytes(need / devices),
+                                           rest=format_bytes(s.log_used - need / devices)))
                 # out of memory although the state fits, and no donation said: the old and the new
                 # weights and moments alive together at the update
                 kept_per_param = 4 + 4 * opt.moments if need == state else 2 + 2 * opt.moments if need == half else 0

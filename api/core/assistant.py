@@ -345,7 +345,7 @@ class Assistant:
         sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
         requested = facts.get("requested_bytes") if isinstance(facts.get("requested_bytes"), int) else None
         sizes = self.sizing.answer(question, language, earlier=earlier_text, capacity=capacity, shared=shared,
-                                   requested=requested,
+                                   requested=requested, used=facts.get("used_bytes"),
                                    asked=asked_size or sizing_before)
         if not sizes and earlier_text and (("figure" in analysis.asks and self.sizing.names_memory(question))
                                            or self.sizing.asks_max_batch(question)):

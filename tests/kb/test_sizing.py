@@ -877,3 +877,14 @@ def test_a_tensor_kept_replicated_beside_the_rest_sharded_holds_its_whole_state_
     plain = _only("full finetune of a 2.51B model in f32 with adamw on 4x RTX 4090, the 256000x2048 embedding sharded "
                   "too", asked=True)
     assert "keep replicated" not in plain.text and "9.35 GiB" in plain.text
+
+
+def test_a_logs_used_above_the_whole_training_state_says_the_state_is_likely_not_sharded():
+    # round 16 Q21's figures in Russian: 1.1B f32 + adamw = 16.39 GiB, 2.05 GiB per core over a v2-8's 8 cores
+    text = "v2-8, TinyLlama 1.1B, fp32 + adamw, batch 1, всё равно Used 20.12G of 7.48G hbm. Только v3 поможет?"
+    a = SIZING.answer(text, "ru", capacity=int(7.48 * GiB), used=int(20.12 * GiB))[0]
+    assert "20.12 GiB на устройство — больше всего состояния обучения (16.39 GiB)" in a.text
+    assert "2.05 GiB" in a.text and "visualize_array_sharding" in a.text and "18.07 GiB" in a.text
+    # a log whose figure is below the state: nothing of the kind is said
+    b = SIZING.answer(text.replace("20.12G", "9.12G"), "ru", capacity=int(7.48 * GiB), used=int(9.12 * GiB))[0]
+    assert "visualize_array_sharding" not in b.text
