@@ -779,6 +779,24 @@ class Sizing:
         text = self._msg("accumulator", language, params=_count(params), accumulator=format_bytes(size),
                          devices=devices if devices > 1 else "N",  # no count named: "sharded over N", not over 1
                          accumulator_sharded=format_bytes(size / devices) if devices > 1 else f"{format_bytes(size)} / N")
+        if devices > 1 and s.device_memory and (s.optimizer is not None or "training" in s.cues):
+            # with the training state beside it, per device: float32 (16 B + a 4 B accumulator), and
+            # the mixed setup the text names (bfloat16 weights and gradients, float32 moments, the
+            # accumulator in the weights' dtype)
+            moments = (s.optimizer or self.data.optimizers[0]).moments
+            setups = [(4 + 4 + 4 * moments, 4, "float32")]
+            if {"bfloat16", "float32"} <= s.dtypes_named:
+                setups.append((2 + 2 + 4 * moments, 2, "bfloat16"))
+            for per_param, acc_bytes, name in setups:
+                state, acc = params * per_param / devices, params * acc_bytes / devices
+                total, values = state + acc, dict(per_param=per_param, dtype=name, state=format_bytes(state),
+                                                 acc=format_bytes(acc), total=format_bytes(state + acc),
+                                                 memory=s.memory_label or format_bytes(s.device_memory))
+                text = join_sentences([text, self._msg(
+                    "accumulator_total_fits", language, left=format_bytes(s.device_memory - total), **values)
+                    if total <= s.device_memory else self._msg(
+                    "accumulator_total_over", language, over=format_bytes(total - s.device_memory), **values)],
+                    language)
         return FigureAnswer(kind=KIND, subject="accumulator", text=text, value_bytes=int(size),
                             sources=["computed"], cite=ACCUMULATION_CITE)
 
@@ -823,7 +841,9 @@ class Sizing:
                 need = params * (per_param - 2)
                 parts.append(self._msg("training_mu_bf16", language, params=count, per_param=per_param - 2,
                                        state=format_bytes(need)))
-            if "optimizer_state" in s.cues and opt.moments == 2:  # mu and nu asked about: said first
+            mixed = {"bfloat16", "float32"} <= s.dtypes_named and "mixed_precision" in s.cues
+            if "optimizer_state" in s.cues and opt.moments == 2 and not mixed:  # mu and nu asked about: said first
+                # (not a mixed setup that only names its f32 moments: its per-parameter sum is the answer)
                 first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
                                    opt_state=format_bytes(params * 4 * opt.moments), mu_saving=format_bytes(params * 2))]
                 if devices > 1:

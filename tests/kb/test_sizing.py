@@ -888,3 +888,14 @@ def test_a_logs_used_above_the_whole_training_state_says_the_state_is_likely_not
     # a log whose figure is below the state: nothing of the kind is said
     b = SIZING.answer(text.replace("20.12G", "9.12G"), "ru", capacity=int(7.48 * GiB), used=int(9.12 * GiB))[0]
     assert "visualize_array_sharding" not in b.text
+
+
+def test_gradient_accumulation_beside_the_state_says_which_setup_fits_per_device():
+    # round 16 Q14's figures: LLaMA-7B (6.74B) with adamw over a v3-8's 8 cores (15.48 GiB each)
+    earlier = ("v3-8, llama 7b, fp32 + adamw, fsdp over all 8 cores.\n"
+               "and with the params in bf16 and adam's mu/nu kept fp32 (mixed precision, no master copy)?")
+    lines = SIZING.answer("ok and with accumulate_gradient_steps=2 on batch 8, does the fp32 setup fit or only bf16?",
+                          "en", earlier=earlier, asked=True)
+    a = next(x for x in lines if x.subject == "accumulator")
+    assert "12.55 GiB + 3.14 GiB = 15.69 GiB per device against 15.48 GiB: it does not fit" in a.text
+    assert "9.42 GiB + 1.57 GiB = 10.98 GiB per device against 15.48 GiB: it fits" in a.text
