@@ -192,6 +192,7 @@ class Stated:
     log_used: int | None = None        # what that log says the program used per device
     shared_per_block: int | None = None  # a GPU named: the most shared memory a thread block may use
     replicated: tuple[str, int] | None = None  # a shape said to stay replicated (the rest sharded): it, its elements
+    widths: list[int] = field(default_factory=list)  # whole numbers of 3 to 6 digits the text writes, in order
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -276,6 +277,7 @@ class Sizing:
         s.optimizer = self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         s.replicated = _replicated_shape(low)
+        s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
         self._read_devices(low, s, capacity)
         return s
 
@@ -1108,7 +1110,9 @@ class Sizing:
                                            chunk_size_bf16=format_bytes(per * 2 / dtype_bytes)))
         padding = self._tpu_padding(dims, dtype_bytes, size, s, language)
         held = size
-        if padding:
+        if padding and "exact" in s.cues:  # the exact bytes asked for: right after the elements' bytes
+            parts[1:1] = padding
+        elif padding:
             parts += padding
             subject = "padded_tensor" if subject == "tensor" else subject
             held = _padded_bytes(dims, dtype_bytes, size)  # what HBM holds of each copy
@@ -1283,7 +1287,23 @@ class Sizing:
         minor_padded, second_padded = -(-minor // 128) * 128, -(-second // sub) * sub
         padded = _padded_bytes(dims, dtype_bytes, size)
         if padded < 1.25 * size:
-            return []
+            # the exact bytes asked for ("exactly how much, with layout T(8,128)?"): the tiles' bytes,
+            # and what padding the last dimension by hand to another width would change
+            if "exact" not in s.cues or padded == size:
+                return []
+            parts = [self._msg("tpu_padding_exact", language, tile=sub, minor=minor, minor_padded=minor_padded,
+                               second=second, second_padded=second_padded, padded_bytes=_grouped(padded, language),
+                               padded=format_bytes(padded), extra=format_bytes(padded - size),
+                               size_bytes=_grouped(size, language))]
+            target = next((n for n in s.widths if minor < n <= minor + 4096 and n not in dims), None)
+            if target is not None:
+                by_hand = _padded_bytes([*dims[:-1], target], dtype_bytes, size / minor * target)
+                parts.append(self._msg("tpu_padding_by_hand", language, minor=minor, target=target,
+                                       padded_bytes=_grouped(by_hand, language),
+                                       change=format_bytes(abs(by_hand - padded))) if by_hand != padded else
+                             self._msg("tpu_padding_by_hand_same", language, minor=minor, target=target,
+                                       padded_bytes=_grouped(padded, language)))
+            return parts
         parts = [self._msg("tpu_padding", language, tile=sub, minor=minor, minor_padded=minor_padded, second=second,
                            second_padded=second_padded, factor=_num(round(padded / size, 1)),
                            padded=format_bytes(padded))]
