@@ -66,6 +66,9 @@ CASES = [
     ("KV cache 32k context inference OOM on TPU, how to shrink it?", "en", "kv_cache", "dynamic_update_slice"),
     ("логиты с vocab 256k занимают огромную память, как уменьшить?", "ru", "vocab_logits", "jax.checkpoint"),
     ("8개 GPU인데 학습하면 GPU 0만 꽉 차요. 왜 그런가요?", "ko", "one_device_fills", "NamedSharding"),
+    ("Flax में 1.3B मॉडल (f32, adamw) A100 पर: checkpoint से resume करते ही OOM, पहले create_train_state(rng) से state "
+     "बनाता हूँ फिर orbax से उसके ऊपर restore करता हूँ। resume memory-safe कैसे करूँ?", "hi", "checkpoint_restore",
+     "jax.eval_shape"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
