@@ -1746,8 +1746,8 @@ class Sizing:
             return []
         if devices > 1:  # weights and cache both sharded over the devices named
             return [self._msg("kv_max_batch_sharded", language, devices=devices, memory=s.memory_label,
-                              total=format_bytes(s.device_memory * devices), weights=format_bytes(weights),
-                              free=format_bytes(free), per_seq=format_bytes(per_seq),
+                              weights=format_bytes(weights), weights_per=format_bytes(weights / devices),
+                              free_per=format_bytes(free / devices), per_seq_per=format_bytes(per_seq / devices),
                               max_batch=int(free // per_seq), seq=_num(seq))]
         return [self._msg("kv_max_batch", language, memory=s.memory_label, weights=format_bytes(weights),
                           free=format_bytes(free), per_seq=format_bytes(per_seq),

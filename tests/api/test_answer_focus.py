@@ -47,7 +47,7 @@ def test_a_kv_cache_conversation_in_chinese_is_answered_through_its_follow_ups(c
     assert second["answer"].startswith("有问题") and "out_shardings=sharding" in second["answer"]
     third = _ask(client, {"question": "好的，那如果 max_len 要开到 32768，同样 v5e-8，batch 最大大概能开多少？",
                           "conversation_id": first["conversation_id"]})
-    assert third["grounded"] and "256.00 GiB" in third["answer"] and "最多能放 27 条序列" in third["answer"]  # 8 × 15.75 GiB usable
+    assert third["grounded"] and "256.00 GiB" in third["answer"] and "最多放得下 27 条序列" in third["answer"]  # 15.75 GiB per chip
 
 
 def test_array_deleted_after_donation_is_explained_and_the_shapes_quoted_stop_at_the_quote(client):

@@ -433,3 +433,13 @@ def test_what_to_change_about_what_the_earlier_short_answer_covered_gets_that_an
     assert again["grounded"]
     assert again["answer"].startswith(message(assistant.catalogue, "earlier_answer_again", "en"))
     assert "save_concurrent_gb" in again["answer"]
+
+
+def test_a_follow_up_opened_with_a_continuation_word_asks_the_conversations_arithmetic_again(client):
+    # "du coup combien de séquences max ?" was answered as a new, uncovered question
+    first = _ask(client, {"question": "sur v5e-8 je veux servir llama 13B en bf16, batch 16, contexte 4096. "
+                                      "le kv cache ça tient ?"})
+    second = _ask(client, {"question": "du coup combien de séquences max en même temps ?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["grounded"] and second["language"] == "fr"
+    assert "au plus 32 séquences" in second["answer"] and "en tout" not in second["answer"]

@@ -195,9 +195,11 @@ def test_kv_heads_written_with_a_chinese_measure_word_and_the_batch_that_fits_ov
                           "max_len=8192, batch=64。KV cache 到底多大？", "zh", asked=True)
     kv = next(a for a in lines if a.subject == "kv_cache")
     assert kv.value_bytes == 2 * 32 * 64 * 8192 * 8 * 128 * 2 == 64 * GiB
-    # 8 chips × 15.75 GiB (usable, measured) less the 8B bf16 weights (14.90 GiB), at 1 GiB per sequence
+    # per chip: 15.75 GiB (usable, measured) less 1/8 of the 8B bf16 weights (1.86 GiB), at 128 MiB per
+    # sequence per chip (never the 8 chips' HBM added up)
     per_seq = 2 * 32 * 8192 * 8 * 128 * 2
-    assert f"最多能放 {int((8 * 15.75 * GiB - 8e9 * 2) // per_seq)} 条序列" in kv.text and "111.10 GiB" in kv.text
+    assert f"最多放得下 {int((8 * 15.75 * GiB - 8e9 * 2) // per_seq)} 条序列" in kv.text
+    assert "剩 13.89 GiB" in kv.text and "128.00 MiB" in kv.text and "126.00 GiB" not in kv.text
 
 
 def test_a_new_context_length_named_after_a_few_words_is_recomputed_in_a_follow_up():
