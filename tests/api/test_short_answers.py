@@ -69,6 +69,8 @@ CASES = [
     ("Flax में 1.3B मॉडल (f32, adamw) A100 पर: checkpoint से resume करते ही OOM, पहले create_train_state(rng) से state "
      "बनाता हूँ फिर orbax से उसके ऊपर restore करता हूँ। resume memory-safe कैसे करूँ?", "hi", "checkpoint_restore",
      "jax.eval_shape"),
+    ("wie halte ich mit optax die params in bf16, aber mu und nu von adamw in fp32?", "de", "mixed_precision_moments",
+     "tx.init"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
