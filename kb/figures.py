@@ -149,6 +149,11 @@ def _keyword(term: str) -> re.Pattern[str]:
     return re.compile(escaped)
 
 
+#: the text just before a generation's name that makes it a model's version ("large-v2"), not
+#: a TPU ("tpu-v4", "cloud-v5e" and a slice's own "v4-8" stay TPUs)
+_MODEL_SUFFIX = re.compile(r"(?<![a-z])(?!tpu-|cloud-|google-)[a-z][a-z0-9.]*-$")
+
+
 def _name(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9_]){re.escape(term.lower())}(?![a-z0-9_])")
 
@@ -188,7 +193,9 @@ class Figures:
         """Generations named in `text`, in order of appearance; a name inside a longer one
         (`v5` in `v5 lite`) does not count."""
         low = text.lower()
-        spans = [(m.start(), m.end(), name) for name, pat in self._gen_names for m in pat.finditer(low)]
+        # a version suffix of a model's name ("whisper large-v2", "llama-v2") is not a TPU generation
+        spans = [(m.start(), m.end(), name) for name, pat in self._gen_names for m in pat.finditer(low)
+                 if not _MODEL_SUFFIX.search(low[max(0, m.start() - 12):m.start()])]
         kept = [s for s in spans
                 if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
         ordered: list[str] = []

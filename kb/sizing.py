@@ -103,6 +103,10 @@ MAX_FACTORS = 5  # an allocation explained by at most this many of the stated nu
 # not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
 _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])\d{1,3}(?:\.\d{3})+(?![\d.,)\]])"
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])")
+# a decimal comma before a magnitude or a unit ("32,5 milliards", "7,8 Mio.", "1,5 GB"): a decimal
+_DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*|mrd\.?|billion\w*|bilh\w*|mil millones|"
+                            r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
+                            r"[bmk](?![a-z])|gi?b(?![a-z])|go(?![a-z])|гб|%))", re.I)
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -747,7 +751,7 @@ class Sizing:
             view = self._msg("slice_device_chip" if per_chip == 1 else "slice_device_core", language)
             text_ = self._msg("slice_size", language, slice=name, chips=_num(chips), counts=counts,
                               devices=_num(chips * per_chip), view=view, per_device=format_bytes(per_device),
-                              total=format_bytes(per_device * chips * per_chip), public=f.hbm_public.value)
+                              public=f.hbm_public.value)
             out.append(FigureAnswer(kind=KIND, subject=f"slice {name}", text=text_,
                                     value_bytes=int(per_device * chips * per_chip), sources=["measured"],
                                     cite=SLICE_CITE))
@@ -954,6 +958,7 @@ class Sizing:
             else:
                 out.append(self._msg("weights_sharded_load", language, device=device, memory=label,
                                      devices=devices, per_device=format_bytes(per)))
+                out.append(self._msg("weights_sharded_left", language, left=format_bytes(memory - per)))
         elif devices > 1:
             if training:
                 out.append(self._msg("no_fit_sharded", language, device=device, memory=label, need=shown,
@@ -1689,12 +1694,18 @@ class Sizing:
         if not head_dim and v.get("hidden") and v.get("heads"):
             head_dim = v["hidden"] / v["heads"]
             assumed.append(f"head dim = {_num(v['hidden'])} / {_num(v['heads'])} = {_num(head_dim)}")
+        elif not heads and not head_dim and v.get("hidden") and "kv_cache" in s.cues:
+            # only d_model given: without GQA the K (and the V) of a token is d_model wide, however it
+            # is split into heads (128 wide, the usual, for the line's sake)
+            head_dim = 128 if v["hidden"] % 128 == 0 else 64 if v["hidden"] % 64 == 0 else v["hidden"]
+            heads = v["hidden"] / head_dim
+            assumed.append(f"no GQA: KV heads × head dim = d_model {_num(v['hidden'])}")
         if not all((layers, seq, heads, head_dim)):
             return None
         if s.from_model and {"layers", "kv_heads", "head_dim"} & set(s.from_model):
             assumed.insert(0, f"{s.model}: " + ", ".join(
                 f"{k.replace('_', ' ')} {_num(v[k])}" for k in ("layers", "kv_heads", "head_dim") if k in s.from_model))
-        if not v.get("kv_heads"):
+        if not v.get("kv_heads") and v.get("heads"):
             assumed.append(f"KV heads = {_num(heads)}")
         dtype = s.kv_dtype or s.dtype  # "weights int8, KV cache bf16": the cache's own dtype
         dtype_bytes, dtype_name = (dtype.bytes, dtype.name) if dtype else (2, "bfloat16")
@@ -1866,6 +1877,7 @@ def _replicated_shape(low: str) -> tuple[str, int] | None:
 def _plain_digits(text: str) -> str:
     """Numbers as Python writes them for reading ("50_000_000", "10,000", "10.000", "10 000" with a
     narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
+    text = _DECIMAL_COMMA.sub(r"\1.\2", text)  # "32,5 milliards" -> "32.5 milliards"
     return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 
 

@@ -404,13 +404,14 @@ def test_two_slices_compared_give_each_one_s_chips_devices_and_usable_hbm():
     # v3: 2 TensorCores per chip, each its own device; v4: megacore, one device per chip
     assert "4 chips" in by["slice v3-8"] and "8 devices (one per TensorCore)" in by["slice v3-8"]
     assert "4 chips" in by["slice v4-8"] and "4 devices (one per chip)" in by["slice v4-8"]
-    assert "123.84 GiB in all" in by["slice v3-8"] and "122.00 GiB in all" in by["slice v4-8"]
+    assert "15.48 GiB usable HBM each" in by["slice v3-8"] and "30.50 GiB usable HBM each" in by["slice v4-8"]
+    assert "not one pool" in by["slice v4-8"] and "in all" not in by["slice v4-8"]  # never added up
 
 
 def test_a_slice_written_with_its_alias_too_is_given_once_and_one_slice_unasked_gives_nothing():
     lines = SIZING.answer("v5p-8 이랑 v5e-8 (v5litepod-8) 메모리는요?", "ko", asked=True)
     assert [a.subject for a in lines] == ["slice v5p-8", "slice v5e-8"]
-    assert "칩 8개" in lines[1].text and "126.00 GiB" in lines[1].text
+    assert "칩 8개" in lines[1].text and "15.75 GiB" in lines[1].text and "126.00 GiB" not in lines[1].text
     assert not [a for a in SIZING.answer("training on a v5e-8, OOM at step 1", "en") if a.subject.startswith("slice")]
 
 
@@ -914,3 +915,19 @@ def test_the_exact_bytes_asked_for_are_the_tiles_and_padding_the_vocabulary_by_h
     b = _only("v5e: exactly how many bytes is f32[8,2048,50257] in HBM, and if I pad the vocab to 50432?", asked=True)
     assert "Padded by hand from 50257 to 50432" in b.text
     assert "tiles" not in _only("v5e: how big is f32[8,2048,50257]?", asked=True).text
+
+
+def test_a_model_version_is_no_tpu_a_decimal_comma_is_read_and_the_kv_cache_of_d_model_alone():
+    # "whisper large-v2" on an RTX 3090 is no TPU v2 (tuning_i Q1)
+    lines = SIZING.answer("large-v2 is ~1.55B params on my RTX 3090, how much do the fp16 weights take?", "en",
+                          asked=True)
+    assert "TPU" not in lines[0].text and "RTX 3090" in lines[0].text
+    # "32,5 milliards" is 32.5B; without GQA a token's K is d_model wide (tuning_i Q6: 1.52 GiB per core)
+    earlier = "LLaMA-30B (32,5 milliards de paramètres, 60 couches, d_model 6656) sur un TPU v3-8, poids en bf16"
+    kv = next(a for a in SIZING.answer("batch 4, 2048 tokens de contexte : combien pèse le KV cache par cœur ? "
+                                       "(pas de GQA)", "fr", earlier=earlier, asked=True) if a.subject == "kv_cache")
+    assert kv.value_bytes == 2 * 60 * 4 * 2048 * 6656 * 2 and "12.19 GiB" in kv.text and "1.52 GiB" in kv.text
+    # weights sharded over a v4-8's 4 chips: what is left on each (30.50 - 60.54 / 4 = 15.37 GiB)
+    w = _only("LLaMA-30B (32,5 milliards de paramètres) en bf16 sur un v4-8, poids répartis sur toutes les puces : "
+              "combien il reste par puce ?", "fr", asked=True)
+    assert "15.13 GiB" in w.text and "15.37 GiB" in w.text
