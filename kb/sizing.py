@@ -523,8 +523,11 @@ class Sizing:
             shares = self._pool_cap(turn or text, s, language)
         if shares is None:
             shares = self._pool_beside(turn or text, s, language)
-        out += [line for line in (self._pool_ceiling(text, s, language), shares,
-                                  self._buckets(s, language)) if line is not None]
+        ceiling = self._pool_ceiling(text, s, language)
+        if ceiling is not None and ceiling.subject == "pool_other_share":  # "is it leaking?": answered first
+            out.insert(0, ceiling)
+            ceiling = None
+        out += [line for line in (ceiling, shares, self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if "memory_named" in s.cues and batch is None and (
                 (asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
@@ -1680,6 +1683,14 @@ class Sizing:
                 return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._msg(
                     "pool_ceiling", language, seen=said, memory=format_bytes(card),
                     pool=format_bytes(pool)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
+        if "leak_asked" in s.cues:  # "22G of 24G held, is it leaking?": another share of the card, preallocated
+            for seen, said in figures:
+                share = seen / card
+                if 0.5 <= share <= 0.98 and abs(share - GPU_POOL_SHARE) > 0.03:
+                    return FigureAnswer(kind=KIND, subject="pool_other_share", text=self._msg(
+                        "pool_other_share", language, seen=said, memory=format_bytes(card),
+                        percent=f"{100 * share:.0f}%", fraction=_fraction(math.floor(share * 20) / 20)),
+                        value_bytes=int(seen), sources=["computed"], cite=POOL_CITE)
         return None
 
     def _kv(self, s: Stated, language: str) -> FigureAnswer | None:

@@ -71,6 +71,8 @@ CASES = [
      "jax.eval_shape"),
     ("wie halte ich mit optax die params in bf16, aber mu und nu von adamw in fp32?", "de", "mixed_precision_moments",
      "tx.init"),
+    ("Como atualizo um array grande in place no JAX sem duplicar a memória? x = step(x) com step em @jax.jit e o "
+     "nvidia-smi mostra o uso dobrar.", "pt", "old_and_new_state", "donate_argnums"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),

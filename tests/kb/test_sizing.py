@@ -931,3 +931,12 @@ def test_a_model_version_is_no_tpu_a_decimal_comma_is_read_and_the_kv_cache_of_d
     w = _only("LLaMA-30B (32,5 milliards de paramètres) en bf16 sur un v4-8, poids répartis sur toutes les puces : "
               "combien il reste par puce ?", "fr", asked=True)
     assert "15.13 GiB" in w.text and "15.37 GiB" in w.text
+
+
+def test_nvidia_smi_showing_another_share_of_the_card_than_the_default_is_a_pool_not_a_leak():
+    # tuning_i Q10: a library that sets .9 (alpa): 22 of 24 GB held, "is it leaking?"
+    lines = SIZING.answer("OPT-2.7B fp16 on a 4090 (24G): nvidia-smi shows 22G/24G used. is it a memory leak?", "en")
+    assert lines[0].subject == "pool_other_share"
+    assert "92% of the 24.00 GiB card" in lines[0].text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.90" in lines[0].text
+    # no leak asked, or the default share: not this line
+    assert "pool_other_share" not in [a.subject for a in SIZING.answer("4090 (24G), nvidia-smi shows 22G/24G", "en")]
