@@ -311,6 +311,11 @@ class Assistant:
             # because an earlier turn named the chip ("and in bf16, how much do I save?")
             if not self.parts.figures.generations_in(question):
                 combined = [f for f in combined if f.kind in (ANSWER, "setting", "setting_default")]
+            # code this turn names itself ("the lines for a mesh over the 8 cores") wins over the
+            # conversation's own code, unless it points back at that ("the optax code for that")
+            named = self.parts.figures.code_named(question, language) if "snippet" in analysis.asks else []
+            if named and not (own and conversation.asks_for_that_code(question)):
+                own, combined = [], named
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)

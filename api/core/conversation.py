@@ -209,17 +209,20 @@ class _Catalogue(BaseModel):
     follow_up_cues: list[str]
     still_failing: list[str] = []
     greetings: list[str] = []
+    the_code_of_that: list[str] = []
 
 
 @lru_cache(maxsize=1)
-def _catalogue() -> tuple[list[re.Pattern[str]], re.Pattern[str] | None, list[re.Pattern[str]]]:
+def _catalogue() -> tuple[list[re.Pattern[str]], re.Pattern[str] | None, list[re.Pattern[str]],
+                          list[re.Pattern[str]]]:
     try:
         data = _Catalogue.model_validate(
             yaml.load(CATALOGUE_FILE.read_text(encoding="utf-8"), Loader=YAML_LOADER))
         greeting = (re.compile(r"^\s*(?:" + "|".join(f"(?:{g})" for g in data.greetings) + r")[\s,.!:;\-—–、，！。]+",
                                re.IGNORECASE) if data.greetings else None)
         return ([re.compile(p, re.IGNORECASE) for p in data.follow_up_cues], greeting,
-                [re.compile(p, re.IGNORECASE) for p in data.still_failing])
+                [re.compile(p, re.IGNORECASE) for p in data.still_failing],
+                [re.compile(p, re.IGNORECASE) for p in data.the_code_of_that])
     except (OSError, yaml.YAMLError, ValidationError, re.error) as exc:
         raise CatalogueError(f"{CATALOGUE_FILE.name} unreadable: {exc}") from exc
 
@@ -240,6 +243,12 @@ def without_greeting(question: str) -> str:
         return question
     rest = greeting.sub("", question, count=1)
     return rest if rest.strip() else question
+
+
+def asks_for_that_code(question: str) -> bool:
+    """Whether `question` asks for the code of what was just said ("the optax code for that"),
+    not for code it names itself."""
+    return any(p.search(question) for p in _catalogue()[3])
 
 
 def refers_back(question: str) -> bool:

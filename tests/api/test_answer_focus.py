@@ -184,3 +184,16 @@ def test_the_pairwise_distance_snippet_computes_the_distances_it_claims():
     x = np.random.default_rng(0).random((40, 9), dtype=np.float32)
     direct = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
     assert np.allclose(np.asarray(scope["sq_dists"](x, x)), direct, atol=1e-5)
+
+
+def test_a_follow_up_naming_other_code_than_the_conversations_gets_that_code(client):
+    # tuning_i Q20: after a LoRA answer, "give me the JAX lines for a mesh over the 8 cores and the frozen
+    # weights spread over it" got the LoRA code again; "the code for that" still gets the conversation's own
+    first = _ask(client, {"question": "LoRA fine-tune of a 34B model on a TPU v3-8, OOM. gradients and Adam state only "
+                                      "for the adapters?"})
+    second = _ask(client, {"question": "give me the JAX lines for a mesh over the 8 cores and to shard the frozen "
+                                       "weights over it at load time",
+                           "conversation_id": first["conversation_id"]})
+    assert "NamedSharding" in second["answer"] and "stop_gradient" not in second["answer"]
+    third = _ask(client, {"question": "and the optax code for that LoRA part?", "conversation_id": first["conversation_id"]})
+    assert "optax" in third["answer"]
