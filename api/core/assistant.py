@@ -314,7 +314,8 @@ class Assistant:
             # code this turn names itself ("the lines for a mesh over the 8 cores") wins over the
             # conversation's own code, unless it points back at that ("the optax code for that")
             named = self.parts.figures.code_named(question, language) if "snippet" in analysis.asks else []
-            if named and not (own and conversation.asks_for_that_code(question)):
+            if named and not (own and (conversation.asks_for_that_code(question)
+                                       or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
