@@ -46,6 +46,11 @@ class Platforms:
         low = (text or "").lower()
         return bool(self._gpu.search(low)) and not self._tpu.search(low)
 
+    def tpu_named_only(self, text: str) -> bool:
+        """`text` names a TPU and no GPU."""
+        low = (text or "").lower()
+        return bool(self._tpu.search(low)) and not self._gpu.search(low)
+
     def tpu_only_remedy(self, remedy) -> bool:
         """A step (its id, text and flags) that holds on TPU only."""
         return (remedy.id in self.tpu_only_remedies or self.tpu_only(remedy.text)

@@ -65,6 +65,8 @@ MAX_REMEDIES = 5
 #: Signatures read as the host's memory only because no device was named: a question that names a
 #: GPU (and no TPU) makes them the GPU's (diagnostics/signatures.yaml).
 HOST_READINGS_OF_A_GPU_ERROR = frozenset({"xla_cpu_out_of_memory_allocating"})
+#: The runtime's wording an old TPU runtime shares with the GPU's: a TPU named, no GPU, it is the TPU's.
+RUNTIME_READINGS_OF_A_TPU_ERROR = frozenset({"xla_failed_to_allocate_request"})
 #: General steps (not chosen by the evidence) kept after a verdict from the user's own numbers.
 MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
@@ -205,6 +207,12 @@ class Assistant:
             # "Out of memory allocating N bytes" is XLA's CPU client wording, but the asker runs on
             # the GPU they name (a V100): the GPU's memory ran out, not the host's
             diagnosis = diagnosis.model_copy(update={"category": "gpu_oom", "backend": "gpu", "memory_space": None})
+        if (diagnosis is not None and diagnosis.category == "gpu_oom" and diagnosis.signature in RUNTIME_READINGS_OF_A_TPU_ERROR
+                and self.platforms.tpu_named_only("\n".join([*(t.question for t in earlier if t.question), question]))):
+            # the stream executor's "Failed to allocate request for 625.00MiB on device ordinal 7" on the
+            # TPU slice the asker names: a TPU runtime allocation, not a GPU's
+            diagnosis = diagnosis.model_copy(update={"category": "runtime_allocation", "backend": "tpu",
+                                                     "memory_space": "hbm"})
         facts = facts_from(diagnosis, req.report)
         # whether the evidence has figures of its own (a log's sizes, a report), not just a name
         # (a buffer shape quoted in prose, sized from its layout, is not a measurement of the program)

@@ -968,3 +968,17 @@ def test_a_slice_name_followed_by_a_korean_particle_still_counts_its_devices():
     assert rules.read_count_facts(facts, "TPU v3-8이면 HBM 128GB라고 알고 있는데")["devices_named"] == 8
     assert rules.read_count_facts(facts, "v4-32で学習")["devices_named"] == 16
     assert "devices_named" not in rules.read_count_facts(facts, "v5e-8x8 mesh")
+
+
+def test_the_stream_executors_failed_request_on_a_tpu_slice_named_is_the_tpus(client):
+    # tuning_i Q13: an old TPU runtime words its runtime OOM like a GPU's; the asker names a v3-8
+    log = ("E external/org_tensorflow/tensorflow/compiler/xla/pjrt/pjrt_stream_executor_client.cc:2153] Execution of "
+           "replica 0 failed: RESOURCE_EXHAUSTED: Failed to allocate request for 625.00MiB (655360000B) on device "
+           "ordinal 7")
+    r = ask(client, "llama-13b fp32 adamw on a TPU v3-8, fsdp over the 8 cores, dies while sharding the train state",
+            error_log=log)
+    assert r.facts["category"] == "runtime_allocation" and r.facts["backend"] == "tpu"
+    assert "GPU" not in r.answer.split("###")[0] and "XLA_PYTHON_CLIENT" not in r.answer
+    # the same log from an A100 stays a GPU's
+    g = ask(client, "training on an A100 40GB, this happens", error_log=log)
+    assert g.facts["category"] == "gpu_oom"
