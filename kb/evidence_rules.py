@@ -142,6 +142,9 @@ class Framework(BaseModel):
     id: str
     markers: list[str] = Field(min_length=1)
     name: dict[str, str]
+    decisive: list[str] = Field(default_factory=list, description=(
+        "markers that decide even beside XLA's own wording, which the framework shares (TensorFlow's "
+        "TPUEstimator printing 'Ran out of memory in memory space hbm'); not beside a JAX library named"))
 
 
 class Outcome(BaseModel):
@@ -162,13 +165,14 @@ class EvidenceRules:
 
     def __init__(self, rules: list[Rule], frameworks: list[Framework], jax_markers: list[str],
                  catalogue: Catalogue, text_facts: list[TextFact] = (),
-                 count_facts: list[CountFact] = (), no_jax: list[str] = ()):
+                 count_facts: list[CountFact] = (), no_jax: list[str] = (), jax_names: list[str] = ()):
         self.rules = rules
         self.no_jax = [re.compile(p, re.IGNORECASE) for p in no_jax]
         self.text_facts = list(text_facts)
         self.count_facts = [(c, [re.compile(p, re.IGNORECASE) for p in c.patterns]) for c in count_facts]
         self.frameworks = frameworks
         self.jax_markers = [m.lower() for m in jax_markers]
+        self.jax_names = [m.lower() for m in jax_names]
         self.catalogue = catalogue
 
     # -- the rules ----------------------------------------------------------------------------
@@ -270,6 +274,12 @@ class EvidenceRules:
             for p in said_without[1:]:
                 low = p.sub(" ", low)
         if any(m in low for m in self.jax_markers):
+            # XLA's wording is shared (TensorFlow on a TPU prints it too): a framework's decisive
+            # marker still decides, unless a JAX library is named
+            if not any(m in low for m in self.jax_names):
+                for framework in self.frameworks:
+                    if any(m.lower() in low for m in framework.decisive):
+                        return framework
             return None
         for framework in self.frameworks:
             if any(m.lower() in low for m in framework.markers):
@@ -445,6 +455,7 @@ class _RulesFile(BaseModel):
     count_facts: list[CountFact] = Field(default_factory=list)
     frameworks: list[Framework]
     jax_markers: list[str] = Field(min_length=1)
+    jax_names: list[str] = Field(default_factory=list)
     no_jax: list[str] = Field(default_factory=list)
 
 
@@ -512,7 +523,7 @@ def _load(folder: str) -> EvidenceRules:
         except re.error as exc:
             raise checker.fail(FILE, f"no_jax pattern {pattern!r}", str(exc))
     return EvidenceRules(data.rules, data.frameworks, data.jax_markers, catalogue, data.text_facts,
-                         data.count_facts, data.no_jax)
+                         data.count_facts, data.no_jax, data.jax_names)
 
 
 def _guides():

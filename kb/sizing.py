@@ -102,7 +102,9 @@ MAX_FACTORS = 5  # an allocation explained by at most this many of the stated nu
 # a number written with thousands separators: 10,000 or 10.000 or 10 000 (narrow or no-break space),
 # not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
 _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])\d{1,3}(?:\.\d{3})+(?![\d.,)\]])"
-                        r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])")
+                        r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
+                        # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
+                        r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])")
 # a decimal comma before a magnitude or a unit ("32,5 milliards", "7,8 Mio.", "1,5 GB"): a decimal
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*|mrd\.?|billion\w*|bilh\w*|mil millones|"
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
@@ -1912,10 +1914,11 @@ def _per_batch(s: Stated) -> tuple[float, float, str, list[str]]:
 
 
 def _count(params: float) -> str:
-    """7e9 -> '7B', 1.5e9 -> '1.5B', 350e6 -> '350M'."""
+    """7e9 -> '7B', 1.5e9 -> '1.5B', 350e6 -> '350M', 6053381344 -> '6.05B' (three significant
+    digits at most, as a count of parameters is read)."""
     if params >= 1e9:
-        return f"{params / 1e9:g}B"
-    return f"{params / 1e6:g}M"
+        return f"{float(f'{params / 1e9:.3g}'):g}B"
+    return f"{float(f'{params / 1e6:.3g}'):g}M"
 
 
 def _validate(data: SizingFile, path: Path) -> None:

@@ -982,3 +982,14 @@ def test_the_stream_executors_failed_request_on_a_tpu_slice_named_is_the_tpus(cl
     # the same log from an A100 stays a GPU's
     g = ask(client, "training on an A100 40GB, this happens", error_log=log)
     assert g.facts["category"] == "gpu_oom"
+
+
+def test_tensorflows_tpuestimator_printing_xlas_wording_is_declined_and_a_jax_library_beside_pytorch_is_not(client):
+    # tuning_i Q11: TensorFlow 1.15's TPUEstimator prints XLA's "Ran out of memory in memory space hbm"
+    r = ask(client, "ALBERT xlarge on RACE with TensorFlow 1.15 and TPUEstimator on a v2-8: Compilation failure: Ran "
+                    "out of memory in memory space hbm. Used 12.34G of 8.00G hbm. Do I need a v3-8?")
+    assert not r.grounded and "TensorFlow" in r.answer and "donate_argnums" not in r.answer
+    # tuning_i Q17: a PyTorch checkpoint converted to Paxml on a TPU is a JAX question, its count read
+    p = ask(client, "converting the PyTorch GPT-J 6B checkpoint to Paxml on a TPU v3-8 OOMs. With a mesh [1, 1, 8] "
+                    "how much per core for the fp32 weights? (GPT-J = 6 053 381 344 parameters)")
+    assert p.grounded and "22.55 GiB" in p.answer and "2.82 GiB" in p.answer and "6.05B" in p.answer
