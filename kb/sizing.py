@@ -105,6 +105,11 @@ _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<!
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])")
+# a size with its unit ("600 MiB", "1.5 GB", "600 МБ"), and the words that leave it outside JAX's pool
+_SIZE = re.compile(r"(?<![a-z0-9_.])(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|go|mo|гб|мб)(?![a-z])")
+_UNIT_BYTES = {"g": float(1 << 30), "m": float(1 << 20)}
+_LEAVE = re.compile(r"leave|spare|headroom|keep .{0,12}free|छोड़|laisser|garder .{0,12}libre|dejar|deixar|lassen|"
+                    r"оставить|оставля|留出|留下|留给|残し|残す|남기|남겨|اترك|أترك|ترك|يتبقى")
 # a decimal comma before a magnitude or a unit ("32,5 milliards", "7,8 Mio.", "1,5 GB"): a decimal
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*|mrd\.?|billion\w*|bilh\w*|mil millones|"
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
@@ -362,6 +367,12 @@ class Sizing:
                 label, memory = gpu.names[0].upper(), parse_size(gpu.memory)
                 s.shared_per_block = int(gpu.shared_kib * 1024) if gpu.shared_kib else None
                 break
+        if memory is None and _ANY_GPU.search(low):
+            # a card the table does not know (an MX250, a GTX 1650) with nvidia-smi's total quoted
+            # ("2048MiB"): that total, the largest figure in MiB the text quotes
+            quoted = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)]
+            if quoted:
+                memory, label = max(quoted), "GPU"
         if memory is None:
             return
         exact = _card_total(low, memory)
@@ -525,6 +536,8 @@ class Sizing:
             shares = self._pool_cap(turn or text, s, language)
         if shares is None:
             shares = self._pool_beside(turn or text, s, language)
+        if shares is None:
+            shares = self._pool_leave(turn or text, s, language)
         ceiling = self._pool_ceiling(text, s, language)
         if ceiling is not None and ceiling.subject == "pool_other_share":  # "is it leaking?": answered first
             out.insert(0, ceiling)
@@ -688,6 +701,29 @@ class Sizing:
                           buffer=f"{_num(buffer)} GiB", exact=f"{exact:.4f}".lstrip("0"), fraction=_fraction(fraction),
                           pool=format_bytes(fraction * s.card_memory))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _pool_leave(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A share of the GPU named that leaves a stated amount outside JAX's pool ("I need to leave
+        about 600 MiB free for cuDNN"): the fraction, rounded down to the percent."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
+            return None
+        low = _plain_digits(text or "").lower()
+        leave = None
+        for m in _SIZE.finditer(low):
+            around = low[max(0, m.start() - 40): m.end() + 40]
+            if _LEAVE.search(around):
+                leave = float(m.group(1)) * _UNIT_BYTES[m.group(2)[0] if m.group(2)[0] in "gm" else
+                                                       {"г": "g", "м": "m"}[m.group(2)[0]]]
+        card = s.card_memory
+        if not leave or not 0 < leave < 0.5 * card:
+            return None
+        exact = (card - leave) / card
+        fraction = math.floor(exact * 100) / 100
+        text_ = self._msg("pool_leave", language, leave=format_bytes(leave), card=format_bytes(card),
+                          exact=f"{exact:.3f}".lstrip("0"), fraction=_fraction(fraction),
+                          pool=format_bytes(fraction * card), left=format_bytes(card - fraction * card))
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
 
     def _analysis(self, s: Stated, language: str, text: str = "") -> FigureAnswer | None:
@@ -1807,6 +1843,7 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
+_ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
 

@@ -940,3 +940,11 @@ def test_nvidia_smi_showing_another_share_of_the_card_than_the_default_is_a_pool
     assert "92% of the 24.00 GiB card" in lines[0].text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.90" in lines[0].text
     # no leak asked, or the default share: not this line
     assert "pool_other_share" not in [a.subject for a in SIZING.answer("4090 (24G), nvidia-smi shows 22G/24G", "en")]
+
+
+def test_a_share_that_leaves_a_stated_amount_outside_the_pool_on_a_card_the_table_does_not_know():
+    # tuning_i Q12: an MX250 (2048MiB in nvidia-smi), 600 MiB left for cuDNN/cuBLAS: (2048 - 600) / 2048 = .707
+    a = _only("GeForce MX250 (2 GB, nvidia-smi में 2048MiB)। cuDNN/cuBLAS के लिए लगभग 600 MiB खाली छोड़ना है — "
+              "XLA_PYTHON_CLIENT_MEM_FRACTION कितना रखूँ?", "hi")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.70" in a.text and ".707" in a.text and "import jax" in a.text
+    assert not SIZING.answer("GTX 1650, 4096MiB. XLA_PYTHON_CLIENT_MEM_FRACTION=.5 ok?", "en")  # nothing left to leave
