@@ -1603,6 +1603,9 @@ class Sizing:
         if (not (s.gpu and s.card_memory and "mem_fraction" in s.cues)
                 or {"other_program", "placement"} & set(s.cues)):
             return None
+        low_text = (text or "").lower()
+        if sum(any(p.search(low_text) for p in patterns) for _, patterns in self._gpus) >= 2:
+            return None  # two different cards ("a 4090 and a 2070"): each has its own share, not one card's split
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         def count(part: str) -> int | None:
             low = part.lower()
@@ -1662,7 +1665,10 @@ class Sizing:
         """The memory figures `text` states as needs on a `card`-sized GPU: not what is said to be
         free, nor the card itself, nor JAX's default pool on it (the 60 of 80 GB seen taken)."""
         low = (text or "").lower()
-        needs = [float(m.group(1)) for m in _GB.finditer(low) if not _FREE_AFTER.match(low, m.end())]
+        needs = [float(m.group(1)) for m in _GB.finditer(low) if not _FREE_AFTER.match(low, m.end())
+                 # nor a used/total pair ("22G/24G"), nor a card's size after its model ("2070(8G)")
+                 and not low[m.end():].lstrip().startswith("/") and not low[:m.start()].rstrip().endswith("/")
+                 and not _MODEL_SIZE.search(low[:m.start()])]
         return [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
 
     def _pool_share_short(self, turn: str, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -1843,6 +1849,7 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
+_MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
