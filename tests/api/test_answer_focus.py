@@ -197,3 +197,13 @@ def test_a_follow_up_naming_other_code_than_the_conversations_gets_that_code(cli
     assert "NamedSharding" in second["answer"] and "stop_gradient" not in second["answer"]
     third = _ask(client, {"question": "and the optax code for that LoRA part?", "conversation_id": first["conversation_id"]})
     assert "optax" in third["answer"]
+
+
+def test_the_failed_cell_snippet_frees_what_the_last_error_holds():
+    from oomkb.kb.figures import load_figures
+
+    code = next(a.snippet for a in load_figures().data.answers if a.id == "failed_cell_keeps_arrays")
+    exec(compile(code, "failed_cell_keeps_arrays.py", "exec"), {"__name__": "snippet"})
+    import jax
+
+    assert not [a for a in jax.live_arrays() if a.shape == (1024, 1024)]  # cleared by the snippet itself

@@ -73,6 +73,9 @@ CASES = [
      "tx.init"),
     ("Como atualizo um array grande in place no JAX sem duplicar a memória? x = step(x) com step em @jax.jit e o "
      "nvidia-smi mostra o uso dobrar.", "pt", "old_and_new_state", "donate_argnums"),
+    ("bhai Colab T4 pe jab cell beech me error throw karta hai to uss call ki GPU memory free hi nahi hoti, har failed "
+     "run ke baad memory bharti jaati hai. del kiya, gc.collect() kiya, koi fark nahi", "hi", "failed_cell_keeps_arrays",
+     "sys.last_traceback"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
