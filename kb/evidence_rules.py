@@ -349,7 +349,11 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
     if (len(dims) >= 3 and dims[-1] == dims[-2] and dims[-1] >= SEQUENCE_MIN
             and not any(w in op for w in ("lm_head", "conv"))):  # an image is H x W, not S x S
         return {"largest_allocation_kind": "attention_scores", "largest_allocation_seq": dims[-1]}
-    if len(dims) >= 2 and dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]:
+    # logits are real numbers of a model's head: not a complex (an FFT's) or an integer array, nor a
+    # broadcast or an FFT that a vmap widened ("broadcast_in_dim[shape=(40, 11, 100, 52729)]")
+    if (len(dims) >= 2 and dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]
+            and re.match(r"\s*(?:f|bf)\d", str(shape or "").lower())
+            and not any(w in op for w in ("fft", "broadcast_in_dim", "iota"))):
         return {"largest_allocation_kind": "vocab_logits", "largest_allocation_vocab": dims[-1]}
     return {}
 
