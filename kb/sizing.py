@@ -538,6 +538,8 @@ class Sizing:
             shares = self._pool_beside(turn or text, s, language)
         if shares is None:
             shares = self._pool_leave(turn or text, s, language)
+        if shares is None:
+            shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language)
         if ceiling is not None and ceiling.subject == "pool_other_share":  # "is it leaking?": answered first
             out.insert(0, ceiling)
@@ -701,6 +703,23 @@ class Sizing:
                           buffer=f"{_num(buffer)} GiB", exact=f"{exact:.4f}".lstrip("0"), fraction=_fraction(fraction),
                           pool=format_bytes(fraction * s.card_memory))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _pool_unified(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """`XLA_PYTHON_CLIENT_MEM_FRACTION` above 1 (AlphaFold's 4.0 with `TF_FORCE_UNIFIED_MEMORY=1`):
+        the pool that many cards' worth, the part beyond the card living in host RAM."""
+        m = _FRACTION_SET.search((text or "").lower())
+        if not (m and s.gpu and s.card_memory):
+            return None
+        fraction = float(m.group(1))
+        if not 1 < fraction <= 16:
+            return None
+        card = s.card_memory
+        unified = "tf_force_unified_memory" in (text or "").lower()
+        text_ = self._msg("pool_unified" if unified else "pool_over_one", language, fraction=_num(fraction),
+                          card=format_bytes(card), total=format_bytes(fraction * card),
+                          host=format_bytes((fraction - 1) * card))
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
 
     def _pool_leave(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -1850,6 +1869,7 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
+_FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?)")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")

@@ -948,3 +948,12 @@ def test_a_share_that_leaves_a_stated_amount_outside_the_pool_on_a_card_the_tabl
               "XLA_PYTHON_CLIENT_MEM_FRACTION कितना रखूँ?", "hi")
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.70" in a.text and ".707" in a.text and "import jax" in a.text
     assert not SIZING.answer("GTX 1650, 4096MiB. XLA_PYTHON_CLIENT_MEM_FRACTION=.5 ok?", "en")  # nothing left to leave
+
+
+def test_a_memory_fraction_above_one_is_read_with_unified_memory_and_refused_without():
+    # tuning_i Q4: AlphaFold's 4.0 with TF_FORCE_UNIFIED_MEMORY=1 on an L4 (23034MiB): 89.98 GiB, 67.48 in host RAM
+    a = _only("AlphaFold on an NVIDIA L4 (nvidia-smi: 23034MiB) sets XLA_PYTHON_CLIENT_MEM_FRACTION=4.0 and "
+              "TF_FORCE_UNIFIED_MEMORY=1. how much can JAX take?")
+    assert "89.98 GiB" in a.text and "67.48 GiB" in a.text and "host RAM" in a.text
+    b = _only("on an L4 (23034MiB) I set XLA_PYTHON_CLIENT_MEM_FRACTION=1.5, what happens?")
+    assert "cannot be served" in b.text and "33.74 GiB" in b.text
