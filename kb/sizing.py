@@ -535,6 +535,8 @@ class Sizing:
         if shares is None:
             shares = self._pool_cap(turn or text, s, language)
         if shares is None:
+            shares = self._pool_for_jax(turn or text, s, language)
+        if shares is None:
             shares = self._pool_beside(turn or text, s, language)
         if shares is None:
             shares = self._pool_leave(turn or text, s, language)
@@ -721,6 +723,34 @@ class Sizing:
                           host=format_bytes((fraction - 1) * card))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
+
+    def _pool_for_jax(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A size the text gives to JAX itself on the GPU named ("I want JAX to reserve only 20 GiB and
+        leave the rest to PyTorch"): that size over the whole card, rounded down to the percent."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
+            return None
+        low = _plain_digits(text or "").lower()
+        card = s.card_memory / (1 << 30)
+        for m in _GB.finditer(low):
+            before = low[max(0, m.start() - 20): m.start()]  # JAX just before the size: its own
+            if "jax" not in before:
+                continue
+            between = before[before.rindex("jax"):]
+            if _OTHER_PROGRAM.search(between) or _NEEDS_WORD.search(between):  # "my JAX training needs ...": whose?
+                continue
+            if not _WISH.search(low[max(0, m.start() - 40): m.end() + 20]):  # "JAX holds 18GB": what it does, not a wish
+                continue
+            need = float(m.group(1))
+            if not 0 < need < 0.9 * card:
+                continue
+            fraction = math.floor(need / card * 100) / 100
+            text_ = self._msg("pool_for_jax", language, need=f"{_num(need)} GiB", card=format_bytes(s.card_memory),
+                              exact=f"{need / card:.4f}".lstrip("0"), fraction=_fraction(fraction),
+                              pool=format_bytes(fraction * s.card_memory),
+                              left=format_bytes(s.card_memory * (1 - fraction)))
+            return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
+                                sources=["computed"], cite=POOL_CITE)
+        return None
 
     def _pool_leave(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A share of the GPU named that leaves a stated amount outside JAX's pool ("I need to leave
@@ -1408,7 +1438,12 @@ class Sizing:
         dtype the text names (else the first of float32, bfloat16, int8, float64 that fits)."""
         if not requested or requested < 1 << 30:
             return None
-        low = re.sub(r"(?<=\d)\s*[x×*]\s*(?=\d)", " x ", _plain_digits(text or "").lower())  # 100x100: two
+        plain = _plain_digits(text or "").lower()
+        # the shapes written out ("(32,256,256)", "100x100"): their dimensions count, and a product
+        # that uses more of one shape's dimensions is the likelier reading
+        shapes = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in _SHAPE.finditer(plain)]
+        low = re.sub(r"(?<=\d)\s*[x×*]\s*(?=\d)", " x ", plain)  # 100x100: two numbers
+        low = re.sub(r"(?<=\d),(?=\d)", ", ", low)  # (32,256,256): three
         counts: dict[int, int] = {}
         for m in _WHOLE.finditer(low):
             if _UNIT_AFTER.match(low, m.end()):
@@ -1419,16 +1454,21 @@ class Sizing:
         numbers = sorted(counts, reverse=True)[:12]
         dtype = self._last_of(self._dtypes, low)
         tries = [(dtype.bytes, dtype.name)] if dtype else [(4, "float32"), (2, "bfloat16"), (1, "int8"), (8, "float64")]
+        def from_a_shape(combo: tuple[int, ...]) -> int:  # how many of the factors one written shape gives
+            return max((sum(min(combo.count(d), dims.count(d)) for d in set(dims)) for dims in shapes), default=0)
+
         for size, name in tries:
             if requested % size:
                 continue
             target = requested // size
             for k in range(2, MAX_FACTORS + 1):
-                for combo in itertools.combinations_with_replacement(numbers, k):
-                    if math.prod(combo) == target and all(combo.count(n) <= counts[n] + 1 for n in set(combo)):
-                        paired = sorted((n for n in set(combo) if combo.count(n) > counts[n]), reverse=True)
-                        return Factored(dims=list(combo), dtype_bytes=int(size), dtype=name, paired=paired,
-                                        assumed=dtype is None)
+                found = [combo for combo in itertools.combinations_with_replacement(numbers, k)
+                         if math.prod(combo) == target and all(combo.count(n) <= counts[n] + 1 for n in set(combo))]
+                if found:  # the fewest factors; of those, the one most of whose factors are one shape's
+                    combo = max(found, key=from_a_shape)
+                    paired = sorted((n for n in set(combo) if combo.count(n) > counts[n]), reverse=True)
+                    return Factored(dims=_shape_last(list(combo), shapes), dtype_bytes=int(size), dtype=name,
+                                    paired=paired, assumed=dtype is None)
         return None
 
     def _allocation_line(self, f: "Factored", requested: int, language: str) -> FigureAnswer:
@@ -1870,6 +1910,11 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 _FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?)")
+_WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|wollen|will |soll|nur|veux|voudrais|devrait|"
+                   r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
+                   r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
+_NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
+_OTHER_PROGRAM = re.compile(r"pytorch|torch|tensorflow|vllm|tensorrt|triton|ollama|llama\.cpp")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
@@ -1918,6 +1963,23 @@ def _launch_lines(shares: list[float]) -> str:
 def _fraction(share: float) -> str:
     """A share as XLA_PYTHON_CLIENT_MEM_FRACTION is written: 0.55 -> '.55'."""
     return f"{share:.2f}".lstrip("0")
+
+
+def _shape_last(dims: list[int], shapes: list[list[int]]) -> list[int]:
+    """`dims` with the written shape that most of them come from last, in its written order (1000
+    snapshots of a (32, 256, 256) state: [1000, 32, 256, 256])."""
+    def overlap(shape: list[int]) -> int:
+        return sum(min(dims.count(d), shape.count(d)) for d in set(shape))
+    best = max(shapes, key=overlap, default=None)
+    if not best or overlap(best) < 2:
+        return dims
+    rest = list(dims)
+    tail = []
+    for d in best:
+        if d in rest:
+            rest.remove(d)
+            tail.append(d)
+    return rest + tail
 
 
 @dataclass

@@ -957,3 +957,23 @@ def test_a_memory_fraction_above_one_is_read_with_unified_memory_and_refused_wit
     assert "89.98 GiB" in a.text and "67.48 GiB" in a.text and "host RAM" in a.text
     b = _only("on an L4 (23034MiB) I set XLA_PYTHON_CLIENT_MEM_FRACTION=1.5, what happens?")
     assert "cannot be served" in b.text and "33.74 GiB" in b.text
+
+
+def test_of_two_products_of_the_askers_figures_the_one_that_uses_a_written_shape_is_read():
+    # round 17 Q10: 1000 SaveAt snapshots of a (32,256,256) float32 state = 8,388,608,000 B; 4096 x 1000 x 32 x 16
+    # (max_steps x snapshots x ...) multiplies to it too, by chance
+    text = ("diffrax, state y of shape (32,256,256) float32, SaveAt(ts=jnp.linspace(0,1,1000)), max_steps 4096, "
+            "checkpoints=16: Out of memory while trying to allocate 8388608000 bytes")
+    f = SIZING.allocation_shape(text, 8_388_608_000)
+    assert f.dims == [1000, 32, 256, 256] and not f.paired
+
+
+def test_a_size_wished_for_jax_itself_is_its_share_not_the_other_programs():
+    # round 17 Q14: "I want JAX to reserve only 20 GiB and leave the rest to PyTorch" on an A100 80GB: .25, not .73
+    a = _only("عندي A100 بذاكرة 80GB وأريد أن يحجز JAX 20 GiB فقط ويترك الباقي لعملية PyTorch تعمل بجانبه. ما القيمة "
+              "الدقيقة التي أضعها في XLA_PYTHON_CLIENT_MEM_FRACTION؟", "ar")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.25" in a.text
+    # the other program's fixed need keeps its own arithmetic (round 16 Q3)
+    b = _only("H100 (81559MiB): a vLLM server beside my JAX training needs a fixed 30 GiB. JAX should get "
+              "everything else, 1 GiB for contexts. Exact XLA_PYTHON_CLIENT_MEM_FRACTION?")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.61" in b.text
