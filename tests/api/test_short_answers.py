@@ -76,6 +76,9 @@ CASES = [
     ("bhai Colab T4 pe jab cell beech me error throw karta hai to uss call ki GPU memory free hi nahi hoti, har failed "
      "run ke baad memory bharti jaati hai. del kiya, gc.collect() kiya, koi fark nahi", "hi", "failed_cell_keeps_arrays",
      "sys.last_traceback"),
+    ("8x H100: jax.jit(model.init, out_shardings=...) with the kernel sharded over 8 GPUs OOMs, the peak buffers are "
+     "threefry2x32 u32[2,2147483648] of 16 GiB each. why, if it is sharded?", "en", "threefry_partitionable",
+     "jax_threefry_partitionable"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
