@@ -335,6 +335,11 @@ class Sizing:
             s.devices = int(s.values["devices_times_model"]) if s.values.get("devices_times_model") else None
         if gens:  # a TPU generation named: its chips and their HBM
             gen = gens[-1]
+            if len(gens) > 1 and _SWITCH.search(low[max(0, self.figures.last_generation_at(low) - 40):
+                                                    self.figures.last_generation_at(low)]):
+                # "on a v2-8 ... is switching to a v3-8 pointless?": the last one named is considered,
+                # the device the text runs on is named before it
+                gen = gens[-2]
             logged = [g for g in gens if capacity and self._usable(g) and abs(self._usable(g) - capacity) <= 0.01 * capacity]
             if logged and gen not in logged:  # the log says which of the generations named it ran on
                 gen = logged[-1]
@@ -548,8 +553,8 @@ class Sizing:
             ceiling = None
         out += [line for line in (ceiling, shares, self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
-        if "memory_named" in s.cues and batch is None and (
-                (asked and not s.values.get("params")) or len(self._slices_in(text)) > 1):
+        if batch is None and (("memory_named" in s.cues and asked and not s.values.get("params"))
+                              or len(self._slices_in(text)) > 1):  # two slices named: compared, each per device
             out += self._slices(text, language)
         return out
 
@@ -1910,6 +1915,9 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 _FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?)")
+_SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechsel|umsteig|passer (?:à|a|sur)|pasar a|"
+                     r"cambiar a|mudar para|trocar para|перейти|переход|перейду|换成|换到|改用|换 |切り替え|乗り換え|"
+                     r"바꾸|바꿔|옮기|स्विच|बदल|الانتقال|انتقل|أنتقل|التحويل")
 _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|wollen|will |soll|nur|veux|voudrais|devrait|"
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")

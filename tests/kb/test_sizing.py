@@ -977,3 +977,12 @@ def test_a_size_wished_for_jax_itself_is_its_share_not_the_other_programs():
     b = _only("H100 (81559MiB): a vLLM server beside my JAX training needs a fixed 30 GiB. JAX should get "
               "everything else, 1 GiB for contexts. Exact XLA_PYTHON_CLIENT_MEM_FRACTION?")
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.61" in b.text
+
+
+def test_the_slice_one_runs_on_is_the_device_when_another_is_only_considered_and_both_are_compared():
+    # round 17 Q1: "on a TPU v2-8 ... is switching to v3-8 pointless?": the v2's 7.48 GiB per core, both slices shown
+    lines = SIZING.answer("training a 1.1B llama w/ EasyDeL on a TPU v2-8, OOM at the first step. v2-8 and v3-8 are "
+                          "the same thing right? so switching to v3-8 is pointless?", "en", asked=True)
+    by = {a.subject: a.text for a in lines}
+    assert "TPU v2, 7.48 GiB" in by["training_state"]
+    assert "7.48 GiB usable HBM each" in by["slice v2-8"] and "15.48 GiB usable HBM each" in by["slice v3-8"]
