@@ -79,6 +79,8 @@ CASES = [
     ("8x H100: jax.jit(model.init, out_shardings=...) with the kernel sharded over 8 GPUs OOMs, the peak buffers are "
      "threefry2x32 u32[2,2147483648] of 16 GiB each. why, if it is sharded?", "en", "threefry_partitionable",
      "jax_threefry_partitionable"),
+    ("Tenho uma NVIDIA L4 (24 GB) e quero rodar dois treinos JAX ao mesmo tempo. O primeiro roda de boa, o segundo "
+     "morre com RESOURCE_EXHAUSTED logo no começo. Por quê??", "pt", "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
