@@ -258,7 +258,14 @@ class Sizing:
 
     def read(self, text: str, capacity: int | None = None) -> Stated:
         """What `text` states. `capacity`: the HBM per device the user's own TPU log reports; of the
-        generations named, the one whose device has it is the device ("on a v2-8 ... only v3 then?")."""
+        generations named, the one whose device has it is the device ("on a v2-8 ... only v3 then?").
+        (One answer reads the same text several times: read once, each caller gets its own copy.)"""
+        s = self._read(text or "", capacity)
+        return replace(s, values=dict(s.values), cues=set(s.cues), dtypes_named=set(s.dtypes_named),
+                       from_model=list(s.from_model), widths=list(s.widths))
+
+    @lru_cache(maxsize=256)
+    def _read(self, text: str, capacity: int | None) -> Stated:
         low = _plain_digits(text or "").lower()
         s = Stated()
         at: dict[str, int] = {}
@@ -441,7 +448,7 @@ class Sizing:
         own = factored is not None and self.allocation_shape(text, requested) is not None
         # a later turn asking for a chunk of it ("which batch_size fits?") reads the earlier turn's
         # array as a shape written out
-        chunked = "chunks" in self.read(text).cues
+        chunked = factored is not None and not own and "chunks" in self.read(text).cues
         shape = f"\n[{', '.join(map(str, factored.dims))}] {factored.dtype}" if factored and chunked and not own else ""
         lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
                              capacity, turn=f"{text}{shape}", used=used)
