@@ -81,6 +81,9 @@ CASES = [
      "jax_threefry_partitionable"),
     ("Tenho uma NVIDIA L4 (24 GB) e quero rodar dois treinos JAX ao mesmo tempo. O primeiro roda de boa, o segundo "
      "morre com RESOURCE_EXHAUSTED logo no começo. Por quê??", "pt", "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+    ("أدرّب نموذج Flax مع optax.adamw على RTX 3090. حجم الـ TrainState حوالي 3.9 GiB، وأستخدم "
+     "train_step = jax.jit(train_step). لماذا توجد نسختان من الحالة في الذاكرة؟", "ar", "old_and_new_state",
+     "donate_argnums"),
     ("my JAX log says 'maybe the environment variable TF_GPU_ALLOCATOR=cuda_malloc_async will improve the "
      "situation' but I don't use tensorflow at all, what is that?", "en", "tf_gpu_allocator_message",
      "XLA_PYTHON_CLIENT_ALLOCATOR"),
