@@ -748,7 +748,7 @@ class Sizing:
             if "jax" not in before:
                 continue
             between = before[before.rindex("jax"):]
-            if _OTHER_PROGRAM.search(between) or _NEEDS_WORD.search(between):  # "my JAX training needs ...": whose?
+            if any(p.search(between) for p in self._cues.get("other_program", [])) or _NEEDS_WORD.search(between):  # "my JAX training needs ...": whose?
                 continue
             if not _WISH.search(low[max(0, m.start() - 40): m.end() + 20]):  # "JAX holds 18GB": what it does, not a wish
                 continue
@@ -1919,7 +1919,6 @@ def _analysis_in_units(text: str) -> dict[str, float]:
     return out
 
 
-#: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 _FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?)")
 _SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechsel|umsteig|passer (?:à|a|sur)|pasar a|"
@@ -1929,8 +1928,8 @@ _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|woll
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
-_OTHER_PROGRAM = re.compile(r"pytorch|torch|tensorflow|vllm|tensorrt|triton|ollama|llama\.cpp")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
+#: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
 
