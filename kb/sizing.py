@@ -119,7 +119,8 @@ _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
-               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts")
+               "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
+               "batch_from", "per_sample")
 
 
 class _Strict(BaseModel):
@@ -204,6 +205,9 @@ class Stated:
     shared_per_block: int | None = None  # a GPU named: the most shared memory a thread block may use
     replicated: tuple[str, int] | None = None  # a shape said to stay replicated (the rest sharded): it, its elements
     widths: list[int] = field(default_factory=list)  # whole numbers of 3 to 6 digits the text writes, in order
+    # a baseline the text compares with ("compared with AdamW fp32"): its optimizer and dtype
+    baseline_optimizer: Optimizer | None = None
+    baseline_dtype: DType | None = None
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -283,7 +287,14 @@ class Sizing:
                 if key not in s.values or (key == "params" and start <= at.get(key, -1) < end):
                     s.values[key] = value
                     s.from_model.append(key)
-        s.dtype = self._last_of(self._dtypes, low)
+        # a baseline compared with ("vs AdamW fp32") is not the choice: read the choice without it
+        baselines = [m.group(0) for p in self._cues.get("compared", []) for m in p.finditer(low)]
+        chosen = low
+        for p in self._cues.get("compared", []):
+            chosen = p.sub(" ", chosen)
+        s.baseline_optimizer = self._last_of(self._optimizers, " ".join(baselines))
+        s.baseline_dtype = self._last_of(self._dtypes, " ".join(baselines))
+        s.dtype = self._last_of(self._dtypes, chosen) or self._last_of(self._dtypes, low)
         near = list(_KV_DTYPE.finditer(low))  # the last one: "and in int8?" about the cache wins
         if near:
             s.kv_dtype = self._last_of(self._dtypes, near[-1].group(1))
@@ -291,8 +302,8 @@ class Sizing:
             rest = _KV_DTYPE.sub(" ", low)
             s.dtype = self._last_of(self._dtypes, rest) or s.dtype
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
-        s.state_dtype = self._state_dtype(low)
-        s.optimizer = self._last_of(self._optimizers, low)
+        s.state_dtype = self._state_dtype(chosen) or self._state_dtype(low)
+        s.optimizer = self._last_of(self._optimizers, chosen) or self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         s.replicated = _replicated_shape(low)
         s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
@@ -483,7 +494,8 @@ class Sizing:
             return [host]
         donated = self._donated(s, language) if asked else None
         if donated is not None:  # "how much did donation save?": that state, not the whole training state
-            return [donated]
+            step = self._batch_step(s, language, saving=donated.value_bytes)
+            return [donated, step] if step is not None else [donated]
         accumulator = self._accumulator(s, language)
         turn_cues = self.read(turn).cues if turn else s.cues  # what this turn itself asks about
         if accumulator is not None and "extra" in turn_cues:
@@ -528,6 +540,9 @@ class Sizing:
             out.append(batch)
         elif data is not None and (asked or (s.device_memory and data.value_bytes >= BIG_SHARE * s.device_memory)):
             out.append(data)
+        step = self._batch_step(s, language)
+        if step is not None:  # "each sample takes 0.45 GiB: batch 16 → 24?"
+            out.append(step)
         copy = self._kept_copy(s, language)
         if copy is not None:  # "I keep an f32 copy of the params as self.eval_params": that copy first
             out.insert(0, copy)
@@ -876,6 +891,23 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="donated_state", text=text, value_bytes=int(size),
                             sources=["computed"], cite=DONATION_CITE)
 
+    def _batch_step(self, s: Stated, language: str, saving: float | None = None) -> FigureAnswer | None:
+        """A larger batch asked about with the memory one sample takes: what the step adds, and
+        against what donation frees (`saving`) when that is asked beside it."""
+        per_sample, old, new = (s.values.get(k) for k in ("per_sample", "batch_from", "batch"))
+        if not per_sample or not old or not new or new <= old:
+            return None
+        delta = int(new - old)
+        extra = delta * per_sample
+        parts = [self._msg("batch_step", language, batch_from=_num(old), batch=_num(new), delta=delta,
+                           per_sample=format_bytes(per_sample), extra=format_bytes(extra))]
+        if saving:
+            values = dict(extra=format_bytes(extra), saving=format_bytes(saving), net=format_bytes(abs(saving - extra)))
+            parts.append(self._msg("batch_step_donated", language, batch=_num(new), batch_from=_num(old), **values)
+                         if saving > extra else self._msg("batch_step_donated_short", language, **values))
+        return FigureAnswer(kind=KIND, subject="batch_step", text=self._join(parts, language), value_bytes=int(extra),
+                            sources=["computed"], cite=DONATION_CITE if saving else TRAINING_CITE)
+
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
         """The float32 gradient accumulator that gradient accumulation adds, when it is named
         beside a model size."""
@@ -970,6 +1002,16 @@ class Sizing:
                                      self._msg("offloaded_moments_over", language,
                                                over=format_bytes(kept - s.device_memory), **where))
                 parts[:0] = first
+            if s.baseline_optimizer is not None or s.baseline_dtype is not None:
+                # "how much do I save compared with AdamW fp32?": that baseline's state beside this one
+                base_opt = s.baseline_optimizer or opt
+                base_bytes = s.baseline_dtype.bytes if s.baseline_dtype else 4
+                base = params * (2 + base_opt.moments) * base_bytes
+                if base > need:
+                    name = f"{base_opt.name} {s.baseline_dtype.name if s.baseline_dtype else 'float32'}"
+                    parts.append(self._msg("training_compared", language, baseline=name,
+                                           per_param=_num((2 + base_opt.moments) * base_bytes),
+                                           state=format_bytes(base), saving=format_bytes(base - need)))
             total = state
             # a log of the user's own run and a model known by its name only, its state sharded to a
             # small share of each device: the log says what fills the device, not this arithmetic
@@ -1070,12 +1112,13 @@ class Sizing:
         else:
             out.append(self._msg("no_fit_one", language, device=device, memory=label, need=shown)
                        if training else self._msg("weights_no_fit_one", language, device=device, memory=label))
-            if training and memory:  # how many devices it takes, sharded evenly
-                full, half = math.ceil(need / memory), math.ceil(need / (memory / 2))
-                slice_ = half if s.gpu else 1 << (half - 1).bit_length()  # TPU slices come in powers of two
-                out.append(self._msg("min_devices", language, need=shown, memory=format_bytes(memory), full=full,
-                                     half_memory=format_bytes(memory / 2), half=half, slice=slice_,
-                                     per_device=format_bytes(need / slice_)))
+        if training and memory and need > memory and (devices == 1 or per > memory):
+            # how many devices it takes, sharded evenly (also when the devices named are too few)
+            full, half = math.ceil(need / memory), math.ceil(need / (memory / 2))
+            slice_ = half if s.gpu else 1 << (half - 1).bit_length()  # TPU slices come in powers of two
+            out.append(self._msg("min_devices", language, need=shown, memory=format_bytes(memory), full=full,
+                                 half_memory=format_bytes(memory / 2), half=half, slice=slice_,
+                                 per_device=format_bytes(need / slice_)))
         placed = min(need, per if devices > 1 else need)
         if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
             out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
@@ -1088,6 +1131,7 @@ class Sizing:
         layers, tensors, batch, seq, hidden = (v.get(k) for k in ("layers", "tensors", "batch", "seq", "hidden"))
         if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden, v.get("heads"))):
             return self._activations_estimate(s, language)
+        batch, global_note = self._device_batch(s, language)
         if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden)):
             # the shape without the heads or a count of kept tensors: what full remat keeps
             dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
@@ -1095,6 +1139,7 @@ class Sizing:
             parts = [self._msg("activations_remat", language, layers=_num(layers), batch=_num(batch), seq=_num(seq),
                                hidden=_num(hidden), bytes=_num(dtype_bytes), dtype=dtype_name,
                                remat=format_bytes(layers * one), one=format_bytes(one))]
+            parts += [global_note] if global_note else []
             if s.dtype is None:
                 parts.append(self._msg("assumed", language, what="bfloat16"))
             return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
@@ -1107,10 +1152,21 @@ class Sizing:
                            seq=_num(seq), hidden=_num(hidden), bytes=_num(dtype_bytes), dtype=dtype_name,
                            activations=format_bytes(layers * tensors * one), remat=format_bytes(layers * one),
                            one_layer=format_bytes(tensors * one))]
+        parts += [global_note] if global_note else []
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="bfloat16"))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
+
+    def _device_batch(self, s: Stated, language: str) -> tuple[float | None, str | None]:
+        """The batch one device holds: a batch stated beside several devices, a whole multiple of
+        them and not said to be per device, is the global batch (JAX's arrays are global), split
+        evenly; with the line saying so, since the asker may have meant it per device."""
+        batch, n = s.values.get("batch"), s.devices
+        if not batch or not n or n <= 1 or "per_device_batch" in s.cues or batch < n or batch % n:
+            return batch, None
+        return batch / n, self._msg("batch_per_device", language, batch=_num(batch), devices=_num(n),
+                                    per_device=_num(batch / n))
 
     def _experts(self, s: Stated, language: str) -> FigureAnswer | None:
         """A mixture of experts whose shape the text gives: the experts' weights (gate, up and down
@@ -1164,12 +1220,14 @@ class Sizing:
         2022, "Reducing Activation Recomputation in Large Transformer Models"), and 2·s·b·h per
         layer (its input) with every layer rematerialized."""
         v = s.values
-        layers, batch, seq, hidden, heads = (v[k] for k in ("layers", "batch", "seq", "hidden", "heads"))
+        layers, seq, hidden, heads = (v[k] for k in ("layers", "seq", "hidden", "heads"))
+        batch, global_note = self._device_batch(s, language)
         per_layer = seq * batch * hidden * (34 + 5 * heads * seq / hidden)
         remat = 2 * seq * batch * hidden * layers
         parts = [self._msg("activations_estimate", language, seq=_num(seq), batch=_num(batch), hidden=_num(hidden),
                            heads=_num(heads), per_layer=format_bytes(per_layer), layers=_num(layers),
                            total=format_bytes(per_layer * layers), remat=format_bytes(remat))]
+        parts += [global_note] if global_note else []
         if s.device_memory:
             parts.append(self._share(s, per_layer * layers, language))
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),

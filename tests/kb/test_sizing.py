@@ -986,3 +986,51 @@ def test_the_slice_one_runs_on_is_the_device_when_another_is_only_considered_and
     by = {a.subject: a.text for a in lines}
     assert "TPU v2, 7.48 GiB" in by["training_state"]
     assert "7.48 GiB usable HBM each" in by["slice v2-8"] and "15.48 GiB usable HBM each" in by["slice v3-8"]
+
+
+def test_a_baseline_compared_with_is_not_the_choice_and_the_saving_against_it_is_said():
+    # the optimizer and dtype chosen are the ones not after "compared with"; the baseline is stated beside
+    a = _only("Unser 13B-Modell auf einer v4-32: mit Adafactor und bf16 für Gewichte und Gradienten, wie viel spare "
+              "ich im Vergleich zu AdamW fp32, und passt es dann?", "de", asked=True)
+    # Adafactor without momentum, all bfloat16: (2 + 0) × 2 B = 4 B per parameter
+    assert "Adafactor" in a.text and format_bytes(13e9 * 4) in a.text
+    # against Adam float32, 16 B per parameter: 193.72 GiB, saving 145.29 GiB
+    assert "Gegenüber Adam float32 (16 B pro Parameter, 193.72 GiB)" in a.text
+    assert format_bytes(13e9 * 16 - 13e9 * 4) in a.text
+    # without a comparison the last optimizer named is the choice, as before
+    b = _only("13B on a v4-32 with adafactor, then adamw instead: does it fit?", asked=True)
+    assert "Adam optimizer state" in b.text and "193.72 GiB" in b.text and "Against" not in b.text
+
+
+def test_devices_too_few_for_the_state_say_how_many_it_takes():
+    # 20.55B × 16 B = 306.22 GiB over 8 v3 cores of 15.48 GiB: 38.28 GiB each; 20 cores to hold it
+    a = _only("20.55B parameters, AdamW, fp32 weights, TPU v3-8: how many v3 cores at least?", asked=True)
+    assert "306.22 GiB" in a.text and "at least 20 devices" in a.text
+
+
+def test_a_larger_batch_from_the_memory_per_sample_against_what_donation_frees():
+    lines = SIZING.answer("and if I donate the state, how much do I save? each sample takes about 0.45 GiB of "
+                          "temporaries, can I go from batch 16 to 24?", "en", asked=True,
+                          earlier="Flax model, 350M parameters float32, optax.adamw on an RTX 3090 (24GB), OOM at batch=16")
+    by = {a.subject: a for a in lines}
+    # the state donated: 350M × 12 B = 3.91 GiB; 8 more samples × 0.45 GiB = 3.60 GiB, 319.03 MiB less
+    assert "3.91 GiB" in by["donated_state"].text
+    assert "Batch 16 → 24" in by["batch_step"].text and "3.60 GiB" in by["batch_step"].text
+    assert "319.03 MiB" in by["batch_step"].text and "compile it" in by["batch_step"].text
+    # read in Arabic too: "350 مليون بارامتر", "من 16 إلى 24"
+    s = SIZING.read("نموذج 350 مليون بارامتر، كل عينة تأخذ 0.45 GiB، هل أرفع الباتش من 16 إلى 24؟")
+    assert s.values["params"] == 350e6 and s.values["batch_from"] == 16 and s.values["batch"] == 24
+    assert s.values["per_sample"] == pytest.approx(0.45 * GiB)
+
+
+def test_a_global_batch_on_a_slice_is_split_over_its_devices():
+    # v4-256 is 128 chips: a global batch of 128 is one sequence per chip, 80 × 2048 × 8192 × 2 B = 2.50 GiB
+    a = next(a for a in SIZING.answer(
+        "Llama-70B-like, 80 layers, d_model 8192, seq 2048, on a v4-256 with global batch 128 and remat per layer: "
+        "how big are the activations?", "en", asked=True) if a.subject == "activations")
+    assert "batch 1 × 2048" in a.text and "= 2.50 GiB" in a.text and "128 devices: 1 per device" in a.text
+    # "batch ... por chip" is the asker's own per-device batch: not split again
+    s = SIZING.read("v4-256, batch 8 por chip, seq 2048")
+    assert "per_device_batch" in s.cues
+    # "a batch lowered from 2048 to 1024..." is 1024
+    assert SIZING.read("bajé la batch de 2048 a 1024... sigue el OOM").values["batch"] == 1024
