@@ -394,6 +394,10 @@ class Assistant:
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
                        and not self.sizing.asks_to_fit(question))
             figures, sizes = ([*figures, *sizes] if settled else [*sizes, *figures]), []
+        elif sizes and {"how", "snippet"} & set(analysis.asks) and any(f.kind == ANSWER for f in figures):
+            # "how do I launch it?" after a conversation of arithmetic: the way asked for first, the
+            # figures this turn changed after it
+            figures, sizes = [*figures, *sizes], []
         # "did that, still the same error" with nothing new of its own: the conversation's short
         # answer again, whose conditions are what to check (not passages found by this turn's words)
         if (context.follow_up and context.subject and not figures and not sizes and not chosen

@@ -443,3 +443,16 @@ def test_a_follow_up_opened_with_a_continuation_word_asks_the_conversations_arit
                            "conversation_id": first["conversation_id"]})
     assert second["follow_up"] and second["grounded"] and second["language"] == "fr"
     assert "au plus 32 séquences" in second["answer"] and "en tout" not in second["answer"]
+
+
+def test_a_how_to_follow_up_after_arithmetic_opens_with_the_way_asked_for(client):
+    first = _ask(client, {"question": "Можно ли обучить модель на 20B параметров на TPU v3-8? AdamW, веса fp32."})
+    assert "298.02 GiB" in first["answer"]  # 20e9 × 16 B
+    # the slice changes (the figures with it), but what is asked is how to start it
+    follow = _ask(client, {"question": "Хорошо, беру v3-32 (4 хоста). Как запускать — один и тот же скрипт на "
+                                       "всех хостах? Дай команды запуска.",
+                           "conversation_id": first["conversation_id"]})
+    assert follow["language"] == "ru" and follow["follow_up"]
+    opening = follow["answer"].split("\n\n")[0]
+    assert "--worker=all" in opening and "jax.distributed.initialize()" in opening
+    assert "jax.distributed.initialize()" in follow["answer"].split("```python")[1]

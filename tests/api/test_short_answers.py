@@ -183,6 +183,12 @@ CASES = [
      "memory_analysis()"),
     ("en MaxText, ¿qué remat_policy gasta menos HBM que save_dot_except_mlp y cómo la paso por línea de comandos?",
      "es", "maxtext_remat_policy", "remat_policy=full"),
+    # a slice of several hosts: the same program started on every host, and what to check in it
+    ("v4-32 = 4 hosts. how do I launch my train.py on all of them, same command everywhere?", "en",
+     "multihost_launch", "--worker=all"),
+    ("v5e-32 多主机训练怎么启动？每台主机都要跑同一个命令吗？", "zh", "multihost_launch",
+     "jax.distributed.initialize()"),
+    ("Comment lancer mon script sur tous les hôtes d'une v4-64 ?", "fr", "multihost_launch", "jax.process_count()"),
 ]
 
 
@@ -313,6 +319,8 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
 
 
 @pytest.mark.parametrize("question, answer_id", [
+    # host memory and a command, but not a slice of several hosts being started
+    ("host memory fills up when I run the command on my v4-8", "multihost_launch"),
     # a pure TensorFlow/Keras OOM is another framework's: not the answer about TensorFlow beside JAX
     ("My Keras model runs out of GPU memory with TensorFlow 2.15, how do I fix it?", "tensorflow_with_jax"),
     ("tf.data pipeline with JAX is slow, how do I prefetch?", "tensorflow_with_jax"),
