@@ -993,3 +993,25 @@ def test_tensorflows_tpuestimator_printing_xlas_wording_is_declined_and_a_jax_li
     p = ask(client, "converting the PyTorch GPT-J 6B checkpoint to Paxml on a TPU v3-8 OOMs. With a mesh [1, 1, 8] "
                     "how much per core for the fp32 weights? (GPT-J = 6 053 381 344 parameters)")
     assert p.grounded and "22.55 GiB" in p.answer and "2.82 GiB" in p.answer and "6.05B" in p.answer
+
+
+# a GPU program with no temporaries whose arrays are the failed size: a weight loaded or converted
+WEIGHT_LOAD_LOG = (
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.\n"
+    "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+    "             parameter allocation:    1.00GiB\n              constant allocation:         0B\n"
+    "        maybe_live_out allocation:    1.00GiB\n     preallocated temp allocation:         0B\n"
+    "                 total allocation:    2.00GiB\nPeak buffers:\n    Buffer 1:\n        Size: 1.00GiB\n"
+    "        Entry Parameter Subshape: f32[16384,16384]\n")
+
+
+def test_a_gpu_program_without_temporaries_is_a_weight_loaded_not_activations(client):
+    r = ask(client, "Loading my checkpoint on 4 GPUs of 24GB each, that should be 96GB, but it dies while "
+                    "loading the params. Why?", WEIGHT_LOAD_LOG)
+    first = r.answer.split("\n\n")[0]
+    assert "no temporaries" in first and "1.00 GiB" in first and "a smaller batch cannot help" in first
+    assert "first GPU" in first
+    # four cards of 24 GB are not one of 96 GB: no share of a "96 GB GPU" anywhere
+    assert "96.00 GiB GPU" not in r.answer and "96 GB GPU" not in r.answer
+    r = ask(client, "bhai 2 GPU matlab 30GB hona chahiye na, load karte hi OOM aa gaya", WEIGHT_LOAD_LOG)
+    assert "30.00 GiB" not in r.answer
