@@ -228,6 +228,7 @@ class Assistant:
             if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter
                 facts["params_named"], facts["params_label"] = stated
         facts = derive_facts(facts, self._generation(question, log, facts))
+        facts = self._capacity_of_the_device_named(facts, question)
         if facts.get("requested_bytes") and self.sizing.allocation_shape(
                 "\n".join([*(t.question for t in earlier if t.question), question]), facts["requested_bytes"]):
             facts["requested_factored"] = True  # the asker's own figures multiply to it: that says what it is
@@ -679,6 +680,21 @@ class Assistant:
         named = (self.parts.figures.generations_in(question[:GENERATION_CHARS])
                  or self.parts.figures.generations_in(log[:GENERATION_CHARS]))
         return named[0] if named else None
+
+    def _capacity_of_the_device_named(self, facts: dict, question: str) -> dict:
+        """A TPU log that reports no capacity ("Total hbm usage >= 9.50G" without "of 7.48G"), about
+        a TPU the question names: that device's usable HBM is the capacity, and the program and its
+        arguments (what the compiler sets against it) are what it needs."""
+        needs = (facts.get("program_bytes") or 0) + (facts.get("argument_bytes") or 0)
+        if facts.get("category") != "compile_hbm_oom" or facts.get("available_bytes") or not needs:
+            return facts
+        s = self.sizing.read(question)
+        if not (s.device and s.device.startswith("TPU") and s.device_memory):
+            return facts
+        out = {**facts, "available_bytes": s.device_memory, "used_bytes": needs}
+        if needs > s.device_memory:
+            out["exceeded_by_bytes"] = needs - s.device_memory
+        return out
 
     def _lead(self, analysis: QuestionAnalysis, language: str, chosen: set[str]) -> Remedy | None:
         """The remedy that answers the topic asked about, to lead the answer; None when no topic

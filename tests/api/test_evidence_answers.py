@@ -1015,3 +1015,23 @@ def test_a_gpu_program_without_temporaries_is_a_weight_loaded_not_activations(cl
     assert "96.00 GiB GPU" not in r.answer and "96 GB GPU" not in r.answer
     r = ask(client, "bhai 2 GPU matlab 30GB hona chahiye na, load karte hi OOM aa gaya", WEIGHT_LOAD_LOG)
     assert "30.00 GiB" not in r.answer
+
+
+# a TPU compile log that gives the program's size but no capacity ("of 7.48G" is missing)
+NO_CAPACITY_LOG = (
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error.\n"
+    "Total hbm usage >= 6.20G:\n    reserved        530.00M\n    program           5.68G\n    arguments            0B\n\n"
+    "Output size 0B; shares 0B with arguments.\n\nProgram hbm requirement 5.68G:\n    global           241.0K\n"
+    "    scoped            9.56M\n    HLO temp          5.67G (100.0% utilization: Unpadded (5.64G) Padded (5.64G), "
+    "0.4% fragmentation (36.60M))\n")
+
+
+def test_a_log_without_capacity_is_set_against_the_tpu_the_question_names(client):
+    # on a v2 core (7.48 GiB usable) 5.68 GiB fits; on... the question names a v2-8 whose core has 7.48 GiB
+    r = ask(client, "dies at the first step on a TPU v2-8, how much am I over?", NO_CAPACITY_LOG.replace(
+        "6.20G", "9.50G").replace("5.68G", "8.98G").replace("5.67G", "8.97G"))
+    # program 8.98 GiB against the v2 core's 7.48 GiB: 1.50 GiB over (not the 9.50 GiB total with reserved)
+    assert "needs 8.98 GiB of HBM but only 7.48 GiB is available: 1.50 GiB too much" in r.answer
+    # no TPU named: nothing is assumed
+    r = ask(client, "dies at the first step, how much am I over?", NO_CAPACITY_LOG)
+    assert "too much" not in r.answer

@@ -459,3 +459,19 @@ def test_launch_lines_asked_after_the_shares_get_them_with_the_shares_of_the_run
                           "conversation_id": first["conversation_id"]})
     head = third["answer"].split("### ")[0]
     assert head.count("XLA_PYTHON_CLIENT_MEM_FRACTION=.30 python train_") == 3 and "subprocess.Popen" in head
+
+
+def test_the_tools_asked_for_beside_the_preallocated_pool_are_both_answered(client):
+    body = _ask(client, {"question": "Flax auf einer A100 40GB: nvidia-smi zeigt direkt nach dem ersten Aufruf 30 GiB belegt, obwohl das "
+                                     "Modell winzig ist. "
+                                     "Welche Tools gibt es, um den Speicher aufzuschlüsseln?"})
+    subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
+    assert subjects[:2] == ["memory_from_code", "gpu_preallocation"], subjects
+    assert "memory_stats()" in body["answer"] and "XLA_PYTHON_CLIENT_PREALLOCATE=false" in body["answer"]
+
+
+def test_two_processes_on_one_gpu_get_the_shell_lines_and_the_in_script_lines(client):
+    body = _ask(client, {"question": "Two JAX trainings on one L4, the second dies with RESOURCE_EXHAUSTED. How do "
+                                     "I launch both?"})
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.45 python train.py --seed 1 &" in body["answer"]
+    assert 'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".45"' in body["answer"]
