@@ -235,6 +235,8 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
 _GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
                         r"显卡|グラボ|그래픽카드)(?![a-z0-9_])")
 
+#: An [N, N] failed allocation of N items at least this many, nothing pairing them on purpose: a broadcast.
+SQUARE_BROADCAST_MIN = 10_000
 #: A model state this small a share of the one device named is not worth a line unless asked.
 SMALL_SHARE = 0.5
 #: A tensor this big a share of the one device named is worth its line unasked.
@@ -464,7 +466,8 @@ class Sizing:
         lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
                              capacity, turn=f"{text}{shape}", used=used)
         if own:
-            lines.insert(0, self._allocation_line(factored, requested, language))
+            square = "square_meant" not in self.read(f"{earlier}\n{text}").cues
+            lines.insert(0, self._allocation_line(factored, requested, language, square_broadcast=square))
         said = self.read(f"{earlier}\n{text}" if earlier else text)
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
@@ -1541,12 +1544,17 @@ class Sizing:
                                     paired=paired, assumed=dtype is None)
         return None
 
-    def _allocation_line(self, f: "Factored", requested: int, language: str) -> FigureAnswer:
-        """The failed allocation written as the product of the user's own figures."""
+    def _allocation_line(self, f: "Factored", requested: int, language: str,
+                         square_broadcast: bool = False) -> FigureAnswer:
+        """The failed allocation written as the product of the user's own figures (an [N, N] of N
+        items nothing pairs on purpose: said to be a broadcast, when `square_broadcast`)."""
         shape = "[" + ", ".join(map(str, f.dims)) + "]"
         parts = [self._msg("allocation_factored", language, requested=_grouped(requested, language),
                            size=format_bytes(requested), factors=" × ".join(_grouped(d, language) for d in f.dims),
                            bytes=_num(f.dtype_bytes), dtype=f.dtype, shape=shape)]
+        if square_broadcast and len(f.dims) == 2 and f.dims[0] == f.dims[1] >= SQUARE_BROADCAST_MIN:
+            parts.append(self._msg("allocation_square", language, count=str(f.dims[0]),  # as a shape writes it
+                                   size=format_bytes(requested)))
         if f.paired:  # a count used twice though written once: every pair of them, each with its own item
             item = list(f.dims)
             for n in f.paired:

@@ -1034,3 +1034,16 @@ def test_a_global_batch_on_a_slice_is_split_over_its_devices():
     assert "per_device_batch" in s.cues
     # "a batch lowered from 2048 to 1024..." is 1024
     assert SIZING.read("bajé la batch de 2048 a 1024... sigue el OOM").values["batch"] == 1024
+
+
+def test_an_n_by_n_failed_allocation_of_n_items_is_said_to_be_a_broadcast_unless_pairs_are_meant():
+    # 120000 rows: a column (120000, 1) against a vector (120000,) is 120000² × 4 B = 53.64 GiB
+    q = "numpyro model with 120000 observations, y = df[['y']].values, likelihood with obs=y, OOM on an A100 40GB"
+    a = SIZING.answer(q, "en", requested=120000 * 120000 * 4)[0]
+    assert a.subject == "allocation_factored" and "(120000, 1)" in a.text and "df['y'].values" in a.text
+    # a distance matrix of 120000 points is meant to be N x N: the arithmetic only
+    q = "pairwise distance matrix of 120000 points, OOM on an A100 40GB"
+    a = SIZING.answer(q, "en", requested=120000 * 120000 * 4)[0]
+    assert a.subject == "allocation_factored" and "broadcast" not in a.text
+    # "verosimilitud" holds "similitud": still a likelihood, not a similarity matrix
+    assert "square_meant" not in SIZING.read("la verosimilitud con obs=y").cues
