@@ -308,6 +308,8 @@ class Sizing:
         s.optimizer = self._last_of(self._optimizers, chosen) or self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         s.replicated = _replicated_shape(low)
+        if not {"block_m", "block_k", "block_n"} & s.values.keys():
+            s.values.update(_block_shapes(low))
         s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
         self._read_devices(low, s, capacity)
         return s
@@ -2091,6 +2093,24 @@ def _replicated_shape(low: str) -> tuple[str, int] | None:
             _, dims = min(near, key=lambda n: min(abs(word.start() - n[0].end()), abs(n[0].start() - word.end())))
             return "[" + ", ".join(map(str, dims)) + "]", math.prod(dims)
     return None
+
+
+#: where a kernel's block shapes are given ("BlockSpec は x が (1024, 2048)、y が (2048, 1024)")
+_BLOCK_WORD = re.compile(r"blockspec|block_shape|block shape|blocks?(?![a-z])|ブロック|블록|块|блок\w*|bloques?|blocos?|blocs?")
+_PAIR = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+
+def _block_shapes(low: str) -> dict[str, float]:
+    """A matmul kernel's blocks written as shapes after a word for blocks: the first two of them
+    that chain, (bm, bk) then (bk, bn), give bm, bk and bn."""
+    at = _BLOCK_WORD.search(low)
+    if at is None:
+        return {}
+    shapes = [(int(a), int(b)) for a, b in _PAIR.findall(low[at.start():])]
+    for (m, k), (k2, n) in zip(shapes, shapes[1:]):
+        if k == k2:
+            return {"block_m": m, "block_k": k, "block_n": n}
+    return {}
 
 
 def _plain_digits(text: str) -> str:

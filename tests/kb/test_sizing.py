@@ -1047,3 +1047,14 @@ def test_an_n_by_n_failed_allocation_of_n_items_is_said_to_be_a_broadcast_unless
     assert a.subject == "allocation_factored" and "broadcast" not in a.text
     # "verosimilitud" holds "similitud": still a likelihood, not a similarity matrix
     assert "square_meant" not in SIZING.read("la verosimilitud con obs=y").cues
+
+
+def test_a_matmul_kernel_s_blocks_written_as_shapes_are_counted_double_buffered():
+    # bm, bk, bn from the BlockSpecs' shapes, not from the whole arrays' (4096, 4096) written before them
+    a = next(a for a in SIZING.answer(
+        "Pallas matmul on v5e, x:(4096,4096) bf16 and y:(4096,4096) bf16; BlockSpecs x (512, 1024), y (1024, 512), "
+        "out (512, 512) bf16, plus a VMEM scratch accumulator (512, 512) f32. Why does it need more than the blocks?",
+        "en") if a.subject == "pallas_blocks")
+    # (512×1024 + 1024×512 + 512×512) × 2 B = 2.50 MiB, twice over = 5.00 MiB, + 1.00 MiB accumulator = 6.00 MiB
+    assert "2.50 MiB" in a.text and "5.00 MiB" in a.text and "6.00 MiB" in a.text
+    assert SIZING.read("x:(4096,4096), y:(4096,4096), no blocks named").values.get("block_m") is None
