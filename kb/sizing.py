@@ -987,8 +987,9 @@ class Sizing:
                 parts.append(self._msg("training_mu_bf16", language, params=count, per_param=per_param - 2,
                                        state=format_bytes(need)))
             mixed = {"bfloat16", "float32"} <= s.dtypes_named and "mixed_precision" in s.cues
-            if "optimizer_state" in s.cues and opt.moments == 2 and not mixed:  # mu and nu asked about: said first
-                # (not a mixed setup that only names its f32 moments: its per-parameter sum is the answer)
+            if "optimizer_state" in s.cues and opt.moments == 2 and (not mixed or "offload" in s.cues):
+                # mu and nu asked about: said first (not a mixed setup that only names its f32 moments:
+                # its per-parameter sum is the answer; unless the moments are what is moved to the host)
                 first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,
                                    opt_state=format_bytes(params * 4 * opt.moments), mu_saving=format_bytes(params * 2))]
                 if devices > 1:

@@ -1058,3 +1058,12 @@ def test_a_matmul_kernel_s_blocks_written_as_shapes_are_counted_double_buffered(
     # (512×1024 + 1024×512 + 512×512) × 2 B = 2.50 MiB, twice over = 5.00 MiB, + 1.00 MiB accumulator = 6.00 MiB
     assert "2.50 MiB" in a.text and "5.00 MiB" in a.text and "6.00 MiB" in a.text
     assert SIZING.read("x:(4096,4096), y:(4096,4096), no blocks named").values.get("block_m") is None
+
+
+def test_mixed_precision_is_read_across_a_dotted_name_and_moments_moved_to_the_host_are_sized_per_device():
+    a = _only("Llama 6.74B params in Flax on a v6e-8, params em bf16 com FSDP nos 8 chips e optax.adamw com mu/nu em "
+              "float32. Quero deixar o opt_state em pinned_host: quanto de HBM eu libero por chip?", "pt", asked=True)
+    # mixed precision read ("optax.adamw" no longer ends the sentence): 2 + 2 + 8 = 12 B = 75.33 GiB
+    assert "75.33 GiB" in a.text
+    # the moments moved to the host: 6.74e9 × 8 B = 50.22 GiB, 6.28 GiB per chip, said first
+    assert a.text.startswith("Só o estado do Adam") and "6.28 GiB por dispositivo" in a.text
