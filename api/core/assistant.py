@@ -388,8 +388,10 @@ class Assistant:
             chosen = []  # the log's allocation is the user's own array: no profiling steps to find it
         if by_arithmetic and "snippet" not in analysis.asks:
             # the arithmetic asked for answers it: concept answers its words also touch are not shown,
-            # nor the generation's HBM, which the arithmetic states as the capacity it used
-            figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default")]
+            # nor the generation's HBM, which the arithmetic states as the capacity it used (an answer
+            # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
+            marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language)}
+            figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
         if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks

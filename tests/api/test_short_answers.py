@@ -475,3 +475,13 @@ def test_two_processes_on_one_gpu_get_the_shell_lines_and_the_in_script_lines(cl
                                      "I launch both?"})
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.45 python train.py --seed 1 &" in body["answer"]
     assert 'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".45"' in body["answer"]
+
+
+def test_threefry_buffers_named_beside_an_allocation_failure_lead_with_the_random_bits(client):
+    body = _ask(client, {"question": "4x A100 80GB, nn.with_logical_partitioning on a Dense(131072) kernel, jax.jit(model.init, "
+                                     "out_shardings=...) fails with \"Out of memory while trying to allocate 68719476736 "
+                                     "bytes\"; the peak buffers are threefry2x32 u32[2,4294967296]. Why, it is sharded?"})
+    subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
+    assert subjects[0] == "threefry_partitionable" and "flax_logical_rules" not in subjects, subjects
+    assert body["answer"].split("\n\n")[0].count("threefry") >= 1
+    assert "temporaries" not in body["answer"].split("\n\n")[0]
