@@ -60,6 +60,8 @@ class Tried(_Strict):
     subject: list[str] = Field(min_length=1)
     done: list[str] = Field(min_length=1)
     why: Texts
+    #: said instead of `why` when each device holds one sample (nothing left to split or halve)
+    why_one_per_device: Texts | None = None
     #: a constraint the user states rather than something done ("without reducing the batch"):
     #: read from its own `done` cues only, whose negation words are part of them
     constraint: bool = False
@@ -98,6 +100,8 @@ class QuestionAnalysis(BaseModel):
     sizes: list[int] = []  # byte sizes the question names ("48 MiB", "100 Mo"), in order
     #: whether a cue phrase named the topics (not only a resemblance by meaning)
     topics_named: bool = False
+    #: each device holds one sample (set by the assistant from the figures stated): nothing to halve
+    one_per_device: bool = False
 
     @property
     def topic(self) -> str | None:
@@ -190,6 +194,8 @@ def load_intents(path: str = str(INTENTS_FILE)) -> _Matcher:
     intents = read_model(path, Intents)
     for t in intents.tried:
         check_texts(path, f"tried.{t.id}.why", t.why, set())
+        if t.why_one_per_device is not None:
+            check_texts(path, f"tried.{t.id}.why_one_per_device", t.why_one_per_device, set())
     return _Matcher(intents)
 
 

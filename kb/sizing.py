@@ -1164,6 +1164,11 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(layers * tensors * one), sources=["computed"], cite=ACTIVATIONS_CITE)
 
+    def device_batch(self, text: str) -> float | None:
+        """The batch one device holds, as the text states it (a global batch split over the devices named)."""
+        s = self.read(text)
+        return self._device_batch(s, "en")[0] if s.values.get("batch") else None
+
     def _device_batch(self, s: Stated, language: str) -> tuple[float | None, str | None]:
         """The batch one device holds: a batch stated beside several devices, a whole multiple of
         them and not said to be per device, is the global batch (JAX's arrays are global), split

@@ -260,8 +260,8 @@ class Assistant:
                 "stated": list(analysis.tried),
                 "tried": list(dict.fromkeys([*analysis.tried, *context.tried_items])),
                 "tried_remedies": list(dict.fromkeys([*analysis.tried_remedies, *context.tried]))})
-        if self.sizing.read(question).values.get("batch") == 1:  # a batch of 1 has nothing left to halve
-            analysis = analysis.model_copy(update={"tried_remedies": list(dict.fromkeys(
+        if self.sizing.device_batch(question) == 1:  # a batch of 1 per device has nothing left to halve
+            analysis = analysis.model_copy(update={"one_per_device": True, "tried_remedies": list(dict.fromkeys(
                 [*analysis.tried_remedies, *question_api.tried_item("batch").remedies]))})
         chosen = (
             choose_remedies(self.catalogue, facts, category, limit=len(self.catalogue.remedies))
@@ -810,8 +810,11 @@ class Assistant:
         # "I already did X, what now?": first why X was not enough, then what to do instead (an
         # earlier turn's X stays tried, its explanation is not repeated).
         stated = [] if analysis is None else analysis.tried if analysis.stated is None else analysis.stated
+        one_each = analysis is not None and analysis.one_per_device
         for tried_id in stated:
-            lines += [question_api.tried_item(tried_id).why[language], ""]
+            item = question_api.tried_item(tried_id)
+            why = item.why_one_per_device if one_each and item.why_one_per_device else item.why
+            lines += [why[language], ""]
         if lead is not None:  # the answer to what was asked, before the steps
             lines += [f"{lead.text} [`{lead.cite}`]", ""]
             lines += self.parts.snippet_lines(lead.snippet, shown_code)  # as a step would show it

@@ -1035,3 +1035,14 @@ def test_a_log_without_capacity_is_set_against_the_tpu_the_question_names(client
     # no TPU named: nothing is assumed
     r = ask(client, "dies at the first step, how much am I over?", NO_CAPACITY_LOG)
     assert "too much" not in r.answer
+
+
+def test_keeping_a_batch_of_one_per_device_is_not_answered_with_microbatches(client):
+    # v4-256 is 128 chips: a global batch of 128 is one sequence on each
+    r = ask(client, "80 layers, d_model 8192, seq 2048 on a v4-256, global batch 128, remat per layer. Compile OOM by "
+                    "1.8G: how do I get rid of it without changing the batch?")
+    assert "one sample per device" in r.answer and "MultiSteps" not in r.answer
+    assert "nothing_saveable" in r.answer
+    # eight per device: microbatches are the way to keep it
+    r = ask(client, "seq 2048 on a v4-8, global batch 32, compile OOM: how do I fix it without reducing the batch?")
+    assert "MultiSteps" in r.answer and "one sample per device" not in r.answer
