@@ -189,6 +189,9 @@ CASES = [
     ("v5e-32 多主机训练怎么启动？每台主机都要跑同一个命令吗？", "zh", "multihost_launch",
      "jax.distributed.initialize()"),
     ("Comment lancer mon script sur tous les hôtes d'une v4-64 ?", "fr", "multihost_launch", "jax.process_count()"),
+    # MaxText's whole launch line, not only its remat key
+    ("Donne-moi la ligne de lancement MaxText complète (FSDP sur les 8 puces, bf16, remat max, batch 1 par puce).",
+     "fr", "maxtext_command", "ici_fsdp_parallelism=-1"),
 ]
 
 
