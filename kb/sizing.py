@@ -582,7 +582,7 @@ class Sizing:
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if batch is None and (("memory_named" in s.cues and asked and not s.values.get("params"))
                               or len(self._slices_in(text)) > 1):  # two slices named: compared, each per device
-            out += self._slices(text, language)
+            out += self._slices(text, language, used=s.log_used if s.from_log else None)
         return out
 
     def _host_checkpoint(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -856,9 +856,10 @@ class Sizing:
                 out.append((m.group(0), gens[0], int(m.group(2))))
         return out
 
-    def _slices(self, text: str, language: str) -> list[FigureAnswer]:
+    def _slices(self, text: str, language: str, used: int | None = None) -> list[FigureAnswer]:
         """Each slice named: its chips (what the number in its name counts), the devices JAX shows
-        (one per TensorCore, or one per chip where JAX runs megacore) and their usable HBM."""
+        (one per TensorCore, or one per chip where JAX runs megacore) and their usable HBM; with the
+        user's log's program (`used` per device), whether it fits each."""
         out = []
         for name, gen, n in self._slices_in(text):
             f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
@@ -874,6 +875,11 @@ class Sizing:
             text_ = self._msg("slice_size", language, slice=name, chips=_num(chips), counts=counts,
                               devices=_num(chips * per_chip), view=view, per_device=format_bytes(per_device),
                               public=f.hbm_public.value)
+            if used:
+                text_ = self._join([text_, self._msg("slice_fits", language, used=format_bytes(used),
+                                                     left=format_bytes(per_device - used)) if used <= per_device
+                                    else self._msg("slice_over", language, used=format_bytes(used),
+                                                   over=format_bytes(used - per_device))], language)
             out.append(FigureAnswer(kind=KIND, subject=f"slice {name}", text=text_,
                                     value_bytes=int(per_device * chips * per_chip), sources=["measured"],
                                     cite=SLICE_CITE))

@@ -1046,3 +1046,13 @@ def test_keeping_a_batch_of_one_per_device_is_not_answered_with_microbatches(cli
     # eight per device: microbatches are the way to keep it
     r = ask(client, "seq 2048 on a v4-8, global batch 32, compile OOM: how do I fix it without reducing the batch?")
     assert "MultiSteps" in r.answer and "one sample per device" not in r.answer
+
+
+def test_two_slices_compared_beside_a_log_say_which_one_the_program_fits(client):
+    r = ask(client, "on a v2-8 it dies at the first step. v2-8 and v3-8 are the same memory, right? switching is "
+                    "pointless?", NO_CAPACITY_LOG.replace("6.20G", "9.50G").replace("5.68G", "8.98G")
+            .replace("5.67G", "8.97G"))
+    v2 = next(line for line in r.answer.splitlines() if line.startswith("**v2-8:**"))
+    v3 = next(line for line in r.answer.splitlines() if line.startswith("**v3-8:**"))
+    assert "8.98 GiB per device, is 1.50 GiB over here" in v2
+    assert "fits here with 6.50 GiB to spare" in v3
