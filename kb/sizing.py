@@ -120,7 +120,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
-               "batch_from", "per_sample")
+               "batch_from", "per_sample", "per_param_claim")
 
 
 class _Strict(BaseModel):
@@ -1014,6 +1014,12 @@ class Sizing:
                                      self._msg("offloaded_moments_over", language,
                                                over=format_bytes(kept - s.device_memory), **where))
                 parts[:0] = first
+            claimed = s.values.get("per_param_claim")
+            if claimed and claimed > per_param and need == state:
+                # "I read Adam is 20 B per parameter": what that counts beyond this setup's own
+                parts.append(self._msg("per_param_claim", language, claimed=_num(claimed), per_param=per_param,
+                                       optimizer=opt.name, moments=opt.moments,
+                                       claimed_total=format_bytes(params * claimed)))
             if s.baseline_optimizer is not None or s.baseline_dtype is not None:
                 # "how much do I save compared with AdamW fp32?": that baseline's state beside this one
                 base_opt = s.baseline_optimizer or opt

@@ -1067,3 +1067,14 @@ def test_mixed_precision_is_read_across_a_dotted_name_and_moments_moved_to_the_h
     assert "75.33 GiB" in a.text
     # the moments moved to the host: 6.74e9 × 8 B = 50.22 GiB, 6.28 GiB per chip, said first
     assert a.text.startswith("Só o estado do Adam") and "6.28 GiB por dispositivo" in a.text
+
+
+def test_a_bytes_per_parameter_claim_above_the_setup_s_own_is_explained():
+    a = _only("I read Adam needs 20 bytes per parameter. 2B params, all float32, optax.adam on one A100 80GB: "
+              "how many GiB for params + grads + mu + nu?", asked=True)
+    # the setup's own 16 B: 29.80 GiB; the claim's 20 B: 37.25 GiB, with what it adds
+    assert "29.80 GiB" in a.text and "The 20 B per parameter you read" in a.text and "37.25 GiB" in a.text
+    assert SIZING.read("Adam은 파라미터당 20바이트라고 봤는데").values["per_param_claim"] == 20
+    # a claim at or under the setup's own count says nothing
+    assert "you read" not in _only("2B params float32 adam, 16 bytes per param, one A100 80GB: total?",
+                                   asked=True).text
