@@ -1311,6 +1311,12 @@ class Sizing:
                                        total=format_bytes(2 * held * layers)))
             else:
                 parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(held * layers)))
+        elif (steps := s.values.get("steps")) and steps > 1 and "loop_named" in s.cues and subject == "tensor":
+            # a loop's carry under grad: once per step, and what two-level remat brings it to
+            k = max(1, round(math.sqrt(steps)))
+            copies = k + math.ceil(steps / k)
+            parts.append(self._msg("tensor_steps", language, steps=_num(steps), total=format_bytes(held * steps),
+                                   k=k, copies=copies, best=format_bytes(held * copies)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),

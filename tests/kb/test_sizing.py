@@ -1078,3 +1078,13 @@ def test_a_bytes_per_parameter_claim_above_the_setup_s_own_is_explained():
     # a claim at or under the setup's own count says nothing
     assert "you read" not in _only("2B params float32 adam, 16 bytes per param, one A100 80GB: total?",
                                    asked=True).text
+
+
+def test_a_loop_s_carry_under_grad_is_counted_per_step_and_with_two_level_remat():
+    a = next(a for a in SIZING.answer(
+        "grad through a lax.scan of 40000 steps in total, carry of shape (20000, 100) float32; I put a remat every "
+        "1000 steps. How much memory should this take?", "en", asked=True) if a.subject == "tensor")
+    # 20000 × 100 × 4 B = 7.63 MiB per step; × 40000 = 298.02 GiB; k = 200: 200 + 200 copies = 2.98 GiB
+    assert "7.63 MiB" in a.text and "40000 steps: 298.02 GiB" in a.text and "k = 200, 400 copies, 2.98 GiB" in a.text
+    # "every 1000 steps" is a period, not the count
+    assert SIZING.read("every 1000 steps a block, 40000 steps in total").values["steps"] == 40000
