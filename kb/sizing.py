@@ -235,6 +235,8 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
 _GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
                         r"显卡|グラボ|그래픽카드)(?![a-z0-9_])")
 
+#: How far after the words of a cap its figure may stand ("no more than about 8GB").
+CAP_REACH = 24
 #: An [N, N] failed allocation of N items at least this many, nothing pairing them on purpose: a broadcast.
 SQUARE_BROADCAST_MIN = 10_000
 #: A model state this small a share of the one device named is not worth a line unless asked.
@@ -705,17 +707,23 @@ class Sizing:
     def _pool_cap(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """One most JAX may take of the GPU named ("JAX should use at most 30 GB of the 48 GB A6000,
         the rest is vLLM's"): the fraction of the whole card that stays under it, rounded down."""
-        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and "cap" in s.cues):
+        if not (s.gpu and s.card_memory and {"mem_fraction", "env_var"} & s.cues and "cap" in s.cues):
             return None
         card = s.card_memory / (1 << 30)
         needs = self._needs(text, card)
+        if len(needs) != 1:  # several figures: the one the cap words stand before ("not more than ~8GB")
+            needs = [n for n in self._capped(text) if n in needs][:1]
         if len(needs) != 1:
             return None
         cap = needs[0]
         fraction = math.floor(cap / card * 100) / 100
+        default = (self._msg("pool_default", language, card=f"{_num(round(card, 2))} GB",
+                             pool=format_bytes(GPU_POOL_SHARE * s.card_memory))
+                   if "default_asked" in s.cues else "")
         text_ = self._msg("pool_cap", language, cap=f"{_num(cap)} GB", card=f"{_num(round(card, 2))} GB",
                           exact=f"{cap / card:.3f}".rstrip("0").lstrip("0"), fraction=_fraction(fraction),
                           pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
+        text_ = self._join([default, text_], language) if default else text_
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
@@ -1823,6 +1831,17 @@ class Sizing:
                                                      language, **said)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
                             sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares))
+
+    def _capped(self, text: str) -> list[float]:
+        """The memory figures right after the words of a cap ("at most 8GB", "لا يأخذ أكثر من 8GB")."""
+        low = (text or "").lower()
+        out = []
+        for pattern in self._cues["cap"]:
+            for m in pattern.finditer(low):
+                figure = _GB.search(low[m.end(): m.end() + CAP_REACH])
+                if figure is not None:
+                    out.append(float(figure.group(1)))
+        return out
 
     def _needs(self, text: str, card: float) -> list[float]:
         """The memory figures `text` states as needs on a `card`-sized GPU: not what is said to be

@@ -1088,3 +1088,14 @@ def test_a_loop_s_carry_under_grad_is_counted_per_step_and_with_two_level_remat(
     assert "7.63 MiB" in a.text and "40000 steps: 298.02 GiB" in a.text and "k = 200, 400 copies, 2.98 GiB" in a.text
     # "every 1000 steps" is a period, not the count
     assert SIZING.read("every 1000 steps a block, 40000 steps in total").values["steps"] == 40000
+
+
+def test_a_cap_asked_without_the_variable_s_name_among_other_figures_gets_its_fraction_and_the_default():
+    a = next(a for a in SIZING.answer(
+        "Flax whisper on an A100 40GB: nvidia-smi shows 31 to 34GB used while PyTorch takes 3GB. How much does JAX "
+        "reserve by default on this card, and which environment variable and value keep it to no more than about "
+        "8GB?", "en") if a.subject == "pool_shares")
+    # the default pool: 75% × 40 GB = 30.00 GiB; the cap: 8 / 40 = .20
+    assert "30.00 GiB of 40 GB" in a.text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.20" in a.text
+    s = SIZING.read("ما هو متغير البيئة بالضبط وقيمته حتى لا يأخذ أكثر من 8GB")
+    assert {"env_var", "cap"} <= s.cues
