@@ -116,6 +116,21 @@ _WORD_START = r"(?<![0-9A-Za-z_\u00c0-\u024f\u0370-\u04ff])"
 _SIZE_IN_TEXT = re.compile(r"(?<![\w.])(\d{1,6}(?:[.,]\d{1,3})?)\s?([kmgt])(?:i?b|o)?(?![a-z])", re.IGNORECASE)
 
 
+#: The words of a limit being set ("vmem_limit_bytes を 120MB に", "raise the limit to 96 MiB").
+_LIMIT_NAMED = re.compile(r"vmem_limit_bytes|scoped_vmem_limit\w*|limit|上限|リミット|лимит\w*|限制|한도|limite|límite|"
+                          r"grenze|limit\w*|सीमा|الحد", re.IGNORECASE)
+
+
+def limit_asked(text: str) -> int | None:
+    """The size the text asks a limit to be set to: the first size within a few words after the
+    limit's name (not the sizes said of the data before it)."""
+    for m in _LIMIT_NAMED.finditer(text or ""):
+        after = _SIZE_IN_TEXT.search(text, m.end(), m.end() + 24)
+        if after is not None:
+            return parse_size(f"{after.group(1).replace(',', '.')}{after.group(2).upper()}")
+    return None
+
+
 def sizes_in(text: str) -> list[int]:
     """The byte sizes named in `text`."""
     return [parse_size(f"{n.replace(',', '.')}{unit.upper()}") for n, unit in _SIZE_IN_TEXT.findall(text)]

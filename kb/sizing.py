@@ -963,6 +963,8 @@ class Sizing:
         params = s.values.get("params")
         if not params or params < 1e6 or params > 1e13:
             return None
+        if "vmem_named" in s.cues and "params" in s.from_model:
+            return None  # a kernel's VMEM asked about: the model's name says what runs, not a size asked
         known = s.device_memory is not None
         training = ((s.optimizer is not None or "training" in s.cues)
                     and not {"no_training", "params_only"} & s.cues)  # "only the params in bf16, how much?"

@@ -20,7 +20,7 @@ from oomkb.kb.errors import CatalogueError
 from oomkb.kb.remedies import default_catalogue_dir, load_catalogue
 from oomkb.kb.remedies.schema import Catalogue
 
-__all__ = ["Snippet", "Snippets", "fill_size", "fill_stated", "load_snippets", "snippet_markdown"]
+__all__ = ["Snippet", "Snippets", "fill_limit", "fill_size", "fill_stated", "load_snippets", "snippet_markdown"]
 
 FILE = "snippets.yaml"
 MAX_LINES = 25
@@ -113,6 +113,21 @@ def fill_size(code: str | None, literal: str | None, size_bytes: int | None) -> 
     if not code or not literal or literal not in code or not size_bytes:
         return code
     return code.replace(literal, f"{-(-size_bytes // (1 << 20))} * 1024 * 1024")
+
+
+#: The example VMEM limit of the limit snippets, per kernel (bytes) and for every kernel (KiB).
+_LIMIT_EXAMPLES = (("64 * 1024 * 1024", "{mib} * 1024 * 1024"), ("=65536", "={kib}"), ("(here 64 MiB)", "(here {mib} MiB)"))
+
+
+def fill_limit(code: str | None, size_bytes: int | None) -> str | None:
+    """`code` with its example VMEM limit (64 MiB, per kernel or in KiB for all) replaced by the limit
+    the user asks to set, rounded up to whole MiB."""
+    if not code or not size_bytes:
+        return code
+    mib = -(-size_bytes // (1 << 20))
+    for example, filled in _LIMIT_EXAMPLES:
+        code = code.replace(example, filled.format(mib=mib, kib=mib * 1024))
+    return code
 
 
 def fill_stated(code: str, stated: dict[str, float]) -> str:

@@ -40,7 +40,7 @@ from oomkb.kb.figures import ANSWER
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_size, fill_stated
+from oomkb.kb.snippets import fill_limit, fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -458,12 +458,14 @@ class Assistant:
             except MissingValue:  # a blank value in the evidence: skip the step
                 continue
             snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
+            if r.id not in outcome.snippets:  # a limit the asker wants to set, when no log computed one
+                snippet = fill_limit(snippet, question_api.limit_asked(question))
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=snippet))
         # Without evidence the answer leads with the remedy that answers the topic asked about;
         # with a log or report the evidence orders the steps.
         # A figure asked for is the answer: no remedy guessed from the question's meaning leads it.
-        lead = (self._lead(analysis, language, {r.id for r in remedies})
+        lead = (self._lead(analysis, language, {r.id for r in remedies}, question_api.limit_asked(question))
                 if grounded and diagnosis is None and not facts
                 # the figures asked for are the answer ("how many GiB per chip, to size my batch?")
                 and not (figures and (not analysis.topics_named or "figure" in analysis.asks))
@@ -475,7 +477,7 @@ class Assistant:
         if grounded and not by_arithmetic and not code_asked:
             # (the arithmetic answers it, or the code a follow-up asked for: no figure's general steps after it)
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                snippet=self.parts.snippet(r.id))
+                                snippet=fill_limit(self.parts.snippet(r.id), question_api.limit_asked(question)))
                          for r, text in self.parts.figure_remedies(
                              figures, language, format_bytes,
                              {r.id for r in remedies} | set(analysis.tried_remedies))
@@ -698,9 +700,11 @@ class Assistant:
             out["exceeded_by_bytes"] = needs - s.device_memory
         return out
 
-    def _lead(self, analysis: QuestionAnalysis, language: str, chosen: set[str]) -> Remedy | None:
+    def _lead(self, analysis: QuestionAnalysis, language: str, chosen: set[str],
+              limit: int | None = None) -> Remedy | None:
         """The remedy that answers the topic asked about, to lead the answer; None when no topic
-        names one, when it was tried already, or when the evidence chose it as a step anyway."""
+        names one, when it was tried already, or when the evidence chose it as a step anyway.
+        `limit`: a size the question asks a limit to be set to (its snippet's size, first)."""
         for topic_id in analysis.topics:
             rid = question_api.topic(topic_id).remedy
             if rid is None or rid in analysis.tried_remedies or rid in chosen:
@@ -713,7 +717,8 @@ class Assistant:
             return Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                           # the size the asker names, unless it is one they say they tried already
                           snippet=fill_size(self.parts.snippet(r.id), question_api.topic(topic_id).fill,
-                                            analysis.sizes[0] if analysis.sizes and not analysis.tried else None))
+                                            limit or (analysis.sizes[0] if analysis.sizes and not analysis.tried
+                                                      else None)))
         return None
 
     @staticmethod

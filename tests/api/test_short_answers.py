@@ -488,3 +488,15 @@ def test_threefry_buffers_named_beside_an_allocation_failure_lead_with_the_rando
     assert subjects[0] == "threefry_partitionable" and "flax_logical_rules" not in subjects, subjects
     assert body["answer"].split("\n\n")[0].count("threefry") >= 1
     assert "temporaries" not in body["answer"].split("\n\n")[0]
+
+
+def test_a_vmem_limit_the_asker_wants_goes_into_both_limit_snippets(client):
+    body = _ask(client, {"question": "v6e で Pallas カーネルが VMEM OOM。データは ~32MB なのに scoped が ~121MB まで膨らむ。"
+                                     "vmem_limit_bytes を 120MB にしたい。pallas_call でどう書く？グローバルの LIBTPU フラグと値も。"})
+    # the size after the limit's name, not the data's 32 MB before it; the global flag in KiB
+    assert "vmem_limit_bytes=120 * 1024 * 1024" in body["answer"]
+    assert "--xla_tpu_scoped_vmem_limit_kib=122880" in body["answer"]
+    # a model named beside a kernel's VMEM is not sized
+    body = _ask(client, {"question": "vLLM Llama3-70B on v6e-8: the ragged paged attention Pallas kernel hits a VMEM "
+                                     "OOM. How high can vmem_limit_bytes go?"})
+    assert "70.6B" not in body["answer"]
