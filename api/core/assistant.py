@@ -224,6 +224,9 @@ class Assistant:
         facts = self.rules.read_text_facts(facts, log, question)
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
+            card = self.sizing.read(question).card_memory
+            if card and "gpu_memory_named_bytes" not in facts and facts.get("backend") == "gpu":
+                facts["gpu_memory_named_bytes"] = card  # a GPU named by its model ("RTX A6000"): its memory
             stated = self.sizing.params_stated("\n".join([*(t.question for t in earlier if t.question), question]))
             if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter
                 facts["params_named"], facts["params_label"] = stated

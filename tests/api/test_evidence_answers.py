@@ -1056,3 +1056,19 @@ def test_two_slices_compared_beside_a_log_say_which_one_the_program_fits(client)
     v3 = next(line for line in r.answer.splitlines() if line.startswith("**v3-8:**"))
     assert "8.98 GiB per device, is 1.50 GiB over here" in v2
     assert "fits here with 6.50 GiB to spare" in v3
+
+
+SMALL_REQUEST_LOG = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                     "allocate 535484416 bytes.")
+
+
+def test_a_small_failed_request_on_a_full_pool_is_the_last_straw_not_a_big_buffer(client):
+    # an RTX A6000 named by its model (48 GB), XLA_PYTHON_CLIENT_MEM_FRACTION=.9: a 43.20 GiB pool
+    r = ask(client, "Full fine-tune on an RTX A6000 with XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 dies with this. "
+                    "Fragmentation?", SMALL_REQUEST_LOG)
+    first = r.answer.split("\n\n")[0]
+    assert "510.68 MiB" in first and "1.0%" in first and "43.20 GiB" in first and "jax.live_arrays()" in first
+    assert "temporaries" not in first
+    # a fraction set and no card known: a larger fraction cannot help, not "at most the last 25%"
+    r = ask(client, "with XLA_PYTHON_CLIENT_MEM_FRACTION=.95 set it still fails", SMALL_REQUEST_LOG)
+    assert "95%" in r.answer.split("\n\n")[0] and "25%" not in r.answer.split("\n\n")[0]
