@@ -500,3 +500,11 @@ def test_a_vmem_limit_the_asker_wants_goes_into_both_limit_snippets(client):
     body = _ask(client, {"question": "vLLM Llama3-70B on v6e-8: the ragged paged attention Pallas kernel hits a VMEM "
                                      "OOM. How high can vmem_limit_bytes go?"})
     assert "70.6B" not in body["answer"]
+
+
+def test_numpy_run_inside_a_jitted_function_is_a_constant_of_each_executable(client):
+    body = _ask(client, {"question": "Утечка памяти: функция под jit со static_argnums, внутри numpy.random.rand(3200000). "
+                                     "На каждое новое n — рекомпиляция, память растёт. Что растёт и как лечить?"})
+    subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
+    assert subjects[0] == "trace_time_numpy" and "memory_from_code" not in subjects, subjects
+    assert "jax.clear_caches()" in body["answer"] and "jax.random.uniform" in body["answer"]
