@@ -104,7 +104,9 @@ MAX_FACTORS = 5  # an allocation explained by at most this many of the stated nu
 _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])\d{1,3}(?:\.\d{3})+(?![\d.,)\]])"
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
-                        r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])")
+                        r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
+                        # in parentheses before a word: a count, not a tuple ("(1,887,621,120 params)")
+                        r"|(?<=\()\d{1,3}(?:,\d{3})+(?=\s+[^\W\d_])")
 # a size with its unit ("600 MiB", "1.5 GB", "600 МБ"), and the words that leave it outside JAX's pool
 _SIZE = re.compile(r"(?<![a-z0-9_.])(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|go|mo|гб|мб)(?![a-z])")
 _UNIT_BYTES = {"g": float(1 << 30), "m": float(1 << 20)}
@@ -1902,6 +1904,11 @@ class Sizing:
                         pool=format_bytes(pool), fraction=_fraction(s.pool_share),
                         expected=format_bytes(expected)), value_bytes=expected, sources=["computed"],
                         cite=POOL_CITE)
+                if "oom" not in s.cues and ("other_program" not in s.cues or "compared" in s.cues):
+                    # seen, not failing ("nnx shows 61GB, pytorch 38GB"): the pool, not the use
+                    return FigureAnswer(kind=KIND, subject="gpu_pool_seen", text=self._msg(
+                        "pool_seen", language, seen=said, memory=format_bytes(card), pool=format_bytes(pool)),
+                        value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
                 if "other_program" in s.cues:
                     # held while another framework on the card needs it ("torch OOMs"): the pool is
                     # kept for the process's life, not leaked, and it is too big, not too small

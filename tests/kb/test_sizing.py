@@ -1099,3 +1099,12 @@ def test_a_cap_asked_without_the_variable_s_name_among_other_figures_gets_its_fr
     assert "30.00 GiB of 40 GB" in a.text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.20" in a.text
     s = SIZING.read("ما هو متغير البيئة بالضبط وقيمته حتى لا يأخذ أكثر من 8GB")
     assert {"env_var", "cap"} <= s.cues
+
+
+def test_the_pool_seen_beside_another_framework_compared_with_is_the_pool_not_the_use():
+    lines = SIZING.answer("benchmarking flax nnx vs pytorch on one A100 80GB: a 1,887,621,120 params MLP, optax adam; "
+                          "pytorch sits at 38.5GB but nnx shows ~61GB in nvidia-smi. what should params + grads + "
+                          "adam cost?", "en", asked=True)
+    by = {a.subject: a for a in lines}
+    assert "28.13 GiB" in by["training_state"].text  # 1,887,621,120 × 16 B: a count in parentheses read whole
+    assert "peak_bytes_in_use" in by["gpu_pool_seen"].text and "other framework" not in by["gpu_pool_seen"].text
