@@ -76,6 +76,9 @@ class Intents(_Strict):
     tried: list[Tried] = Field(min_length=1)
     unnamed_oom_next: list[str] = Field(default_factory=list, description=(
         "the steps for an OOM said without a log, a topic or anything tried, in order"))
+    requests: list[str] = Field(default_factory=list, description=(
+        "words that ask for something (\"give me the code ... with donation\"): a clause with one "
+        "describes what is wanted, not what was done"))
 
     @field_validator("clause_breaks")
     @classmethod
@@ -183,6 +186,7 @@ class _Matcher:
                        for t in intents.topics]
         self.already = already = _pattern(intents.already)
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
+        self.requests = _pattern(intents.requests) if intents.requests else None
 
     def clauses(self, text: str) -> list[str]:
         return [c for c in self.breaks.split(" " + _lowered(text) + " ") if c.strip()]
@@ -263,6 +267,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
             clause = _ANNOTATION.sub(" ", clause)
             if item.constraint:
                 hit = subject.search(clause) and done.search(clause)
+            elif m.requests is not None and m.requests.search(clause) and not already.search(clause):
+                hit = False  # "give me a train step with donation": what is wanted, not what was done
             else:
                 hit = (subject.search(clause) and (done.search(clause) or already.search(clause) or listed[n])
                        and not negation.search(clause))

@@ -139,3 +139,16 @@ def test_a_requested_snippet_is_filled_with_the_askers_size(client):
 def test_what_was_tried_is_read_in_more_wordings(question, language, tried):
     from oomkb.kb.question import analyse
     assert analyse(question, language).tried == tried
+
+
+@pytest.mark.parametrize("text", [
+    "give me the exact code: the nnx train step with donation",
+    "дай код train step с donate_argnums",
+    "donne-moi un train step avec donate_argnums",
+])
+def test_code_asked_for_with_a_remedy_in_it_is_not_that_remedy_tried(text):
+    assert "donation" not in analyse(text).tried
+
+
+def test_a_remedy_said_done_beside_a_request_is_still_tried():
+    assert "donation" in analyse("I already run with donate_argnums, give me the next step").tried
