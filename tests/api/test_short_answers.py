@@ -183,6 +183,9 @@ CASES = [
      "memory_analysis()"),
     ("en MaxText, ¿qué remat_policy gasta menos HBM que save_dot_except_mlp y cómo la paso por línea de comandos?",
      "es", "maxtext_remat_policy", "remat_policy=full"),
+    # the real use asked for beside what nvidia-smi shows
+    ("how do I see the real usage of my jitted step instead of whatever nvidia-smi shows?", "en",
+     "memory_from_code", "peak_bytes_in_use"),
     # a slice of several hosts: the same program started on every host, and what to check in it
     ("v4-32 = 4 hosts. how do I launch my train.py on all of them, same command everywhere?", "en",
      "multihost_launch", "--worker=all"),
