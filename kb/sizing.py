@@ -115,7 +115,7 @@ _LEAVE = re.compile(r"leave|spare|headroom|keep .{0,12}free|छोड़|laisser
 # a decimal comma before a magnitude or a unit ("32,5 milliards", "7,8 Mio.", "1,5 GB"): a decimal
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*|mrd\.?|billion\w*|bilh\w*|mil millones|"
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
-                            r"[bmk](?![a-z])|gi?b(?![a-z])|go(?![a-z])|гб|%))", re.I)
+                            r"[bmk](?![a-z])|gi?b(?![a-z])|go(?![a-z])|гб|g\s*param|%))", re.I)
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",

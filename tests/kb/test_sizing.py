@@ -1108,3 +1108,10 @@ def test_the_pool_seen_beside_another_framework_compared_with_is_the_pool_not_th
     by = {a.subject: a for a in lines}
     assert "28.13 GiB" in by["training_state"].text  # 1,887,621,120 × 16 B: a count in parentheses read whole
     assert "peak_bytes_in_use" in by["gpu_pool_seen"].text and "other framework" not in by["gpu_pool_seen"].text
+
+
+def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
+    # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
+    a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
+              asked=True)
+    assert "11.3B" in a.text and "84.19 GiB" in a.text
