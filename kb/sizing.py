@@ -1142,6 +1142,12 @@ class Sizing:
         else:
             out.append(self._msg("no_fit_one", language, device=device, memory=label, need=shown)
                        if training else self._msg("weights_no_fit_one", language, device=device, memory=label))
+        if training and memory and devices > 1 and "data_parallel" in s.cues:
+            # "and plain data parallel instead of FSDP?": the whole state on every device
+            verdict = (self._msg("dp_fits", language, left=format_bytes(memory - need)) if need <= memory
+                       else self._msg("dp_over", language, over=format_bytes(need - memory)))
+            out.append(self._msg("data_parallel_state", language, need=shown, memory=label, devices=devices,
+                                 verdict=verdict, per_device=format_bytes(per)))
         if training and memory and need > memory and (devices == 1 or per > memory):
             # how many devices it takes, sharded evenly (also when the devices named are too few)
             full, half = math.ceil(need / memory), math.ceil(need / (memory / 2))

@@ -1115,3 +1115,12 @@ def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
               asked=True)
     assert "11.3B" in a.text and "84.19 GiB" in a.text
+
+
+def test_plain_data_parallel_keeps_the_whole_state_on_every_device_and_moments_in_fp32_are_mixed_precision():
+    a = _only("Llama-3.1-8B full SFT on a v4-8, bfloat16, AdamW. And with plain data-parallel instead of FSDP, and "
+              "the AdamW moments kept in fp32?", asked=True)
+    # bf16 weights and grads, f32 moments: 8.03e9 × 12 B = 89.74 GiB; 4 chips of 30.50 GiB
+    assert "89.74 GiB" in a.text
+    assert "Data parallel alone keeps the whole state on every device: 89.74 GiB on each of the 4" in a.text
+    assert "it does not fit, 59.24 GiB over" in a.text and "(FSDP) it is 22.44 GiB each" in a.text
