@@ -585,8 +585,10 @@ class Sizing:
         out += [line for line in (ceiling, shares, self._buckets(s, language)) if line is not None]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if batch is None and (("memory_named" in s.cues and asked and not s.values.get("params"))
+                              or "pooled_sum" in s.cues  # "8 cores of 8 GB, so 64 GB?": per device, not a pool
                               or len(self._slices_in(text)) > 1):  # two slices named: compared, each per device
-            out += self._slices(text, language, used=s.log_used if s.from_log else None)
+            out += self._slices(text, language, used=s.log_used if s.from_log else None,
+                                log_device=(s.device, s.device_memory) if s.from_log else None)
         return out
 
     def _host_checkpoint(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -866,7 +868,8 @@ class Sizing:
                 out.append((m.group(0), gens[0], int(m.group(2))))
         return out
 
-    def _slices(self, text: str, language: str, used: int | None = None) -> list[FigureAnswer]:
+    def _slices(self, text: str, language: str, used: int | None = None,
+                log_device: tuple[str | None, int | None] | None = None) -> list[FigureAnswer]:
         """Each slice named: its chips (what the number in its name counts), the devices JAX shows
         (one per TensorCore, or one per chip where JAX runs megacore) and their usable HBM; with the
         user's log's program (`used` per device), whether it fits each."""
@@ -886,10 +889,14 @@ class Sizing:
                               devices=_num(chips * per_chip), view=view, per_device=format_bytes(per_device),
                               public=f.hbm_public.value)
             if used:
+                # against the log's own capacity where the log is from this generation (older logs
+                # print the raw HBM, "of 8.00G", where a deviceless compile measures 7.48)
+                cap = (log_device[1] if log_device and log_device[1] and log_device[0] == f"TPU {gen}"
+                       else per_device)
                 text_ = self._join([text_, self._msg("slice_fits", language, used=format_bytes(used),
-                                                     left=format_bytes(per_device - used)) if used <= per_device
+                                                     left=format_bytes(cap - used)) if used <= cap
                                     else self._msg("slice_over", language, used=format_bytes(used),
-                                                   over=format_bytes(used - per_device))], language)
+                                                   over=format_bytes(used - cap))], language)
             out.append(FigureAnswer(kind=KIND, subject=f"slice {name}", text=text_,
                                     value_bytes=int(per_device * chips * per_chip), sources=["measured"],
                                     cite=SLICE_CITE))

@@ -1072,3 +1072,11 @@ def test_a_small_failed_request_on_a_full_pool_is_the_last_straw_not_a_big_buffe
     # a fraction set and no card known: a larger fraction cannot help, not "at most the last 25%"
     r = ask(client, "with XLA_PYTHON_CLIENT_MEM_FRACTION=.95 set it still fails", SMALL_REQUEST_LOG)
     assert "95%" in r.answer.split("\n\n")[0] and "25%" not in r.answer.split("\n\n")[0]
+
+
+def test_devices_times_their_memory_added_up_gets_the_slice_per_device_against_the_log(client):
+    r = ask(client, "Auf einer Colab TPU v2-8 kommt das hier. Die TPU hat doch 8 Kerne à 8 GB, also 64 GB?",
+            "RuntimeError: Resource exhausted: Ran out of memory in memory space hbm. Used 18.74G of 8.00G hbm. "
+            "Exceeded hbm capacity by 10.74G.")
+    line = next(x for x in r.answer.splitlines() if x.startswith("**v2-8:**"))
+    assert "kein gemeinsamer Pool" in line and "18.74 GiB pro Gerät, liegt hier 10.74 GiB darüber" in line
