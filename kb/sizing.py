@@ -25,6 +25,7 @@ from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.evidence_rules import SEQUENCE_MIN, VOCAB_MIN
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
 from oomkb.kb.language import join_sentences
+from oomkb.kb.question import limit_asked
 from oomkb.kb.remedies.plurals import placeholders
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.translations import check_texts
@@ -1336,6 +1337,8 @@ class Sizing:
                                        total=format_bytes(2 * held * layers)))
             else:
                 parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(held * layers)))
+        if "vmem_named" in s.cues and s.device and s.device.startswith("TPU"):
+            parts += self._vmem_block(held, s, language, text)
         elif (steps := s.values.get("steps")) and steps > 1 and "loop_named" in s.cues and subject == "tensor":
             # a loop's carry under grad: once per step, and what two-level remat brings it to
             k = max(1, round(math.sqrt(steps)))
@@ -1346,6 +1349,25 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _vmem_block(self, held: float, s: Stated, language: str, text: str) -> list[str]:
+        """A tensor that is a Pallas block: twice over in VMEM, against the generation's default
+        scoped limit, its physical VMEM, and a limit the text asks for."""
+        hw = self.figures.gens.get(s.device.removeprefix("TPU "))
+        if hw is None or not hw.vmem_bytes or not hw.scoped_vmem_default_bytes:
+            return []
+        double = 2 * held
+        out = [self._msg("tensor_vmem", language, held=format_bytes(held), double=format_bytes(double),
+                         scoped=format_bytes(hw.scoped_vmem_default_bytes), gen=s.device,
+                         physical=format_bytes(hw.vmem_bytes))]
+        limit = limit_asked(text)
+        if limit:  # "and with vmem_limit_bytes at 100 MiB?"
+            verdict = (self._msg("vmem_fits", language, left=format_bytes(limit - double)) if double <= limit
+                       else self._msg("vmem_over", language, over=format_bytes(double - limit)))
+            out.append(self._msg("tensor_vmem_limit", language, limit=format_bytes(limit), verdict=verdict))
+        if double > hw.vmem_bytes:
+            out.append(self._msg("tensor_vmem_beyond", language, physical=format_bytes(hw.vmem_bytes)))
+        return out
 
     def _policy_sizes(self, text: str) -> tuple[float | None, list[tuple[str, float]]]:
         """The arguments (GiB) and each remat policy's measured temporaries (GiB) that `text`

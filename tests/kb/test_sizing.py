@@ -1124,3 +1124,13 @@ def test_plain_data_parallel_keeps_the_whole_state_on_every_device_and_moments_i
     assert "89.74 GiB" in a.text
     assert "Data parallel alone keeps the whole state on every device: 89.74 GiB on each of the 4" in a.text
     assert "it does not fit, 59.24 GiB over" in a.text and "(FSDP) it is 22.44 GiB each" in a.text
+
+
+def test_a_tensor_that_is_a_pallas_block_is_counted_double_buffered_against_the_vmem():
+    first = "TPU v6e Pallas flash attention VMEM OOM: the kernel copies the whole bf16[1,16,33024,72] block at once."
+    (a,) = [x for x in SIZING.answer(first, "en", asked=True) if x.subject == "padded_tensor"]
+    # 72 pads to 128: 129.00 MiB; twice over 258.00 MiB, beyond v6e's 128 MiB of VMEM
+    assert "2 × 129.00 MiB = 258.00 MiB" in a.text and "no limit can hold it" in a.text
+    (b,) = [x for x in SIZING.answer("and with vmem_limit_bytes at 100MiB, does it fit with double buffering?",
+                                     "en", earlier=first, asked=True) if x.subject == "padded_tensor"]
+    assert "With `vmem_limit_bytes` at 100.00 MiB: it does not fit, 158.00 MiB over" in b.text
