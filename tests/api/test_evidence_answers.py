@@ -1080,3 +1080,13 @@ def test_devices_times_their_memory_added_up_gets_the_slice_per_device_against_t
             "Exceeded hbm capacity by 10.74G.")
     line = next(x for x in r.answer.splitlines() if x.startswith("**v2-8:**"))
     assert "kein gemeinsamer Pool" in line and "18.74 GiB pro Gerät, liegt hier 10.74 GiB darüber" in line
+
+
+def test_a_device_buffer_error_while_weights_load_is_about_loading_them_sharded_not_the_batch(client):
+    r = ask(client, "loading gemma with keras_nlp on a TPU v3-8, the VM has 330GB of RAM so why only 2.30G free??",
+            ">>> keras_nlp.models.GemmaCausalLM.from_preset(\"hf://google/gemma-2-9b-it\")\nXlaRuntimeError: "
+            "RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 4.39G. That was not possible. "
+            "There are 2.30G free.; (0x0x0_HBM0)")
+    first = r.answer.split("\n\n")[0]
+    assert "while the weights are loaded" in first and "host's RAM does not count" in first
+    assert "batch" not in first and "rt-batch-size" not in ids(r)
