@@ -110,6 +110,10 @@ class TextFact(BaseModel):
     stops: list[str] = Field(default_factory=list)
 
 
+#: How far before a value the words proposing it may stand ("if I set XLA_PYTHON_CLIENT_MEM_FRACTION=.95").
+PROPOSED_REACH = 40
+
+
 class CountFact(BaseModel):
     """A number the asker states in the question ("over 8 chips", "v5e-8", ".95"): the first
     match of any pattern (its first group), read from the question only, never from a log."""
@@ -124,6 +128,9 @@ class CountFact(BaseModel):
                                                       "(.95 of XLA_PYTHON_CLIENT_MEM_FRACTION=.95): a fraction")
     divisor: int = Field(default=1, ge=1, description="units read per device (a v4-32 slice name counts "
                                                      "32 TensorCores: 16 chips, each one JAX device)")
+    proposed: list[str] = Field(default_factory=list, description=(
+        "words just before the value that propose it rather than state it (\"if I set X=.95, will it "
+        "pass?\"): a value so written is not read"))
 
     @field_validator("patterns")
     @classmethod
@@ -253,6 +260,9 @@ class EvidenceRules:
         for spec, patterns in self.count_facts:
             for pattern in patterns:
                 m = pattern.search(text)
+                if m and spec.proposed and re.search("|".join(spec.proposed), text[max(0, m.start() - PROPOSED_REACH):
+                                                                                   m.start()], re.IGNORECASE):
+                    continue  # proposed, not set ("si je mets X=.95, ça passe ?")
                 if m and m.group(1).isdigit() and spec.decimals:
                     out.setdefault(spec.fact, float(f"0.{m.group(1)}"))
                     break

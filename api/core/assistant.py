@@ -72,7 +72,7 @@ MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
 MAX_STEPS_BESIDE_ANSWER = 2
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
-ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator"})
+ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator", "gpu_pool_seen"})
 #: Arithmetic on the model's training state, not shown unasked beside a short answer that answers
 #: the question ("why is donation not working?" is not asked by the size of Adam's moments).
 ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})

@@ -1090,3 +1090,13 @@ def test_a_device_buffer_error_while_weights_load_is_about_loading_them_sharded_
     first = r.answer.split("\n\n")[0]
     assert "while the weights are loaded" in first and "host's RAM does not count" in first
     assert "batch" not in first and "rt-batch-size" not in ids(r)
+
+
+def test_a_memory_fraction_proposed_in_the_question_is_not_read_as_set(client):
+    log = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 92203078656 bytes."
+    r = ask(client, "GraphCast sur une Tesla V100 32 Go. C'est quoi ce 23.81GiB ? Si je mets "
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 ça passe ?", log)
+    first = r.answer.split("\n\n")[0]
+    assert "votre `XLA_PYTHON_CLIENT_MEM_FRACTION`" not in first and "75%" in first
+    r = ask(client, "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 is set and it still fails on my V100 32GB", log)
+    assert "95%" in r.answer.split("\n\n")[0]
