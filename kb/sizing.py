@@ -1300,7 +1300,7 @@ class Sizing:
         shape = "[" + ", ".join(str(d) for d in dims) + "]"
         parts = [self._msg("tensor", language, shape=shape, elements=_grouped(elements, language), bytes=_num(dtype_bytes),
                            dtype=dtype_name, size=format_bytes(size))]
-        if s.device_memory:  # against the device the text names
+        if s.device_memory and "vmem_named" not in s.cues:  # against the device the text names (its HBM)
             parts.append(self._share(s, size, language))
         subject = "tensor"
         if (len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN  # [..., S, S]: attention scores
@@ -1545,11 +1545,12 @@ class Sizing:
                              self._msg("tpu_padding_by_hand_same", language, minor=minor, target=target,
                                        padded_bytes=_grouped(padded, language)))
             return parts
-        parts = [self._msg("tpu_padding", language, tile=sub, minor=minor, minor_padded=minor_padded, second=second,
-                           second_padded=second_padded, factor=_num(round(padded / size, 1)),
-                           padded=format_bytes(padded))]
+        vmem = "vmem_named" in s.cues  # a Pallas block: the same tiles, in VMEM; its shape is the kernel's
+        parts = [self._msg("tpu_padding_vmem" if vmem else "tpu_padding", language, tile=sub, minor=minor,
+                           minor_padded=minor_padded, second=second, second_padded=second_padded,
+                           factor=_num(round(padded / size, 1)), padded=format_bytes(padded))]
         elements = int(size / dtype_bytes)
-        if minor < 128 and elements % 128 == 0:
+        if minor < 128 and elements % 128 == 0 and not vmem:
             parts.append(self._msg("tpu_padding_reshape", language, reshape=f"[{elements // 128}, 128]"))
         return parts
 

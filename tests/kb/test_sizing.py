@@ -1131,6 +1131,8 @@ def test_a_tensor_that_is_a_pallas_block_is_counted_double_buffered_against_the_
     (a,) = [x for x in SIZING.answer(first, "en", asked=True) if x.subject == "padded_tensor"]
     # 72 pads to 128: 129.00 MiB; twice over 258.00 MiB, beyond v6e's 128 MiB of VMEM
     assert "2 × 129.00 MiB = 258.00 MiB" in a.text and "no limit can hold it" in a.text
+    # the tiles are the block's in VMEM, not HBM's; no share of the HBM, no reshape of the kernel's block
+    assert "129.00 MiB per copy in VMEM" in a.text and "HBM" not in a.text and "[297216, 128]" not in a.text
     (b,) = [x for x in SIZING.answer("and with vmem_limit_bytes at 100MiB, does it fit with double buffering?",
                                      "en", earlier=first, asked=True) if x.subject == "padded_tensor"]
     assert "With `vmem_limit_bytes` at 100.00 MiB: it does not fit, 158.00 MiB over" in b.text
