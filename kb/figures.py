@@ -152,6 +152,13 @@ def _keyword(term: str) -> re.Pattern[str]:
 #: the text just before a generation's name that makes it a model's version ("large-v2"), not
 #: a TPU ("tpu-v4", "cloud-v5e" and a slice's own "v4-8" stay TPUs)
 _MODEL_SUFFIX = re.compile(r"(?<![a-z])(?!tpu-|cloud-|google-)[a-z][a-z0-9.]*-$")
+#: a model's size right after a version ("fuji v2 70B", "llama v2 7b"): the version is the model's
+_MODEL_SIZE_AFTER = re.compile(r"\s*\d+(?:\.\d+)?\s*[bm](?![a-z0-9])")
+
+
+def _model_version(low: str, m: re.Match) -> bool:
+    """Whether a generation's name at `m` is a model's version ("large-v2", "fuji v2 70B")."""
+    return bool(_MODEL_SUFFIX.search(low[max(0, m.start() - 12):m.start()]) or _MODEL_SIZE_AFTER.match(low, m.end()))
 
 
 def _name(term: str) -> re.Pattern[str]:
@@ -195,7 +202,7 @@ class Figures:
         low = text.lower()
         # a version suffix of a model's name ("whisper large-v2", "llama-v2") is not a TPU generation
         spans = [(m.start(), m.end(), name) for name, pat in self._gen_names for m in pat.finditer(low)
-                 if not _MODEL_SUFFIX.search(low[max(0, m.start() - 12):m.start()])]
+                 if not _model_version(low, m)]
         kept = [s for s in spans
                 if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
         ordered: list[str] = []
@@ -207,7 +214,8 @@ class Figures:
     def last_generation_at(self, text: str) -> int:
         """Where the last generation named in `text` starts; -1 when none is."""
         low = text.lower()
-        return max((m.start() for _, pat in self._gen_names for m in pat.finditer(low)), default=-1)
+        return max((m.start() for _, pat in self._gen_names for m in pat.finditer(low) if not _model_version(low, m)),
+                   default=-1)
 
     def without_generations(self, text: str) -> str:
         """`text` with the generations it names blanked out (to ask its question of another)."""

@@ -1136,3 +1136,10 @@ def test_a_tensor_that_is_a_pallas_block_is_counted_double_buffered_against_the_
     (b,) = [x for x in SIZING.answer("and with vmem_limit_bytes at 100MiB, does it fit with double buffering?",
                                      "en", earlier=first, asked=True) if x.subject == "padded_tensor"]
     assert "With `vmem_limit_bytes` at 100.00 MiB: it does not fit, 158.00 MiB over" in b.text
+
+
+def test_a_model_version_before_its_size_is_not_a_tpu_generation():
+    # "fuji v2 70B" on a v5e-256: the device is the v5e, 70e9 × 16 B / 256 = 4.07 GiB per chip
+    a = _only("在 v5e-256 上跑 axlearn 的 fuji v2 70B，FSDP 切满 256 颗芯片，AdamW，参数 f32。每颗芯片要多少 HBM？", "zh",
+              asked=True)
+    assert "TPU v5e" in a.text and "4.07 GiB" in a.text and "v2" not in a.text.replace("fuji v2", "")
