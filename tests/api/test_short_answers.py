@@ -186,6 +186,14 @@ CASES = [
     # the real use asked for beside what nvidia-smi shows
     ("how do I see the real usage of my jitted step instead of whatever nvidia-smi shows?", "en",
      "memory_from_code", "peak_bytes_in_use"),
+    # data-loader workers that import jax for CPU work: each a GPU context
+    ("Grain DataLoader with worker_count=8: every worker takes ~500MB of GPU memory though they only resize images "
+     "on the CPU with jax. How do I keep the workers off the GPU?", "en", "workers_touch_gpu", "JAX_PLATFORMS=cpu"),
+    # scalar-prefetched tables in SMEM
+    ("Pallas paged attention on v6e: block_tables via scalar prefetch, the kernel runs out of SMEM with "
+     "page_size=16. Which page size?", "en", "smem_scalar_prefetch", "max_num_seqs × (max_model_len / page_size)"),
+    ("Como eu meço o uso de memória do device de forma programática no JAX, tipo o MaxBytesInUse do TF?", "pt",
+     "memory_from_code", "peak_bytes_in_use"),
     # a slice of several hosts: the same program started on every host, and what to check in it
     ("v4-32 = 4 hosts. how do I launch my train.py on all of them, same command everywhere?", "en",
      "multihost_launch", "--worker=all"),
