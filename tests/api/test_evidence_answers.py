@@ -1100,3 +1100,10 @@ def test_a_memory_fraction_proposed_in_the_question_is_not_read_as_set(client):
     assert "votre `XLA_PYTHON_CLIENT_MEM_FRACTION`" not in first and "75%" in first
     r = ask(client, "XLA_PYTHON_CLIENT_MEM_FRACTION=.95 is set and it still fails on my V100 32GB", log)
     assert "95%" in r.answer.split("\n\n")[0]
+
+
+def test_a_small_failed_request_without_the_card_known_is_still_the_last_straw(client):
+    r = ask(client, "grad through a long simulation runs out of memory", "RESOURCE_EXHAUSTED: Out of memory while "
+            "trying to allocate 131072 bytes.")
+    first = r.answer.split("\n\n")[0]
+    assert "128.00 KiB, is small" in first and "single buffer this large" not in r.answer
