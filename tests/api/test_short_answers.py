@@ -186,6 +186,9 @@ CASES = [
     # the real use asked for beside what nvidia-smi shows
     ("how do I see the real usage of my jitted step instead of whatever nvidia-smi shows?", "en",
      "memory_from_code", "peak_bytes_in_use"),
+    # a Hugging Face Flax model's random init plus the checkpoint, on one device
+    ("FlaxAutoModelForCausalLM.from_pretrained('EleutherAI/gpt-neo-2.7B') dies with resource exhausted on a TPU "
+     "v3-8 though each core has 16GB. why?", "en", "hf_flax_do_init", "_do_init=False"),
     # data-loader workers that import jax for CPU work: each a GPU context
     ("Grain DataLoader with worker_count=8: every worker takes ~500MB of GPU memory though they only resize images "
      "on the CPU with jax. How do I keep the workers off the GPU?", "en", "workers_touch_gpu", "JAX_PLATFORMS=cpu"),
@@ -333,6 +336,8 @@ def test_offloading_to_the_host_is_answered_with_both_ways(client):
 
 
 @pytest.mark.parametrize("question, answer_id", [
+    # a PyTorch model from Hugging Face: not the Flax loading answer
+    ("AutoModelForCausalLM.from_pretrained OOM with transformers on my GPU", "hf_flax_do_init"),
     # host memory and a command, but not a slice of several hosts being started
     ("host memory fills up when I run the command on my v4-8", "multihost_launch"),
     # a pure TensorFlow/Keras OOM is another framework's: not the answer about TensorFlow beside JAX
