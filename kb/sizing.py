@@ -759,9 +759,15 @@ class Sizing:
         if not (m and s.gpu and s.card_memory):
             return None
         fraction = float(m.group(1))
+        card = s.card_memory
+        if 16 < fraction <= 100:  # "100", meant as a percent
+            text_ = self._msg("pool_percent", language, fraction=_num(fraction), exact=_fraction(fraction / 100),
+                              card=format_bytes(card), pool_exact=format_bytes(fraction / 100 * card),
+                              pool90=format_bytes(0.9 * card))
+            return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(0.9 * card),
+                                sources=["computed"], cite=POOL_CITE)
         if not 1 < fraction <= 16:
             return None
-        card = s.card_memory
         unified = "tf_force_unified_memory" in (text or "").lower()
         text_ = self._msg("pool_unified" if unified else "pool_over_one", language, fraction=_num(fraction),
                           card=format_bytes(card), total=format_bytes(fraction * card),

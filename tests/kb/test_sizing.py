@@ -1143,3 +1143,9 @@ def test_a_model_version_before_its_size_is_not_a_tpu_generation():
     a = _only("在 v5e-256 上跑 axlearn 的 fuji v2 70B，FSDP 切满 256 颗芯片，AdamW，参数 f32。每颗芯片要多少 HBM？", "zh",
               asked=True)
     assert "TPU v5e" in a.text and "4.07 GiB" in a.text and "v2" not in a.text.replace("fuji v2", "")
+
+
+def test_a_memory_fraction_written_as_a_percent_is_explained_with_the_value_to_set():
+    (a,) = [x for x in SIZING.answer("I set XLA_PYTHON_CLIENT_MEM_FRACTION=90 thinking it was a percent, H100 80GB. "
+                                     "what value and how many GiB per GPU?", "en") if x.subject == "pool_shares"]
+    assert "not a percent" in a.text and "`.90`" in a.text and "72.00 GiB per GPU" in a.text
