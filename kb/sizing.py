@@ -68,7 +68,7 @@ _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(
 _COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "second": 2, "third": 3, "fourth": 4, "zwei": 2, "drei": 3,
                 "vier": 4, "deux": 2, "trois": 3, "quatre": 4, "dos": 2, "tres": 3, "cuatro": 4, "dois": 2, "duas": 2,
                 "três": 3, "quatro": 4, "два": 2, "две": 2, "три": 3, "четыре": 4}
-_WORD_COUNT = re.compile(r"(?<![a-zà-ÿа-я])(" + "|".join(_COUNT_WORDS) + r")\s+(?:[a-zà-ÿа-я]+\s+){0,2}?"
+_WORD_COUNT = re.compile(r"(?<![a-zà-ÿа-я])(" + "|".join(_COUNT_WORDS) + r")\s+(?:[a-zà-ÿа-я]+[\s-]+){0,2}?"
                          r"(?:runs?|processes|process|jobs?|scripts?|experiments?|trainings?|processos|procesos|"
                          r"processus|prozesse|experimentos|процесс\w*|запуск\w*|скрипт\w*)(?![a-z])")
 #: a share proposed for each of several processes (".33 each")
@@ -238,6 +238,8 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
 _GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
                         r"显卡|グラボ|그래픽카드)(?![a-z0-9_])")
 
+#: What one JAX process takes on a GPU outside its pool (the CUDA context, cuBLAS/cuDNN handles), about.
+CUDA_CONTEXT = 400 << 20
 #: How far after the words of a cap its figure may stand ("no more than about 8GB").
 CAP_REACH = 24
 #: An [N, N] failed allocation of N items at least this many, nothing pairing them on purpose: a broadcast.
@@ -565,6 +567,8 @@ class Sizing:
         # a failed allocation measured in this turn (bytes in use + the request) over the share set:
         # that process's share, before the conversation's earlier split of the card
         shares = self._pool_share_short(turn, text, s, language) if _in_use_and_request(turn or "") else None
+        if shares is None:
+            shares = self._pool_split(text, s, language)
         if shares is None:
             shares = self._pool_shares(text, s, language, turn)
         if shares is None:
@@ -1878,6 +1882,29 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
                             sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares))
 
+    def _pool_split(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """Several JAX processes on one card that something else already holds part of (a desktop's
+        1250 MiB "before the start"): the rest split between them, less each process's CUDA context."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
+            return None
+        low = (text or "").lower()
+        kept = _BEFORE_MIB.search(low)
+        found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
+        found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
+        n = max(found)[1] if found else 0
+        if kept is None or not 2 <= n <= 16:
+            return None
+        card, held = s.card_memory, int(kept.group(1)) << 20
+        each = (card - held) / n
+        share = math.floor((each - CUDA_CONTEXT) / card * 100) / 100
+        if share <= 0:
+            return None
+        text_ = self._msg("pool_split", language, kept=format_bytes(held), n=n, card=format_bytes(card),
+                          each=format_bytes(each), share=_fraction(share), pool=format_bytes(share * card),
+                          usual=format_bytes(0.45 * card * n), left=format_bytes(card - held))
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(share * card * n),
+                            sources=["computed"], cite=POOL_CITE, snippet=_launch_lines([share] * n))
+
     def _capped(self, text: str) -> list[float]:
         """The memory figures right after the words of a cap ("at most 8GB", "لا يأخذ أكثر من 8GB")."""
         low = (text or "").lower()
@@ -1935,8 +1962,14 @@ class Sizing:
         low = (text or "").lower()
         figures = [(float(m.group(1)) * (1 << 30), f"{m.group(1)} GB") for m in _GB.finditer(low)]
         figures += [(int(m.group(1)) << 20, f"{m.group(1)} MiB") for m in _CARD_MIB.finditer(low)]  # nvidia-smi's
+        # what the card held before the program started (a desktop, another process): not JAX's
+        before = [(int(m.group(1)) << 20) for m in _BEFORE_MIB.finditer(low)]
+        if before:
+            figures = [(seen - before[0], f"{int(seen - before[0]) >> 20} MiB") for seen, said in figures
+                       if seen > before[0]]
         for seen, said in figures:
-            if abs(seen - card) > 0.02 * card and abs(seen - pool) <= 0.03 * card:
+            # the pool, or the pool and the process's CUDA context above it (a few hundred MB)
+            if abs(seen - card) > 0.02 * card and -0.03 * card <= seen - pool <= 0.06 * card:
                 if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card:
                     # the default pool although the text sets another share: the setting came too
                     # late (a notebook's os.environ after JAX started), not a pool too small
@@ -2093,6 +2126,10 @@ _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|�
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
+#: a card's use before the program started ("Vor dem Start sind 1250 MiB belegt", "1250 MiB used before")
+_BEFORE_MIB = re.compile(r"(?:before (?:the )?(?:start|launch|running|it starts)|vor dem start|avant (?:le )?(?:lancement|démarrage)|"
+                         r"antes de (?:empezar|arrancar|começar|iniciar)|до запуска|перед запуском|启动前|运行前|起動前|実行前|"
+                         r"시작 전|실행 전|शुरू करने से पहले|قبل التشغيل|قبل البدء)\D{0,24}?(\d{3,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
 
 

@@ -1149,3 +1149,15 @@ def test_a_memory_fraction_written_as_a_percent_is_explained_with_the_value_to_s
     (a,) = [x for x in SIZING.answer("I set XLA_PYTHON_CLIENT_MEM_FRACTION=90 thinking it was a percent, H100 80GB. "
                                      "what value and how many GiB per GPU?", "en") if x.subject == "pool_shares"]
     assert "not a percent" in a.text and "`.90`" in a.text and "72.00 GiB per GPU" in a.text
+
+
+def test_processes_splitting_a_card_another_program_already_holds_part_of():
+    earlier = "RTX 2070 (7982 MiB per nvidia-smi). Before the start 1250 MiB are used; after one array nvidia-smi shows 7523 MiB. Leak?"
+    (first,) = [a for a in SIZING.answer(earlier, "en") if a.subject == "gpu_pool_seen"]
+    assert first.text.startswith("The 6273 MiB you see is JAX's default pool")  # 7523 − 1250, not 94% of the card
+    (a,) = [x for x in SIZING.answer("I want two JAX processes on that card, the desktop's 1250 MiB stay. Which "
+                                     "XLA_PYTHON_CLIENT_MEM_FRACTION per process?", "en", earlier=earlier)
+            if x.subject == "pool_shares"]
+    # (7982 − 1250) / 2 = 3366 MiB each, less 400 MiB of context: 2966 / 7982 = .37
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.37` in each" in a.text and "more than the 6.57 GiB left" in a.text
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.37 python" in a.snippet
