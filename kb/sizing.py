@@ -1599,6 +1599,8 @@ class Sizing:
         # the shapes written out ("(32,256,256)", "100x100"): their dimensions count, and a product
         # that uses more of one shape's dimensions is the likelier reading
         shapes = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in _SHAPE.finditer(plain)]
+        # a product in code ("1024*1024", "2**20") is the one number it computes; 100x100 is two
+        plain = _CODE_PRODUCT.sub(lambda m: str(_product(m.group(0))), plain)
         low = re.sub(r"(?<=\d)\s*[x×*]\s*(?=\d)", " x ", plain)  # 100x100: two numbers
         low = re.sub(r"(?<=\d),(?=\d)", ", ", low)  # (32,256,256): three
         counts: dict[int, int] = {}
@@ -2242,6 +2244,19 @@ def _block_shapes(low: str) -> dict[str, float]:
         if k == k2:
             return {"block_m": m, "block_k": k, "block_n": n}
     return {}
+
+
+#: a product or a power written in code: "1024*1024", "2**20", "4 * 1024 * 1024"
+_CODE_PRODUCT = re.compile(r"(?<![\w.])\d{1,7}(?:\s*(?:\*\*|\*)\s*\d{1,7})+(?![\w.])")
+
+
+def _product(expr: str) -> int:
+    """The value of a product or power of whole numbers as written in code."""
+    value = 1
+    for term in re.split(r"(?<!\*)\*(?!\*)", re.sub(r"\s+", "", expr)):
+        base, _, power = term.partition("**")
+        value *= int(base) ** (int(power) if power else 1)
+    return value
 
 
 def _plain_digits(text: str) -> str:

@@ -1161,3 +1161,9 @@ def test_processes_splitting_a_card_another_program_already_holds_part_of():
     # (7982 − 1250) / 2 = 3366 MiB each, less 400 MiB of context: 2966 / 7982 = .37
     assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.37` in each" in a.text and "more than the 6.57 GiB left" in a.text
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.37 python" in a.snippet
+
+
+def test_a_product_written_in_code_is_the_number_it_computes():
+    q = "A = jnp.ones((4, 1024*1024, 1)); B = jnp.ones((4, 1024*1024, 1)); f = lambda A, B: A[:,:,None,:] * B[:,None,:,:]"
+    f = SIZING.allocation_shape(q, 4398046511104)
+    assert f is not None and f.dims == [1048576, 1048576] and f.dtype_bytes == 4
