@@ -1107,3 +1107,11 @@ def test_a_small_failed_request_without_the_card_known_is_still_the_last_straw(c
             "trying to allocate 131072 bytes.")
     first = r.answer.split("\n\n")[0]
     assert "128.00 KiB, is small" in first and "single buffer this large" not in r.answer
+
+
+def test_a_gpu_program_without_temporaries_and_no_loading_said_is_one_array_in_one_out(client):
+    log = WEIGHT_LOAD_LOG.replace("Entry Parameter Subshape: f32[16384,16384]", "Entry Parameter Subshape: f64[8192,16384]")
+    r = ask(client, "Running an optimal transport solver on the GPU with x64 on, it blows up like this. Bigger GPU?", log)
+    first = r.answer.split("\n\n")[0]
+    assert "one whole array in and one out" in first and "float32 instead of float64" in first
+    assert "weights" not in first
