@@ -455,6 +455,7 @@ class Assistant:
             grounded = True
 
         remedies = []
+        asked_limit = question_api.limit_asked(question)  # a limit the asker wants set ("vmem_limit_bytes to 120MB")
         for r in chosen:
             try:
                 text = remedy_text(self.catalogue, r, shown, language, format_bytes)
@@ -462,13 +463,13 @@ class Assistant:
                 continue
             snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
             if r.id not in outcome.snippets:  # a limit the asker wants to set, when no log computed one
-                snippet = fill_limit(snippet, question_api.limit_asked(question))
+                snippet = fill_limit(snippet, asked_limit)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=snippet))
         # Without evidence the answer leads with the remedy that answers the topic asked about;
         # with a log or report the evidence orders the steps.
         # A figure asked for is the answer: no remedy guessed from the question's meaning leads it.
-        lead = (self._lead(analysis, language, {r.id for r in remedies}, question_api.limit_asked(question))
+        lead = (self._lead(analysis, language, {r.id for r in remedies}, asked_limit)
                 if grounded and diagnosis is None and not facts
                 # the figures asked for are the answer ("how many GiB per chip, to size my batch?")
                 and not (figures and (not analysis.topics_named or "figure" in analysis.asks))
@@ -480,7 +481,7 @@ class Assistant:
         if grounded and not by_arithmetic and not code_asked:
             # (the arithmetic answers it, or the code a follow-up asked for: no figure's general steps after it)
             remedies += [Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
-                                snippet=fill_limit(self.parts.snippet(r.id), question_api.limit_asked(question)))
+                                snippet=fill_limit(self.parts.snippet(r.id), asked_limit))
                          for r, text in self.parts.figure_remedies(
                              figures, language, format_bytes,
                              {r.id for r in remedies} | set(analysis.tried_remedies))
