@@ -1830,20 +1830,14 @@ class Sizing:
         if sum(any(p.search(low_text) for p in patterns) for _, patterns in self._gpus) >= 2:
             return None  # two different cards ("a 4090 and a 2070"): each has its own share, not one card's split
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
-        def count(part: str) -> int | None:
-            low = part.lower()
-            found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
-            found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
-            return max(found)[1] if found else None
-
         def each(part: str) -> list[float]:
             """The needs `part` states, one stated for "3 runs, each ~5 GiB at its peak" counted 3 times."""
             found = self._needs(part, card)
-            counted = count(part)
+            counted = _process_count(part)
             return found * counted if len(found) == 1 and counted and 2 <= counted <= 16 else found
 
         needs = each(text or "")
-        counted = count(turn) if turn else None
+        counted = _process_count(turn) if turn else None
         if turn and counted and 2 <= counted <= 16 and not self._needs(turn, card) and needs:
             # "the exact launch lines for the 3 runs": the runs as last stated, the newest need for each
             needs = [self._needs(text, card)[-1]] * counted
@@ -1889,11 +1883,8 @@ class Sizing:
         1250 MiB "before the start"): the rest split between them, less each process's CUDA context."""
         if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
             return None
-        low = (text or "").lower()
-        kept = _BEFORE_MIB.search(low)
-        found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
-        found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
-        n = max(found)[1] if found else 0
+        kept = _BEFORE_MIB.search((text or "").lower())
+        n = _process_count(text or "") or 0
         if kept is None or not 2 <= n <= 16:
             return None
         card, held = s.card_memory, int(kept.group(1)) << 20
@@ -2257,6 +2248,14 @@ def _product(expr: str) -> int:
         base, _, power = term.partition("**")
         value *= int(base) ** (int(power) if power else 1)
     return value
+
+
+def _process_count(text: str) -> int | None:
+    """How many processes or runs the text says, the last count said ("3 runs", "zwei JAX-Prozesse")."""
+    low = text.lower()
+    found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
+    found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
+    return max(found)[1] if found else None
 
 
 def _plain_digits(text: str) -> str:
