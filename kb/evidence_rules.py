@@ -176,7 +176,10 @@ class EvidenceRules:
         self.rules = rules
         self.no_jax = [re.compile(p, re.IGNORECASE) for p in no_jax]
         self.text_facts = list(text_facts)
-        self.count_facts = [(c, [re.compile(p, re.IGNORECASE) for p in c.patterns]) for c in count_facts]
+        # each spec, its patterns, and the words that propose a value rather than state it (or None)
+        self.count_facts = [(c, [re.compile(p, re.IGNORECASE) for p in c.patterns],
+                             re.compile("|".join(c.proposed), re.IGNORECASE) if c.proposed else None)
+                            for c in count_facts]
         self.frameworks = frameworks
         self.jax_markers = [m.lower() for m in jax_markers]
         self.jax_names = [m.lower() for m in jax_names]
@@ -257,11 +260,10 @@ class EvidenceRules:
         """`facts` with the counts the question states (devices named: "sobre 8 chips")."""
         out = dict(facts)
         text = (question or "")[:_TEXT_FACT_CHARS * 10]
-        for spec, patterns in self.count_facts:
+        for spec, patterns, proposed in self.count_facts:
             for pattern in patterns:
                 m = pattern.search(text)
-                if m and spec.proposed and re.search("|".join(spec.proposed), text[max(0, m.start() - PROPOSED_REACH):
-                                                                                   m.start()], re.IGNORECASE):
+                if m and proposed and proposed.search(text, max(0, m.start() - PROPOSED_REACH), m.start()):
                     continue  # proposed, not set ("si je mets X=.95, ça passe ?")
                 if m and m.group(1).isdigit() and spec.decimals:
                     out.setdefault(spec.fact, float(f"0.{m.group(1)}"))
