@@ -178,6 +178,11 @@ class SizingFile(_Strict):
     replaces: dict[str, list[str]] = Field(default_factory=dict)
     remat_policies: list[str] = Field(default_factory=list)
     arguments: list[str] = Field(default_factory=list)
+    # a Pallas matmul's operands (x, y, out) as the asker names them, each followed by its dtype
+    # ("x en bf16, w int8, salida bf16"): the words naming each, and the words between it and the dtype
+    block_operands: dict[str, str] = Field(default_factory=dict)
+    operand_joiner: str = r"\s*"
+    limit_snippet: str = ""  # code computing a kernel's vmem_limit_bytes from its blocks, to fill
     messages: dict[str, Message]
 
 
@@ -211,6 +216,7 @@ class Stated:
     # a baseline the text compares with ("compared with AdamW fp32"): its optimizer and dtype
     baseline_optimizer: Optimizer | None = None
     baseline_dtype: DType | None = None
+    operand_dtypes: dict[str, DType] = field(default_factory=dict)  # a Pallas matmul's x, y, out: each one's dtype named
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -266,6 +272,7 @@ class Sizing:
         self._models = [(m, re.compile(rf"(?<![a-z0-9]){m.pattern}(?![a-z0-9])", re.IGNORECASE)) for m in data.models]
         self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
                       for g in data.gpus]
+        self._operands = {k: compile_(rf"(?:{p}){data.operand_joiner}") for k, p in data.block_operands.items()}
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -317,6 +324,8 @@ class Sizing:
         s.replicated = _replicated_shape(low)
         if not {"block_m", "block_k", "block_n"} & s.values.keys():
             s.values.update(_block_shapes(low))
+        if {"block_m", "block_k", "block_n"} <= s.values.keys():
+            s.operand_dtypes = self._operand_dtypes(low)
         s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
         self._read_devices(low, s, capacity)
         return s
@@ -341,6 +350,17 @@ class Sizing:
                     if best is None or m.start() > best[0]:
                         best = (m.start(), dtype)
         return best[1] if best else None
+
+    def _operand_dtypes(self, low: str) -> dict[str, DType]:
+        """Each Pallas matmul operand's dtype where the text names it right after the operand
+        ("x en bf16, w int8, salida bf16"), the last one said winning."""
+        out: dict[str, DType] = {}
+        for operand, pattern in self._operands.items():
+            for m in pattern.finditer(low):
+                dtype = next((d for d, p in self._dtypes if p.match(low, m.end())), None)
+                if dtype is not None:
+                    out[operand] = dtype
+        return out
 
     @staticmethod
     def _last_of(items, low: str):
@@ -1776,13 +1796,25 @@ class Sizing:
         if "accumulator" in s.cues and len(s.dtypes_named) > 1:  # "bf16 blocks, an f32 accumulator"
             dtype = next((d for d, _ in self._dtypes if d.name in s.dtypes_named and d.bytes < 4), dtype)
         dtype_bytes, dtype_name = (dtype.bytes, dtype.name) if dtype else (4, "float32")
-        blocks = (bm * bk + bk * bn + bm * bn) * dtype_bytes
+        # each operand in its own dtype where one is named ("x bf16, w int8, out bf16"), else the blocks'
+        own = {k: (d.bytes, d.name) for k, d in s.operand_dtypes.items()}
+        (xb, xd), (yb, yd), (ob, od) = (own.get(k, (dtype_bytes, dtype_name)) for k in ("x", "y", "out"))
+        blocks = bm * bk * xb + bk * bn * yb + bm * bn * ob
         acc = bm * bn * 4 if "accumulator" in s.cues else 0
         total = 2 * blocks + acc
         values = dict(bm=_num(bm), bk=_num(bk), bn=_num(bn), dtype=dtype_name, blocks=format_bytes(blocks),
                       total=format_bytes(total))
-        parts = [self._msg("pallas_blocks_acc", language, acc=format_bytes(acc), double=format_bytes(2 * blocks),
-                           **values) if acc else self._msg("pallas_blocks", language, **values)]
+        if len({xd, yd, od}) > 1:  # mixed: each block with its dtype and size
+            # a 32-bit accumulator named as an integer one (int8 × int8 sums in int32) keeps that name
+            accd = "int32" if "int_accumulator" in s.cues else "float32"
+            values |= dict(xd=xd, yd=yd, od=od, xb=format_bytes(bm * bk * xb), yb=format_bytes(bk * bn * yb),
+                           ob=format_bytes(bm * bn * ob))
+            parts = [self._msg("pallas_blocks_mixed_acc", language, acc=format_bytes(acc), accd=accd,
+                               double=format_bytes(2 * blocks), **values) if acc
+                     else self._msg("pallas_blocks_mixed", language, **values)]
+        else:
+            parts = [self._msg("pallas_blocks_acc", language, acc=format_bytes(acc), double=format_bytes(2 * blocks),
+                               **values) if acc else self._msg("pallas_blocks", language, **values)]
         hw = self.figures.gens.get(s.device.removeprefix("TPU ")) if s.device else None
         if hw is not None and hw.scoped_vmem_default_bytes and hw.vmem_bytes:
             key = ("pallas_blocks_within" if total <= hw.scoped_vmem_default_bytes
@@ -1795,8 +1827,17 @@ class Sizing:
                                    physical=format_bytes(hw.vmem_bytes), **extra))
         if dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
+        # over the default limit: the code that computes the kernel's limit from these blocks
+        snippet = None
+        if self.data.limit_snippet and (hw is None or total > (hw.scoped_vmem_default_bytes or 0)):
+            names = {"bfloat16": "bfloat16", "float32": "float32", "int8": "int8", "int4": "int4", "uint8": "uint8"}
+            accd = "int32" if "int_accumulator" in s.cues else "float32"
+            snippet = self.data.limit_snippet.format(
+                physical_mib=(hw.vmem_bytes // MiB) if hw is not None and hw.vmem_bytes else 128,
+                bm=int(bm), bk=int(bk), bn=int(bn), xd=names.get(xd, "float32"), yd=names.get(yd, "float32"),
+                od=names.get(od, "float32"), scratch=f"((bm, bn), jnp.{accd})" if acc else "")
         return FigureAnswer(kind=KIND, subject="pallas_blocks", text=self._join(parts, language),
-                            value_bytes=int(total), sources=["computed"], cite=BLOCKS_CITE)
+                            value_bytes=int(total), sources=["computed"], cite=BLOCKS_CITE, snippet=snippet)
 
     def _buckets(self, s: Stated, language: str) -> FigureAnswer | None:
         """Length buckets up to the longest input the question states: powers of two from 128,

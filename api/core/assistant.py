@@ -372,6 +372,12 @@ class Assistant:
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity,
                                        requested=requested)
             asked_size = asked_size or bool(sizes)
+        if not sizes and earlier_text and "snippet" in analysis.asks:
+            # "now the exact code for it": the conversation's arithmetic that carries its code, again,
+            # with the code (a kernel's vmem_limit_bytes computed from its blocks)
+            sizes = [a for a in self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True,
+                                                   capacity=capacity, requested=requested) if a.snippet]
+            asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         sizes = [a for a in sizes if a.subject not in outcome.superseded]
         if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them

@@ -85,6 +85,22 @@ def test_the_padding_question_with_the_users_numbers_is_covered_and_cites_the_pa
     assert any(c["citation"] == "e1000-compile-hbm-oom#scenario-3c-padding" for c in answer["citations"])
 
 
+def test_a_follow_up_asking_for_the_code_gets_the_kernel_limit_computed_from_the_changed_blocks(client):
+    # a kernel's VMEM, then one block changed, then "the code for it": the code holds the changed block
+    cid = _ask(client, {"question": "Pallas w8a8 matmul auf v5e: batch_block 512, in_block 1024, out_block 1024, "
+                                    "x in bf16, w int8, out bf16, acc int32 in scratch. Wie viel VMEM?"})["conversation_id"]
+    second = _ask(client, {"question": "und mit out_block auf 4096, passt das noch ins Default-Limit?",
+                           "conversation_id": cid})
+    blocks = [f for f in second["figures"] if f["subject"] == "pallas_blocks"]
+    # 2 × (1 + 4 + 4) MiB + 8 MiB accumulator = 26 MiB, over v5e's 16 MiB
+    assert blocks and blocks[0]["value_bytes"] == 26 << 20, second["answer"]
+    third = _ask(client, {"question": "gib mir bitte den genauen Code dafür, mit etwas Puffer",
+                          "conversation_id": cid})
+    code = [f["snippet"] for f in third["figures"] if f["subject"] == "pallas_blocks" and f["snippet"]]
+    assert code and "bm, bk, bn = 512, 1024, 4096" in code[0] and "jnp.int8" in code[0], third["answer"]
+    assert "bm, bk, bn = 512, 1024, 4096" in third["answer"]
+
+
 @pytest.mark.parametrize("question", [
     "How do I add padding to a div in CSS?", "패딩 세탁은 어떻게 하나요?",  # a padded jacket
     "CSS 的 padding 和 margin 有什么区别？",

@@ -4,6 +4,9 @@ fits beside the weights; read in every language, each line saying what it multip
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 
 from oomkb.kb.errors import CatalogueError
@@ -334,6 +337,25 @@ def test_pallas_blocks_beyond_the_physical_vmem_say_only_smaller_blocks_help():
     a = _only("v5e pallas kernel, bm=4096, bk=4096, bn=4096 in bf16", asked=True)
     assert a.value_bytes == 2 * 3 * 4096 * 4096 * 2 and "only smaller blocks" in a.text
     assert "vmem_limit_bytes" not in a.text
+
+
+def test_a_quantized_matmul_s_operands_are_each_counted_in_their_own_dtype():
+    # w8a8 on v5e, block names as in a quantized-matmul kernel (a Spanish question): x bf16 1 MiB,
+    # w int8 4 MiB, out bf16 1 MiB; twice over, plus the int32 accumulator: 12 + 2 = 14 MiB
+    q = ("Kernel Pallas de matmul int8 en TPU v5e: batch_block 256, in_block 2048, out_block 2048, x en bf16, "
+         "w int8, salida bf16 y acumulador int32 en scratch. ¿Cuánta VMEM usa?")
+    a = _only(q, "es", asked=True)
+    assert a.value_bytes == 14 << 20 and "y 2048×2048 int8 (4.00 MiB)" in a.text
+    assert "acumulador int32" in a.text and "cabe en el límite" in a.text and a.snippet is None
+    # "and out_block to 4096?": that block replaces the earlier one: 2 × (1 + 8 + 2) + 4 = 26 MiB, over 16 MiB
+    b = [x for x in SIZING.answer("¿y si subo out_block a 4096? ¿entra en el límite por defecto?", "es",
+                                  earlier=q) if x.subject == "pallas_blocks"]
+    assert b and b[0].value_bytes == 26 << 20 and "supera el límite" in b[0].text
+    # its code computes the limit from those blocks, with a margin, and runs
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(b[0].snippet, {})
+    assert "vmem_limit_bytes = 32.50 MiB" in out.getvalue()  # 26 MiB × 1.25
 
 
 def test_a_block_size_named_bn_is_not_read_as_billions_of_parameters():
