@@ -123,7 +123,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
-               "batch_from", "per_sample", "per_param_claim")
+               "batch_from", "per_sample", "per_param_claim", "pad_multiple")
 
 
 class _Strict(BaseModel):
@@ -1332,6 +1332,7 @@ class Sizing:
                            dtype=dtype_name, size=format_bytes(size))]
         if s.device_memory and "vmem_named" not in s.cues:  # against the device the text names (its HBM)
             parts.append(self._share(s, size, language))
+        parts += self._tensor_sharded(dims, dtype_bytes, s, language, text)
         subject = "tensor"
         if (len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN  # [..., S, S]: attention scores
                 and ("attention_named" in s.cues or len(dims) >= 4)):  # [batch, heads, S, S] needs no name
@@ -1379,6 +1380,35 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+
+    def _tensor_sharded(self, dims: list[int], dtype_bytes: float, s: Stated, language: str, text: str) -> list[str]:
+        """A tensor whose sharding over the devices named is asked about or set ("P('data', None)",
+        "per GPU"): its share per device along the sharded axis against the whole of it replicated,
+        an axis that does not divide, and that axis padded to a multiple the text asks for."""
+        n = s.devices
+        if not n or n < 2 or "shard_asked" not in s.cues:
+            return []
+        axis = _sharded_axis((text or "").lower(), len(dims))
+        if axis is None:  # P(None, None): replicated by its own spec
+            return []
+        dims = list(dims)
+        out = []
+        multiple = int(s.values.get("pad_multiple") or 0)
+        if multiple >= 2 and dims[axis] % multiple:
+            padded = -(-dims[axis] // multiple) * multiple
+            out.append(self._msg("tensor_padded_to", language, dim=_num(dims[axis]), multiple=multiple,
+                                 padded=_num(padded), extra=_num(padded - dims[axis]),
+                                 size=format_bytes(math.prod(dims) // dims[axis] * padded * dtype_bytes)))
+            dims[axis] = padded
+        rest = math.prod(dims) // dims[axis]
+        rows = -(-dims[axis] // n)
+        out.append(self._msg("tensor_sharded", language, axis=axis, dim=_num(dims[axis]), devices=n,
+                             per=format_bytes(rows * rest * dtype_bytes),
+                             size=format_bytes(math.prod(dims) * dtype_bytes)))
+        if dims[axis] % n:
+            out.append(self._msg("tensor_uneven", language, dim=_num(dims[axis]), devices=n, rows=_num(rows),
+                                 even=_num(rows * n), tile=_num(-(-dims[axis] // 128) * 128)))
+        return out
 
     def _vmem_block(self, held: float, s: Stated, language: str, text: str) -> list[str]:
         """A tensor that is a Pallas block: twice over in VMEM, against the generation's default
@@ -2244,6 +2274,20 @@ class Factored:
 _REPLICATED = re.compile(r"replicat\w*|repliz\w*|répliqu\w*|replic\w*|реплиц\w*|не шардир\w*|复制|不分片|没分片|複製|"
                          r"シャードしていない|복제|샤딩 안|प्रतिकृति|रेप्लिकेट\w*|مكرر\w*|منسوخ\w*|not sharded|nicht geshardet|"
                          r"pas shardé|sin shardear|sem shard\w*")
+
+
+#: a PartitionSpec written out: P('data', None), PartitionSpec("fsdp")
+_SPEC = re.compile(r"(?<![a-z0-9_])(?:p|partitionspec)\(([^()]*)\)")
+
+
+def _sharded_axis(low: str, ndims: int) -> int | None:
+    """The axis the last PartitionSpec written shards (the first entry that names a mesh axis);
+    None where it names none (replicated); 0 where none is written ("sharded over 8 GPUs")."""
+    specs = _SPEC.findall(low)
+    if not specs:
+        return 0
+    entries = [e.strip().strip("'\"") for e in specs[-1].split(",")][:ndims]
+    return next((i for i, e in enumerate(entries) if e and e != "none"), None)
 
 
 def _replicated_shape(low: str) -> tuple[str, int] | None:

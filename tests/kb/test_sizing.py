@@ -358,6 +358,24 @@ def test_a_quantized_matmul_s_operands_are_each_counted_in_their_own_dtype():
     assert "vmem_limit_bytes = 32.50 MiB" in out.getvalue()  # 26 MiB × 1.25
 
 
+def test_a_sharded_tensor_gets_its_share_per_device_an_uneven_axis_and_that_axis_padded_in_a_follow_up():
+    # an embedding [151655, 8192] f32 with P('data', None) on 8 GPUs (a French question): 4.63 GiB
+    # replicated; sharded, ⌈151655 / 8⌉ = 18957 rows each, and 151655 does not divide by 8
+    q = "8 A100 80GB, embedding [151655, 8192] en f32 avec P('data', None) : combien par GPU ?"
+    a = _only(q, "fr", asked=True)
+    assert "4.63 GiB" in a.text and "18957" in a.text and "151656" in a.text and "151680" in a.text
+    per = format_bytes(18957 * 8192 * 4)
+    assert f"chaque appareil garde {per}" in a.text
+    # "and padded to a multiple of 128?": 151680 rows, 18960 per device
+    b = [x for x in SIZING.answer("et si je fais un padding à un multiple de 128, ça fait combien par GPU ?", "fr", True,
+                                  earlier=q) if x.subject == "tensor"]
+    assert b and "151655 → 151680" in b[0].text and format_bytes(18960 * 8192 * 4) in b[0].text
+    assert "n'est pas divisible" not in b[0].text
+    # a spec that shards nothing, and a count of GPUs after "batch", give no share
+    assert "chaque appareil garde" not in _only(q.replace("P('data', None)", "P(None, None)"), "fr", asked=True).text
+    assert SIZING.read("batch 32 a100, 2 RTX 4090").devices == 2
+
+
 def test_a_block_size_named_bn_is_not_read_as_billions_of_parameters():
     s = SIZING.read("pallas kernel on v6e, bm=256 bk=512 bn=256, f32")
     assert "params" not in s.values and s.values["block_n"] == 256
