@@ -326,6 +326,10 @@ class Assistant:
             # code this turn names itself ("the lines for a mesh over the 8 cores") wins over the
             # conversation's own code, unless it points back at that ("the optax code for that")
             named = self.parts.figures.code_named(question, language) if "snippet" in analysis.asks else []
+            if "snippet" in analysis.asks and not named and earlier:
+                # the code for what the turn before was about ("offload mu/nu to the host", then "how
+                # do I turn it on?") before the code of the conversation's first subject
+                own = self.parts.figures.code_named(earlier[-1].question or "", language)[:2] or own
             if named and not (own and (conversation.asks_for_that_code(question)
                                        or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named
@@ -336,6 +340,15 @@ class Assistant:
             # "go on, the optax snippet and the embedding's sharding": the code this turn names
             named = {f.subject for f in figures}
             figures += [f for f in self.parts.figures.code_named(question, language) if f.subject not in named]
+            if not any(f.snippet for f in figures):
+                # "and how do I turn it on? the exact code": the code for what the last turn that
+                # named one was about ("offload mu/nu to the host" before it)
+                for turn in reversed(earlier):
+                    prior = [f for f in self.parts.figures.code_named(turn.question or "", language)
+                             if f.subject not in named]
+                    if prior:
+                        figures += prior[:1]
+                        break
         if not figures and context.follow_up and context.subject and self.parts.figures.generations_in(question):
             # "and on v4?": the figure the conversation asked for, of the generation this turn names
             asked_again = f"{self.parts.figures.without_generations(context.subject)}\n{question}"

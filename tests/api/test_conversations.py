@@ -85,6 +85,21 @@ def test_the_padding_question_with_the_users_numbers_is_covered_and_cites_the_pa
     assert any(c["citation"] == "e1000-compile-hbm-oom#scenario-3c-padding" for c in answer["citations"])
 
 
+def test_a_follow_up_asking_for_the_code_gets_the_code_for_what_the_turn_before_was_about(client):
+    # a training state, then "and with the moments on the host?", then "how do I switch that on?":
+    # the code that puts the optimizer state in host memory, not the first turn's subject again
+    cid = _ask(client, {"question": "Llama 8B, AdamW fp32, FSDP on a v5e-64: how much HBM per chip for the "
+                                    "params and optimizer state?"})["conversation_id"]
+    _ask(client, {"question": "and if I offload mu and nu to host memory, what is left per chip?",
+                  "conversation_id": cid})
+    code = _ask(client, {"question": "ok, how do I switch that on? exact code please", "conversation_id": cid})
+    assert "pinned_host" in code["answer"] and "```python" in code["answer"], code["answer"]
+    # inference over a whole dataset at once, then "the code so it runs in batches": the chunked map
+    cid = _ask(client, {"question": "inference over the whole eval set at once OOMs on my A100 with jax"})["conversation_id"]
+    chunks = _ask(client, {"question": "give me the code so it runs in batches", "conversation_id": cid})
+    assert "jax.lax.map" in chunks["answer"] and "```python" in chunks["answer"], chunks["answer"]
+
+
 def test_a_follow_up_asking_for_the_code_gets_the_kernel_limit_computed_from_the_changed_blocks(client):
     # a kernel's VMEM, then one block changed, then "the code for it": the code holds the changed block
     cid = _ask(client, {"question": "Pallas w8a8 matmul auf v5e: batch_block 512, in_block 1024, out_block 1024, "
