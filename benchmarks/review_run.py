@@ -43,7 +43,7 @@ def read_questions(path: Path) -> list[Question]:
             if ln.startswith("LOG: "):
                 if not q.turns:
                     q.turns.append(Turn(""))
-                q.turns[-1].error_log = ln[len("LOG: "):].replace("\\n", "\n")
+                q.turns[-1].error_log = ln[len("LOG: "):].replace("\\n", "\n").replace("\\t", "\t")
             elif ln.startswith("+ "):
                 q.turns.append(Turn(ln[2:].strip()))
             else:
