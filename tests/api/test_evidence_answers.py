@@ -1115,3 +1115,11 @@ def test_a_gpu_program_without_temporaries_and_no_loading_said_is_one_array_in_o
     first = r.answer.split("\n\n")[0]
     assert "one whole array in and one out" in first and "float32 instead of float64" in first
     assert "weights" not in first
+
+
+def test_a_small_failed_request_on_cards_named_each_is_the_last_straw_or_another_process(client):
+    # "2 GPUs (24 GB each)": one card's memory, not the two together; 272 MiB is 1.1% of it
+    log = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 285212672 bytes."
+    r = ask(client, "zwei lokale GPUs mit jeweils 24 GB, das Training stürzt sofort ab, dabei sind 272 MB doch nichts?", log)
+    assert r.language == "de" and r.verdict and "1.1%" in r.verdict and "24.00 GiB" in r.verdict, r.verdict
+    assert "nvidia-smi" in r.verdict  # or another process holds the card
