@@ -1123,3 +1123,17 @@ def test_a_small_failed_request_on_cards_named_each_is_the_last_straw_or_another
     r = ask(client, "zwei lokale GPUs mit jeweils 24 GB, das Training stürzt sofort ab, dabei sind 272 MB doch nichts?", log)
     assert r.language == "de" and r.verdict and "1.1%" in r.verdict and "24.00 GiB" in r.verdict, r.verdict
     assert "nvidia-smi" in r.verdict  # or another process holds the card
+
+
+def test_jax_fallen_back_to_the_cpu_is_said_before_any_memory_setting(client):
+    log = ("WARNING:jax._src.xla_bridge:An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib "
+           "is not installed. Falling back to cpu.\nstep 1\nKilled")
+    r = ask(client, "mi entrenamiento en la A100 muere tras unos pasos y nvidia-smi casi no muestra uso, ¿por qué?", log)
+    assert r.language == "es" and r.verdict and "CPU" in r.verdict and "jax[cuda12]" in r.verdict, r.verdict
+    tpu = ask(client, "", "I0106 xla_bridge.py:355] Unable to initialize backend 'tpu': INTERNAL: Failed to open "
+                          "libtpu.so\nMemoryError: std::bad_alloc")
+    assert tpu.verdict and "jax[tpu]" in tpu.verdict
+    # the old TPU Node driver missing on a TPU VM is normal: no such verdict
+    old = ask(client, "", "I0106 xla_bridge.py:355] Unable to initialize backend 'tpu_driver': NOT_FOUND: Unable "
+                          "to find driver in registry\nMemoryError: std::bad_alloc")
+    assert not (old.verdict and "jax[tpu]" in old.verdict)
