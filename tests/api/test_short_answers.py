@@ -206,6 +206,11 @@ CASES = [
     # MaxText's whole launch line, not only its remat key
     ("Donne-moi la ligne de lancement MaxText complète (FSDP sur les 8 puces, bf16, remat max, batch 1 par puce).",
      "fr", "maxtext_command", "ici_fsdp_parallelism=-1"),
+    # host RAM growing while the device's memory is flat: recompiles, results kept, the input pipeline
+    ("Training on a v4-8: the host RAM of the process creeps up every few hundred steps until the VM kills it, "
+     "HBM use is constant. what's leaking?", "en", "host_ram_grows", "jax_log_compiles"),
+    ("Beim Training wächst der Arbeitsspeicher des Hosts stetig, der GPU-Speicher bleibt gleich. Woran liegt das?",
+     "de", "host_ram_grows", "jax_log_compiles"),
 ]
 
 
