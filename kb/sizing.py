@@ -153,6 +153,9 @@ class Gpu(_Strict):
     memory: str
     source: str
     shared_kib: float | None = None  # the most shared memory a thread block may use
+    # the total CUDA reports for the card (what JAX's pool is a fraction of), where a public log shows it
+    reported: str | None = None
+    reported_source: str | None = None
 
 
 class Message(_Strict):
@@ -429,7 +432,9 @@ class Sizing:
                 memory, label = max(quoted), "GPU"
         if memory is None:
             return
+        reported = self._reported_total(label)
         exact = _card_total(low, memory)
+        memory = reported or memory
         if exact:  # what nvidia-smi or JAX reports of this card
             memory = exact
         s.gpu = True
@@ -442,6 +447,12 @@ class Sizing:
         s.pool_share = share if share != GPU_POOL_SHARE else None  # a share the text sets
         s.device_memory = int(memory * share)
         s.memory_label = f"{format_bytes(s.device_memory)} = {round(share * 100)}% × {format_bytes(int(memory))}"
+
+    def _reported_total(self, label: str | None) -> int | None:
+        """The total CUDA reports for the card named where it is well under the size the card is
+        sold as (a T4's 16 GB are 14.75 GiB): JAX's pool is a fraction of that."""
+        gpu = next((g for g, _ in self._gpus if label == g.names[0].upper()), None)
+        return parse_size(gpu.reported) if gpu is not None and gpu.reported else None
 
     # -- answering --------------------------------------------------------------------------
 

@@ -225,8 +225,11 @@ class Assistant:
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
             card = self.sizing.read(question).card_memory
-            if card and "gpu_memory_named_bytes" not in facts and facts.get("backend") == "gpu":
-                facts["gpu_memory_named_bytes"] = card  # a GPU named by its model ("RTX A6000"): its memory
+            named = facts.get("gpu_memory_named_bytes")
+            if card and facts.get("backend") == "gpu" and (named is None or 0.9 * named <= card < named):
+                # a GPU named by its model ("RTX A6000"): its memory; a card named with the size it is
+                # sold as ("T4 16GB"): the total CUDA reports for it, which JAX's pool is a share of
+                facts["gpu_memory_named_bytes"] = card
             stated = self.sizing.params_stated("\n".join([*(t.question for t in earlier if t.question), question]))
             if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter
                 facts["params_named"], facts["params_label"] = stated

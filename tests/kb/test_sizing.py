@@ -1207,3 +1207,12 @@ def test_a_product_written_in_code_is_the_number_it_computes():
     q = "A = jnp.ones((4, 1024*1024, 1)); B = jnp.ones((4, 1024*1024, 1)); f = lambda A, B: A[:,:,None,:] * B[:,None,:,:]"
     f = SIZING.allocation_shape(q, 4398046511104)
     assert f is not None and f.dims == [1048576, 1048576] and f.dtype_bytes == 4
+
+
+def test_a_t4_s_pool_is_a_share_of_the_total_cuda_reports_not_of_its_16_gb():
+    # a T4 sold as 16 GB reports 14.75 GiB (PyTorch's "total capacity" on Colab): JAX's default pool is
+    # 75% of that, 11.06 GiB, whichever way the card is named
+    for text in ("jax on a Colab T4", "T4 16GB, jax"):
+        s = SIZING.read(text)
+        assert s.card_memory == int(14.75 * (1 << 30)) and s.memory_label == "11.06 GiB = 75% × 14.75 GiB", text
+    assert SIZING.read("H100").memory_label == "60.00 GiB = 75% × 80.00 GiB"  # within 2%: its size
