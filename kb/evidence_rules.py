@@ -149,6 +149,8 @@ class Framework(BaseModel):
     id: str
     markers: list[str] = Field(min_length=1)
     name: dict[str, str]
+    pointer: dict[str, str] = Field(default_factory=dict, description=(
+        "where to look instead, outside the guides and said to be (its own documentation, its setting)"))
     decisive: list[str] = Field(default_factory=list, description=(
         "markers that decide even beside XLA's own wording, which the framework shares (TensorFlow's "
         "TPUEstimator printing 'Ran out of memory in memory space hbm'); not beside a JAX library named"))

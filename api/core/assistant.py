@@ -619,6 +619,8 @@ class Assistant:
         if diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK:
             line = self._diagnosis_line(diagnosis, _user_text_as_code(facts, self._vocabulary), None, language)
         lines.append(line or self._msg("other_framework", language, framework=name))
+        if framework is not None and framework.pointer:  # where to look instead, said to be outside the guides
+            lines += ["", framework.pointer.get(language) or framework.pointer["en"]]
         return AskResponse(language=language, diagnosis=diagnosis, answer="\n".join(lines) + "\n",
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},

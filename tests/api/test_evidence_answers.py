@@ -282,12 +282,15 @@ def test_a_pytorch_cuda_oom_is_named_and_nothing_is_grounded(client, question, l
     assert r.remedies == [] and r.citations == [] and r.next_steps == []
     assert word in r.answer and "JAX/XLA" in r.answer
     assert "```" not in r.answer and "offload" not in r.answer.lower()
+    # where to look instead, in the reader's language: PyTorch's own notes and its setting
+    assert "https://pytorch.org/docs/stable/notes/cuda.html" in r.answer and "expandable_segments:True" in r.answer
 
 
 def test_tensorflow_oom_is_named_too(client):
     r = ask(client, "", error_log="tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
                                   "OOM when allocating tensor with shape[64,512,512] and type float")
     assert r.out_of_scope == "tensorflow" and "TensorFlow" in r.answer and not r.grounded
+    assert "set_memory_growth" in r.answer and r.citations == []
 
 
 def test_a_tensorflow_oom_asked_about_with_a_jax_variable_is_still_tensorflow_s(client):
