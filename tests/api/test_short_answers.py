@@ -214,6 +214,9 @@ CASES = [
     # a device memory profile's totals far below the step's peak: it holds live arrays only
     ("save_device_memory_profile + pprof shows only ~600 kB but the jitted step OOMs at 5 GB, why so small?", "en",
      "pprof_profile", "temp_size_in_bytes"),
+    # donation written with Flax NNX's own jit
+    ("Avec Flax NNX, comment je fais la donation du modèle et de l'optimiseur dans mon train_step ?", "fr",
+     "nnx_donation", 'donate_argnames=("model", "optimizer")'),
 ]
 
 
