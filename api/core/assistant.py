@@ -73,6 +73,11 @@ MAX_GENERAL_AFTER_VERDICT = 2
 MAX_STEPS_BESIDE_ANSWER = 2
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
 ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator", "gpu_pool_seen"})
+#: A log's figures that size the program (not only the request that failed): beside them, an estimate
+#: from the question's model is not shown unasked.
+PROGRAM_FIGURES = ("argument_bytes", "used_bytes", "total_allocation_bytes", "program_bytes", "total_hbm_usage_bytes",
+                   "output_bytes", "hlo_temp_bytes", "pool_in_use_bytes", "allocated_bytes", "maybe_live_out_allocation_bytes",
+                   "preallocated_temp_allocation_bytes", "reserved_bytes", "process_used_bytes")
 #: Arithmetic on the model's training state, not shown unasked beside a short answer that answers
 #: the question ("why is donation not working?" is not asked by the size of Adam's moments).
 ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
@@ -396,7 +401,10 @@ class Assistant:
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         sizes = [a for a in sizes if a.subject not in outcome.superseded]
-        if measured and not asked_size:  # a log's own sizes: an estimate of the model's state is beside them
+        if measured and not asked_size and any(facts.get(k) for k in PROGRAM_FIGURES):
+            # a log's own sizes of the program: an estimate of the model's state is beside them (a log
+            # with only the failed request, "32.00MiB on device ordinal 0", does not size the program:
+            # the state the question's model needs on the device named says why it failed)
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_A_LOG]
         # (a conversation that was doing the arithmetic is still asking for it: "and in bf16?")
         answers_it = any(f.kind == ANSWER for f in figures) and not sizing_before

@@ -1140,3 +1140,18 @@ def test_jax_fallen_back_to_the_cpu_is_said_before_any_memory_setting(client):
     old = ask(client, "", "I0106 xla_bridge.py:355] Unable to initialize backend 'tpu_driver': NOT_FOUND: Unable "
                           "to find driver in registry\nMemoryError: std::bad_alloc")
     assert not (old.verdict and "jax[tpu]" in old.verdict)
+
+
+def test_a_log_with_only_a_small_failed_request_keeps_the_state_the_named_model_needs(client):
+    # the log sizes only the request (64 MiB), not the program: the model's training state on the slice
+    # named says why it fails (13B × 16 B = 193.7 GiB, 24.2 GiB per core of a v3-8's 8 × 15.48 GiB)
+    log = ("XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 64.00MiB (67108864B) on device "
+           "ordinal 0")
+    r = ask(client, "Fine-tuning Llama 2 13B with AdamW on a TPU v3-8 fails right away, whatever the batch. Why?", log)
+    state = [f for f in r.figures if f.subject == "training_state"]
+    assert state and "13B" in state[0].text and "193.7" in state[0].text, r.answer
+    # a log that sizes the program keeps its own figures first: no estimate beside it
+    sized = ask(client, "Fine-tuning Llama 2 13B with AdamW on a TPU v3-8 fails. Why?",
+                "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 20.11G of 15.48G hbm. Exceeded hbm "
+                "capacity by 4.63G.")
+    assert not [f for f in sized.figures if f.subject == "training_state"]
