@@ -1216,3 +1216,11 @@ def test_a_t4_s_pool_is_a_share_of_the_total_cuda_reports_not_of_its_16_gb():
         s = SIZING.read(text)
         assert s.card_memory == int(14.75 * (1 << 30)) and s.memory_label == "11.06 GiB = 75% × 14.75 GiB", text
     assert SIZING.read("H100").memory_label == "60.00 GiB = 75% × 80.00 GiB"  # within 2%: its size
+
+
+def test_residuals_saved_under_a_checkpointed_scan_are_each_layer_s_input():
+    # 36 layers × batch 8 × 4096 × 2560 × 2 B = 160 MiB each, 5.63 GiB in all (a Japanese question that
+    # names jax.checkpoint and the residuals, not "remat" or "activations")
+    a = _only("H100, decoder 36 layers, hidden 2560, batch 8, seq 4096, bf16: with each layer under jax.checkpoint "
+              "in a lax.scan, how much do the residuals saved for backward take in total?", "en", asked=True)
+    assert a.subject == "activations" and "5.63 GiB" in a.text and "160.00 MiB" in a.text
