@@ -1413,9 +1413,15 @@ class Sizing:
             dims[axis] = padded
         rest = math.prod(dims) // dims[axis]
         rows = -(-dims[axis] // n)
+        per = rows * rest * dtype_bytes
         out.append(self._msg("tensor_sharded", language, axis=axis, dim=_num(dims[axis]), devices=n,
-                             per=format_bytes(rows * rest * dtype_bytes),
-                             size=format_bytes(math.prod(dims) * dtype_bytes)))
+                             per=format_bytes(per), size=format_bytes(math.prod(dims) * dtype_bytes)))
+        if s.device_memory and "vmem_named" not in s.cues:  # each device's share against its memory
+            memory = s.device_memory
+            verdict = (self._msg("vmem_fits", language, left=format_bytes(memory - per)) if per <= memory
+                       else self._msg("vmem_over", language, over=format_bytes(per - memory)))
+            out.append(self._msg("tensor_sharded_verdict", language, memory=s.memory_label or format_bytes(memory),
+                                 verdict=verdict))
         if dims[axis] % n:
             out.append(self._msg("tensor_uneven", language, dim=_num(dims[axis]), devices=n, rows=_num(rows),
                                  even=_num(rows * n), tile=_num(-(-dims[axis] // 128) * 128)))
@@ -1645,7 +1651,11 @@ class Sizing:
                            size_uint8=format_bytes(elements))]
         if s.device_memory:
             parts.append(self._share(s, size, language))
-        parts.append(self._msg("dataset_advice", language))
+        # kept on the devices and sharded over them (a replay buffer): each one's share
+        sharded = self._tensor_sharded([int(items), *dims], dtype_bytes, s, language, text)
+        parts += sharded
+        if not sharded:
+            parts.append(self._msg("dataset_advice", language))
         return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
                             sources=["computed"], cite=DATASET_CITE)
 

@@ -1224,3 +1224,14 @@ def test_residuals_saved_under_a_checkpointed_scan_are_each_layer_s_input():
     a = _only("H100, decoder 36 layers, hidden 2560, batch 8, seq 4096, bf16: with each layer under jax.checkpoint "
               "in a lax.scan, how much do the residuals saved for backward take in total?", "en", asked=True)
     assert a.subject == "activations" and "5.63 GiB" in a.text and "160.00 MiB" in a.text
+
+
+def test_a_buffer_of_millions_of_items_sharded_over_the_gpus_named_gets_each_one_s_share_and_verdict():
+    # 1M frames of 64x64x3 uint8 on 4 H100: 11.44 GiB in all, 2.86 GiB each; in float32 four times that
+    q = "buffer en el dispositivo con 1M frames de 64x64x3 uint8 en 4 H100, shardeado en el primer eje: ¿cuánto por GPU?"
+    a = _only(q, "es", asked=True)
+    assert a.subject == "dataset" and format_bytes(10**6 * 12288) in a.text
+    assert f"cada dispositivo guarda {format_bytes(10**6 * 12288 // 4)}" in a.text
+    b = [x for x in SIZING.answer("¿y si guardo las frames en float32 en vez de uint8, cabe por GPU?", "es", True,
+                                  earlier=q) if x.subject == "dataset"]
+    assert b and f"cada dispositivo guarda {format_bytes(10**6 * 12288)}" in b[0].text and "60.00 GiB" in b[0].text
