@@ -217,6 +217,9 @@ CASES = [
     # donation written with Flax NNX's own jit
     ("Avec Flax NNX, comment je fais la donation du modèle et de l'optimiseur dans mon train_step ?", "fr",
      "nnx_donation", 'donate_argnames=("model", "optimizer")'),
+    # what nvidia-smi shows used right after a small model loads: the preallocated pool
+    ("my small flax model, right after loading nvidia-smi shows 11GB used on a 16GB card. why so much?", "en",
+     "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
 ]
 
 
