@@ -2055,6 +2055,13 @@ class Sizing:
         for seen, said in figures:
             # the pool, or the pool and the process's CUDA context above it (a few hundred MB)
             if abs(seen - card) > 0.02 * card and -0.03 * card <= seen - pool <= 0.06 * card:
+                if "preallocate_off" in s.cues and "oom" not in s.cues:
+                    # no preallocation: the pool grew to its ceiling, the default share whatever
+                    # other share the text proposes (growth, not a setting that came too late)
+                    ceiling = int((s.pool_share if s.pool_share else 0.99) * card)
+                    return FigureAnswer(kind=KIND, subject="pool_grows_to_cap", text=self._msg(
+                        "pool_grows_to_cap", language, seen=said, memory=format_bytes(card), pool=format_bytes(pool),
+                        ceiling=format_bytes(ceiling)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
                 if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card:
                     # the default pool although the text sets another share: the setting came too
                     # late (a notebook's os.environ after JAX started), not a pool too small

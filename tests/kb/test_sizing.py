@@ -1235,3 +1235,13 @@ def test_a_buffer_of_millions_of_items_sharded_over_the_gpus_named_gets_each_one
     b = [x for x in SIZING.answer("¿y si guardo las frames en float32 en vez de uint8, cabe por GPU?", "es", True,
                                   earlier=q) if x.subject == "dataset"]
     assert b and f"cada dispositivo guarda {format_bytes(10**6 * 12288)}" in b[0].text and "60.00 GiB" in b[0].text
+
+
+def test_memory_climbing_to_the_default_share_without_preallocation_is_the_allocator_s_ceiling():
+    # PREALLOCATE=false on a 24 GB card, nvidia-smi climbs to ~18 GB: the same 75% ceiling, reached by
+    # growth (freed blocks kept by JAX's allocator, asynchronous dispatch), not a share set too late
+    a = [x for x in SIZING.answer("XLA_PYTHON_CLIENT_PREALLOCATE=false on my RTX 4090 24GB, a loop of small matmuls, "
+                                  "nvidia-smi climbs to ~18GB and MEM_FRACTION=.95 doesn't make it take 95%. why?",
+                                  "en", True) if x.subject in ("pool_grows_to_cap", "pool_setting_ignored")]
+    assert [x.subject for x in a] == ["pool_grows_to_cap"]
+    assert "18.00 GiB" in a[0].text and "22.80 GiB" in a[0].text and "block_until_ready" in a[0].text
