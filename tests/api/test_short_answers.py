@@ -220,6 +220,9 @@ CASES = [
     # what nvidia-smi shows used right after a small model loads: the preallocated pool
     ("my small flax model, right after loading nvidia-smi shows 11GB used on a 16GB card. why so much?", "en",
      "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # an RL learner and its actors as several processes on one card
+    ("一张 A100 上跑多进程（1 个 learner 加 3 个 actor），第一个进程就把显存占满了，别的进程 OOM，怎么设置？", "zh",
+     "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
 ]
 
 
