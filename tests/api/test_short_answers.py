@@ -223,6 +223,9 @@ CASES = [
     # an RL learner and its actors as several processes on one card
     ("一张 A100 上跑多进程（1 个 learner 加 3 个 actor），第一个进程就把显存占满了，别的进程 OOM，怎么设置？", "zh",
      "processes_share_gpu", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+    # an ODE solve under autodiff: its adjoint's checkpoints, and a CNF's divergence
+    ("My neural ODE with diffrax runs out of memory on the GPU when I take gradients. Where does it go?", "en",
+     "diffrax_memory", "RecursiveCheckpointAdjoint(checkpoints=N)"),
 ]
 
 
