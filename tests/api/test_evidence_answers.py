@@ -1155,3 +1155,19 @@ def test_a_log_with_only_a_small_failed_request_keeps_the_state_the_named_model_
                 "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 20.11G of 15.48G hbm. Exceeded hbm "
                 "capacity by 4.63G.")
     assert not [f for f in sized.figures if f.subject == "training_state"]
+
+
+def test_an_smem_oom_says_no_vmem_limit_reaches_it_and_what_fills_it(client):
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space smem. "
+           "Used 1.00M of 1.00M smem. Exceeded smem capacity by 2.3K.")
+    r = ask(client, "paged attention の Pallas カーネルが v6e でコンパイル時に落ちます。vmem_limit_bytes を上げれば直りますか？", log)
+    assert r.language == "ja" and r.verdict and "SMEM" in r.verdict and "1.00 MiB" in r.verdict, r.verdict
+    assert "--max-num-seqs" in r.verdict and "custom_call_target" not in r.answer  # no regex exercise
+
+
+def test_a_gpu_shared_memory_error_without_figures_is_the_kernel_s_tiles_not_the_batch(client):
+    log = "INTERNAL: Failed to execute XLA Runtime executable: Shared memory requested exceeds device resources."
+    r = ask(client, "Mon attention Pallas/Triton sur A100 plante ainsi ; j'ai déjà divisé le batch par deux. Et maintenant ?", log)
+    assert r.language == "fr" and r.verdict and "mémoire partagée" in r.verdict and "num_stages" in r.verdict
+    assert "mémoire partagée par bloc de threads" in r.answer  # the diagnosis line says what it is too
+    assert "ne réduit que les activations" not in r.answer  # the tried batch is settled by the verdict
