@@ -615,6 +615,8 @@ class Sizing:
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language)
+        if shares is None and ceiling is None:
+            shares = self._pool_default_asked(s, language)
         if ceiling is not None and ceiling.subject == "pool_other_share":  # "is it leaking?": answered first
             out.insert(0, ceiling)
             ceiling = None
@@ -765,6 +767,18 @@ class Sizing:
                           pool=f"{_num(round(fraction * card, 2))} GB", left=f"{_num(round(card - fraction * card, 2))} GB")
         text_ = self._join([default, text_], language) if default else text_
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _pool_default_asked(self, s: Stated, language: str) -> FigureAnswer | None:
+        """How much JAX takes by default of the GPU named, when that is asked ("wie viel will JAX per
+        Default reservieren?"): 75% of the card; beside another framework, what stays outside it."""
+        if not (s.gpu and s.card_memory and "default_asked" in s.cues and "memory_named" in s.cues):
+            return None
+        card, pool = s.card_memory, GPU_POOL_SHARE * s.card_memory
+        parts = [self._msg("pool_default", language, card=format_bytes(card), pool=format_bytes(pool))]
+        if "other_program" in s.cues:
+            parts.append(self._msg("pool_default_rest", language, rest=format_bytes(card - pool), pool=format_bytes(pool)))
+        return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._join(parts, language), value_bytes=int(pool),
                             sources=["computed"], cite=POOL_CITE)
 
     def _pool_beside(self, text: str, s: Stated, language: str) -> FigureAnswer | None:

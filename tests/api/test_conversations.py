@@ -487,3 +487,10 @@ def test_a_how_to_follow_up_after_arithmetic_opens_with_the_way_asked_for(client
     opening = follow["answer"].split("\n\n")[0]
     assert "--worker=all" in opening and "jax.distributed.initialize()" in opening
     assert "jax.distributed.initialize()" in follow["answer"].split("```python")[1]
+
+
+def test_a_follow_up_asking_each_core_s_share_gets_the_conversation_s_arithmetic_again(client):
+    # the weights of a 1.55B model on a v2-8 (an Arabic question), then "split over the 8 cores, each one's share?"
+    cid = _ask(client, {"question": "كم تحتاج أوزان نموذج فيه 1.55 مليار معامل في fp32 على TPU v2-8؟"})["conversation_id"]
+    second = _ask(client, {"question": "وإذا قسمتها على الـ8 cores، كم يصبح نصيب كل core؟", "conversation_id": cid})
+    assert second["language"] == "ar" and "739.10 MiB" in second["answer"], second["answer"]

@@ -1245,3 +1245,15 @@ def test_memory_climbing_to_the_default_share_without_preallocation_is_the_alloc
                                   "en", True) if x.subject in ("pool_grows_to_cap", "pool_setting_ignored")]
     assert [x.subject for x in a] == ["pool_grows_to_cap"]
     assert "18.00 GiB" in a[0].text and "22.80 GiB" in a[0].text and "block_until_ready" in a[0].text
+
+
+def test_billions_in_arabic_and_hindi_are_parameters():
+    assert SIZING.read("كم تحتاج الأوزان (حوالي 1.55 مليار معامل) في fp32؟").values["params"] == 1.55e9
+    assert SIZING.read("7 अरब पैरामीटर वाला मॉडल").values["params"] == 7e9
+
+
+def test_the_default_pool_asked_beside_another_framework_says_what_stays_outside_it():
+    # "how much does JAX reserve by default" on an A100 40GB with TensorFlow beside it: 30 GiB, 10 outside
+    a = [x for x in SIZING.answer("Keras 3 on JAX on an A100 40GB with TensorFlow installed for tf.data: how much "
+                                  "memory does JAX reserve by default?", "en", True) if x.subject == "gpu_pool"]
+    assert a and "30.00 GiB of 40.00 GiB" in a[0].text and "other 10.00 GiB" in a[0].text
