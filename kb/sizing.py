@@ -414,6 +414,17 @@ class Sizing:
                 cores = int(f.cores_per_chip.value) if f.cores_per_chip else 1
                 chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
                 s.devices = chips * per_chip
+                # several slices (multislice): "4 slices v6e-128", or the chips counted outright ("512 chips")
+                # (the last said: "and with only 2 slices (256 chips)?" after "4 slices (512 chips)")
+                many = ([m for m in _SLICES_COUNT.finditer(low)] or [None])[-1]
+                chips_said = [int(m.group(1)) for m in _CHIPS_COUNT.finditer(low)]
+                explicit = chips_said[-1] if chips_said else counted.get("devices_named")
+                if many and chips_said and many.start() < low.rfind(str(chips_said[-1])):
+                    many = None  # the chips counted after the slices say it outright
+                if many and int(many.group(1)) > 1:
+                    s.devices *= int(many.group(1))
+                elif isinstance(explicit, int) and explicit > s.devices and explicit % s.devices == 0:
+                    s.devices = explicit
             return
         memory = counted.get("gpu_memory_named_bytes")
         label = None
@@ -2317,6 +2328,12 @@ _REPLICATED = re.compile(r"replicat\w*|repliz\w*|répliqu\w*|replic\w*|репл�
                          r"シャードしていない|복제|샤딩 안|प्रतिकृति|रेप्लिकेट\w*|مكرر\w*|منسوخ\w*|not sharded|nicht geshardet|"
                          r"pas shardé|sin shardear|sem shard\w*")
 
+
+#: a count of slices (multislice): "4 slices", "4x v6e-128", "2 个 slice", "スライス 4 つ" is not read
+_SLICES_COUNT = re.compile(r"(?<![\d.\-])(\d{1,3})\s*(?:[x×]\s*(?=v\d)|(?:x\s*)?(?:slices?|срез\w*|слайс\w*|个\s*slice|個の\s*slice|개의?\s*slice|tranches?|fatias?|rebanadas?)(?![a-z]))")
+
+#: chips counted outright ("512 chips", "256 个芯片")
+_CHIPS_COUNT = re.compile(r"(?<![\d.\-])(\d{1,5})\s*(?:chips?|puces?|个?芯片|チップ|칩|чип\w*|चिप्स?|شرائح)")
 
 #: a PartitionSpec written out: P('data', None), PartitionSpec("fsdp")
 _SPEC = re.compile(r"(?<![a-z0-9_])(?:p|partitionspec)\(([^()]*)\)")

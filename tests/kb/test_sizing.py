@@ -1257,3 +1257,12 @@ def test_the_default_pool_asked_beside_another_framework_says_what_stays_outside
     a = [x for x in SIZING.answer("Keras 3 on JAX on an A100 40GB with TensorFlow installed for tf.data: how much "
                                   "memory does JAX reserve by default?", "en", True) if x.subject == "gpu_pool"]
     assert a and "30.00 GiB of 40.00 GiB" in a[0].text and "other 10.00 GiB" in a[0].text
+
+
+def test_several_slices_count_all_their_chips_and_the_last_count_said_wins():
+    # multislice: "4 slices v6e-128 (512 chips)", "4x v6e-128"; a follow-up with 2 slices (256 chips)
+    assert SIZING.read("Llama 70B with levanter on 4 slices v6e-128 (512 chips)").devices == 512
+    assert SIZING.read("4x v6e-128").devices == 512
+    assert SIZING.read("two v5e-256 slices, 512 chips in all").devices == 512
+    assert SIZING.read("on 4 slices v6e-128 (512 chips)\nand with only 2 slices (256 chips)?").devices == 256
+    assert SIZING.read("on a v6e-128").devices == 128
