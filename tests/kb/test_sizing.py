@@ -1266,3 +1266,11 @@ def test_several_slices_count_all_their_chips_and_the_last_count_said_wins():
     assert SIZING.read("two v5e-256 slices, 512 chips in all").devices == 512
     assert SIZING.read("on 4 slices v6e-128 (512 chips)\nand with only 2 slices (256 chips)?").devices == 256
     assert SIZING.read("on a v6e-128").devices == 128
+
+
+def test_a_checkpoint_conversion_is_sized_as_weights_and_a_slice_s_total_is_not_one_pool():
+    lines = SIZING.answer("Converting my fine-tuned GPT-J 6B checkpoint to HF format on a TPU v3-8 VM fails on "
+                          "256MiB. Why, when the TPU has 128 GB of HBM?", "en", True)
+    subjects = [a.subject for a in lines]
+    assert "weights" in subjects and "training_state" not in subjects, subjects
+    assert any("not one pool" in a.text or "not a pool" in a.text for a in lines if a.subject.startswith("slice")), lines
