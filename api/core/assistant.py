@@ -229,11 +229,14 @@ class Assistant:
         facts = self.rules.read_text_facts(facts, log, question)
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
-            card = self.sizing.read(question).card_memory
+            read = self.sizing.read(question)
+            card = read.card_memory
             named = facts.get("gpu_memory_named_bytes")
-            if card and facts.get("backend") == "gpu" and (named is None or 0.9 * named <= card < named):
-                # a GPU named by its model ("RTX A6000"): its memory; a card named with the size it is
-                # sold as ("T4 16GB"): the total CUDA reports for it, which JAX's pool is a share of
+            one_size = read.device not in (None, "GPU")  # a card of one size named by its model (a T4)
+            if card and facts.get("backend") == "gpu" and (named is None or one_size or 0.9 * named <= card < named):
+                # a GPU named by its model ("RTX A6000"): its memory, not another figure the question
+                # gives ("a T4 ... asking for 18 GB"); a card named with the size it is sold as ("T4
+                # 16GB"): the total CUDA reports for it, which JAX's pool is a share of
                 facts["gpu_memory_named_bytes"] = card
             stated = self.sizing.params_stated("\n".join([*(t.question for t in earlier if t.question), question]))
             if stated is not None and facts.get("argument_bytes"):  # what the arguments hold per parameter

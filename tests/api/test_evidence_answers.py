@@ -1171,3 +1171,11 @@ def test_a_gpu_shared_memory_error_without_figures_is_the_kernel_s_tiles_not_the
     assert r.language == "fr" and r.verdict and "mémoire partagée" in r.verdict and "num_stages" in r.verdict
     assert "mémoire partagée par bloc de threads" in r.answer  # the diagnosis line says what it is too
     assert "ne réduit que les activations" not in r.answer  # the tried batch is settled by the verdict
+
+
+def test_one_allocation_larger_than_the_card_while_weights_load_says_no_setting_can_hold_it(client):
+    # 18 GiB asked on a 16 GB T4 (14.75 GiB as CUDA reports it) while from_pt converts the weights
+    log = "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 19327352832 bytes."
+    r = ask(client, "Loading FlaxAutoModel.from_pretrained(..., from_pt=True) on a Colab T4 blows up asking for 18 GB. "
+                    "Is turning off XLA_PYTHON_CLIENT_PREALLOCATE enough?", log)
+    assert r.verdict and "larger than your whole 14.75 GiB GPU" in r.verdict and "to_bf16" in r.verdict, r.verdict
