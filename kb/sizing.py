@@ -2378,7 +2378,13 @@ def _block_shapes(low: str) -> dict[str, float]:
     for (m, k), (k2, n) in zip(shapes, shapes[1:]):
         if k == k2:
             return {"block_m": m, "block_k": k, "block_n": n}
+    # one square block for every operand of a matmul ("in_specs and out_specs all (1024, 1024)")
+    if len(set(shapes)) == 1 and shapes[0][0] == shapes[0][1] and _MATMUL_WORD.search(low):
+        return {"block_m": shapes[0][0], "block_k": shapes[0][0], "block_n": shapes[0][0]}
     return {}
+
+
+_MATMUL_WORD = re.compile(r"matmul|mat_mul|gemm|矩阵乘|行列積|행렬 곱|умножени\w* матриц|multiplica\w* de matri")
 
 
 #: a product or a power written in code: "1024*1024", "2**20", "4 * 1024 * 1024"

@@ -1274,3 +1274,10 @@ def test_a_checkpoint_conversion_is_sized_as_weights_and_a_slice_s_total_is_not_
     subjects = [a.subject for a in lines]
     assert "weights" in subjects and "training_state" not in subjects, subjects
     assert any("not one pool" in a.text or "not a pool" in a.text for a in lines if a.subject.startswith("slice")), lines
+
+
+def test_one_square_block_for_every_operand_of_a_matmul_is_counted_three_times_twice():
+    # in_specs x2 and out_specs all f32 (1024, 1024) on v5e: 3 × 4 MiB × 2 = 24 MiB, over the 16 MiB default
+    a = _only("Pallas matmul on TPU v5e, both in_specs and the out_specs are f32 blocks (1024, 1024): VMEM OOM. "
+              "How much VMEM with double buffering?", "en", asked=True)
+    assert a.subject == "pallas_blocks" and a.value_bytes == 24 << 20 and "16.00 MiB" in a.text
