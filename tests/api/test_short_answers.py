@@ -546,3 +546,12 @@ def test_numpy_run_inside_a_jitted_function_is_a_constant_of_each_executable(cli
     subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
     assert subjects[0] == "trace_time_numpy" and "memory_from_code" not in subjects, subjects
     assert "jax.clear_caches()" in body["answer"] and "jax.random.uniform" in body["answer"]
+
+
+def test_keras_on_jax_without_tensorflow_named_is_not_told_about_tensorflow_s_pool():
+    ids = {a.id for a in FIGURES.short_answers_of("keras3 with the jax backend on an RTX 3090 sets MEM_FRACTION=1.00 "
+                                                   "and fails with RESOURCE_EXHAUSTED at CUDA init")}
+    assert "tensorflow_with_jax" not in ids
+    ids = {a.id for a in FIGURES.short_answers_of("Keras 3 on jax with tensorflow installed for tf.data: the GPU "
+                                                   "memory is gone at the first allocation")}
+    assert "tensorflow_with_jax" in ids
