@@ -226,6 +226,9 @@ CASES = [
     # an ODE solve under autodiff: its adjoint's checkpoints, and a CNF's divergence
     ("My neural ODE with diffrax runs out of memory on the GPU when I take gradients. Where does it go?", "en",
      "diffrax_memory", "RecursiveCheckpointAdjoint(checkpoints=N)"),
+    # out of memory only after hundreds of separate fits: compiled programs and kept results accumulate
+    ("Je lance des centaines de fits blackjax l'un après l'autre sur un GPU, et après quelques centaines de runs "
+     "j'ai RESOURCE_EXHAUSTED. Pourquoi ?", "fr", "many_runs_accumulate", "jax.clear_caches()"),
 ]
 
 
