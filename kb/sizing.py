@@ -1230,8 +1230,9 @@ class Sizing:
                                  half_memory=format_bytes(memory / 2), half=half, slice=slice_,
                                  per_device=format_bytes(need / slice_)))
         placed = min(need, per if devices > 1 else need)
-        if s.gpu and GPU_POOL_SHARE * memory < placed <= memory:
-            out.append(self._msg("gpu_pool", language, pool=format_bytes(GPU_POOL_SHARE * memory), memory=label))
+        if s.gpu and s.card_memory and memory < placed <= s.card_memory:
+            # over JAX's pool (the device memory above) but within the card: a larger share holds it
+            out.append(self._msg("gpu_pool", language, pool=format_bytes(memory), memory=format_bytes(s.card_memory)))
         return out
 
     def _activations(self, s: Stated, language: str) -> FigureAnswer | None:

@@ -1281,3 +1281,13 @@ def test_one_square_block_for_every_operand_of_a_matmul_is_counted_three_times_t
     a = _only("Pallas matmul on TPU v5e, both in_specs and the out_specs are f32 blocks (1024, 1024): VMEM OOM. "
               "How much VMEM with double buffering?", "en", asked=True)
     assert a.subject == "pallas_blocks" and a.value_bytes == 24 << 20 and "16.00 MiB" in a.text
+
+
+def test_weights_over_jax_s_pool_but_within_the_card_name_the_pool_and_the_card_once():
+    # 9B f32 weights = 33.53 GiB on an A100 40GB: over the 30 GiB pool, within the card
+    text = " ".join(a.text for a in SIZING.answer("inference of a 9B model in f32 on one A100 40GB, will the weights fit?",
+                                                  "en", True))
+    assert "(30.00 GiB of 40.00 GiB)" in text and "22.50 GiB" not in text, text
+    # within the pool: no pool line at all
+    text = " ".join(a.text for a in SIZING.answer("inference of a 7B model in f32 on one A100 40GB, will it fit?", "en", True))
+    assert "gives it more" not in text and "22.50 GiB" not in text
