@@ -229,6 +229,9 @@ CASES = [
     # out of memory only after hundreds of separate fits: compiled programs and kept results accumulate
     ("Je lance des centaines de fits blackjax l'un après l'autre sur un GPU, et après quelques centaines de runs "
      "j'ai RESOURCE_EXHAUSTED. Pourquoi ?", "fr", "many_runs_accumulate", "jax.clear_caches()"),
+    # a Hugging Face Flax model's dtype= is the computation's, not the weights'
+    ("¿Basta con pasar dtype=jnp.bfloat16 a FlaxAutoModelForCausalLM.from_pretrained para que los pesos ocupen la "
+     "mitad?", "es", "hf_flax_dtype", "model.to_bf16(params)"),
 ]
 
 
