@@ -232,6 +232,9 @@ CASES = [
     # a Hugging Face Flax model's dtype= is the computation's, not the weights'
     ("¿Basta con pasar dtype=jnp.bfloat16 a FlaxAutoModelForCausalLM.from_pretrained para que los pesos ocupen la "
      "mitad?", "es", "hf_flax_dtype", "model.to_bf16(params)"),
+    # the real HBM use and its peak, asked for when a tool like jax-smi does not work
+    ("v5e で学習中の本当の HBM 使用量とピークを確認したい。jax-smi が使えないんだけど、どうすればいい？", "ja",
+     "memory_from_code", "peak_bytes_in_use"),
 ]
 
 
