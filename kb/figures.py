@@ -91,6 +91,8 @@ class ShortAnswer(_Strict):
     text: dict[str, str]
     remedies: list[str] = Field(default_factory=list)
     replaces: list[str] = Field(default_factory=list, description="settings whose line this makes redundant")
+    drops: list[Kind] = Field(default_factory=list, description="kinds of figure lines that this answer says "
+                              "do not apply (SMEM: the generations' VMEM and the VMEM settings' defaults)")
     snippet: str | None = Field(default=None, description="Python code shown under the answer (it must parse)")
     unless: list[str] = Field(default_factory=list, description="more specific answers that replace this one")
     log_markers: list[str] = Field(default_factory=list,
@@ -307,7 +309,8 @@ class Figures:
         short = self.short_answers_of(question)
         answers: list[FigureAnswer] = [self._short(a, language) for a in short]
         replaced = {name for a in short for name in a.replaces}
-        kinds = self.kinds_of(question)
+        dropped = {kind for a in short for kind in a.drops}
+        kinds = [k for k in self.kinds_of(question) if k.kind not in dropped]
         if named_settings and not any(k.kind in ("setting", "setting_default") for k in kinds):
             low = question.lower()
             answers += [self._setting(s, language) for s, pats in self._identifiers

@@ -564,3 +564,13 @@ def test_keras_on_jax_without_tensorflow_named_is_not_told_about_tensorflow_s_po
     ids = {a.id for a in FIGURES.short_answers_of("Keras 3 on jax with tensorflow installed for tf.data: the GPU "
                                                    "memory is gone at the first allocation")}
     assert "tensorflow_with_jax" in ids
+
+
+def test_an_smem_question_gets_no_vmem_figures_nor_vmem_settings(client):
+    # SMEM out of memory after raising both VMEM limits (a Korean question): the SMEM answer, without
+    # every generation's VMEM or the VMEM settings' defaults beside it
+    r = _ask(client, {"question": "Pallas paged attention 커널이 smem 부족으로 죽어요. vmem_limit_bytes 올리고 "
+                                  "--xla_tpu_scoped_vmem_limit_kib 도 키워봤는데 그대로입니다. 어떻게 해야 하나요?"})
+    assert "SMEM" in r["answer"] and "num_scalar_prefetch" in r["answer"]
+    assert not [f for f in r["figures"] if f["kind"] in ("vmem", "scoped_vmem", "setting_default", "setting")], r["figures"]
+    assert "vmem-limit-bytes" not in [x["id"] for x in r["remedies"]]  # raised already: not a step again
