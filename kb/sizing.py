@@ -787,6 +787,8 @@ class Sizing:
             return None
         card, pool = s.card_memory, GPU_POOL_SHARE * s.card_memory
         parts = [self._msg("pool_default", language, card=format_bytes(card), pool=format_bytes(pool))]
+        if "ceiling_asked" in s.cues:  # "is it a real cap?"
+            parts.append(self._msg("pool_default_ceiling", language, ceiling=format_bytes(0.95 * card)))
         if "other_program" in s.cues:
             parts.append(self._msg("pool_default_rest", language, rest=format_bytes(card - pool), pool=format_bytes(pool)))
         return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._join(parts, language), value_bytes=int(pool),

@@ -1291,3 +1291,14 @@ def test_weights_over_jax_s_pool_but_within_the_card_name_the_pool_and_the_card_
     # within the pool: no pool line at all
     text = " ".join(a.text for a in SIZING.answer("inference of a 7B model in f32 on one A100 40GB, will it fit?", "en", True))
     assert "gives it more" not in text and "22.50 GiB" not in text
+
+
+def test_the_default_pool_asked_as_a_ceiling_and_a_cap_said_as_only_n_gib_for_jax():
+    # "how much does JAX reserve by default, is it a real cap?" on an A100 80GB (a French question)
+    a = [x for x in SIZING.answer("Sur un A100 80GB, JAX réserve combien par défaut, et est-ce un vrai plafond ?",
+                                  "fr", True) if x.subject == "gpu_pool"]
+    assert a and "60.00 GiB sur 80.00 GiB" in a[0].text and "C'est un plafond" in a[0].text and "76.00 GiB" in a[0].text
+    # "only ~4 GiB for JAX, the rest for PyTorch" on a 4090 (Hinglish): the fraction that caps it
+    b = [x for x in SIZING.answer("RTX 4090 pe mujhe sirf ~4 GiB dena hai JAX ko (baaki PyTorch ke liye), "
+                                  "MEM_FRACTION kya rakhu?", "hi", True) if x.subject == "pool_shares"]
+    assert b and "XLA_PYTHON_CLIENT_MEM_FRACTION=.16" in b[0].text
