@@ -235,6 +235,9 @@ CASES = [
     # the real HBM use and its peak, asked for when a tool like jax-smi does not work
     ("v5e で学習中の本当の HBM 使用量とピークを確認したい。jax-smi が使えないんだけど、どうすればいい？", "ja",
      "memory_from_code", "peak_bytes_in_use"),
+    # "Attempt to donate the same buffer twice"
+    ("J'ai mis donate_argnums=(0, 1) et JAX dit \"Attempt to donate the same buffer twice\". Pourquoi ?", "fr",
+     "donate_twice", "jnp.copy(x)"),
 ]
 
 

@@ -1302,3 +1302,10 @@ def test_the_default_pool_asked_as_a_ceiling_and_a_cap_said_as_only_n_gib_for_ja
     b = [x for x in SIZING.answer("RTX 4090 pe mujhe sirf ~4 GiB dena hai JAX ko (baaki PyTorch ke liye), "
                                   "MEM_FRACTION kya rakhu?", "hi", True) if x.subject == "pool_shares"]
     assert b and "XLA_PYTHON_CLIENT_MEM_FRACTION=.16" in b[0].text
+
+
+def test_how_many_gib_donation_reduces_is_its_saving():
+    # "donate すると何 GiB 減る？" (a Japanese question): 300M × 12 B = 3.35 GiB
+    a = [x for x in SIZING.answer("L4 で 300M パラメータ、f32 + Adam の state を毎回更新。donate すると何 GiB 減る？", "ja",
+                                  True) if x.subject == "donated_state"]
+    assert a and "3.35 GiB" in a[0].text
