@@ -97,20 +97,21 @@ def detect_prose_language(text: str) -> Detection:
     prose = prose_of(text)
     if sum(ch.isalpha() for ch in strip_code(prose)) >= _MIN_LETTERS:
         return detect_language(prose)
+    # an error pasted into the middle of the sentence, unquoted ("... von Mistral-7B kommt
+    # torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate ... Hilft X?"): the words
+    # before each error and the sentences that carry no error figures (first: a French sentence's
+    # apostrophes, "j'ai ... l'inférence", are no quotes)
+    kept = _CODE_WORD.sub(" ", _around_errors(text[:_LINE_CHARS]))
+    if sum(ch.isalpha() for ch in kept) >= _MIN_LETTERS and kept.strip() != text[:_LINE_CHARS].strip():
+        found = detect_language(kept)
+        if found.method != "default" and found.language != "en":
+            return found
     # an error quoted inside the user's sentence ("... e deu 'torch.OutOfMemoryError: ...' como resolvo?"):
     # the sentence around the quote
     around = _CODE_WORD.sub(" ", _QUOTED.sub(" ", text[:_LINE_CHARS]))
     if _QUOTED.search(text[:_LINE_CHARS]) and sum(ch.isalpha() for ch in around) >= _MIN_LETTERS:
         found = detect_language(around)
         if found.method != "default":
-            return found
-    # an error pasted into the middle of the sentence, unquoted ("... von Mistral-7B kommt
-    # torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate ... Hilft X?"): the words
-    # before each error and the sentences that carry no error figures
-    kept = _CODE_WORD.sub(" ", _around_errors(text[:_LINE_CHARS]))
-    if sum(ch.isalpha() for ch in kept) >= _MIN_LETTERS and kept.strip() != text[:_LINE_CHARS].strip():
-        found = detect_language(kept)
-        if found.method != "default" and found.language != "en":
             return found
     whole = detect_language(text)
     if whole.method != "default":

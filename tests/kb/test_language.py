@@ -169,3 +169,17 @@ def test_an_error_pasted_inside_a_sentence_does_not_decide_the_language():
          "sharding of NamedSharding(mesh=Mesh('fsdp': 4), spec=PartitionSpec('fsdp',)), which implies that the global "
          "size of its dimension 0 should be divisible by 4, but it is equal to 32001 (full shape: (32001,)). was nun?")
     assert detect_prose_language(q).language == "de"
+
+
+def test_a_french_sentence_with_an_error_pasted_on_its_line_is_french_despite_its_apostrophes():
+    from oomkb.kb.prose import detect_prose_language
+    q = ("Bonjour, j'ai ce message en lançant l'inférence sur une GPU 32GB, comment je règle ça ? "
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of "
+         "31.47 GiB of which 12.73 GiB is free. Including non-PyTorch memory, this process has 18.73 GiB memory in use.")
+    assert detect_prose_language(q).language == "fr"
+
+
+def test_hinglish_with_relative_pronouns_and_postpositions_is_hindi():
+    from oomkb.kb.prose import detect_prose_language
+    assert detect_prose_language("ok exact code de do jisme params FSDP me 8 GPUs pe shard ho, bf16 params aur "
+                                 "donate bhi ho").language == "hi"
