@@ -36,7 +36,7 @@ from oomkb.kb.remedies.choice import choose_remedies
 from oomkb.kb.remedies.rendering import diagnosis_line, message, remedy_text
 from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
-from oomkb.kb.figures import ANSWER
+from oomkb.kb.figures import ANSWER, FigureAnswer
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
@@ -340,7 +340,7 @@ class Assistant:
             if "snippet" in analysis.asks and not named and earlier:
                 # the code for what the turn before was about ("offload mu/nu to the host", then "how
                 # do I turn it on?") before the code of the conversation's first subject
-                own = self.parts.figures.code_named(earlier[-1].question or "", language)[:2] or own
+                own = self._code_named_before(earlier[-1:], language, limit=2) or own
             if named and not (own and (conversation.asks_for_that_code(question)
                                        or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named
@@ -354,12 +354,7 @@ class Assistant:
             if not any(f.snippet for f in figures):
                 # "and how do I turn it on? the exact code": the code for what the last turn that
                 # named one was about ("offload mu/nu to the host" before it)
-                for turn in reversed(earlier):
-                    prior = [f for f in self.parts.figures.code_named(turn.question or "", language)
-                             if f.subject not in named]
-                    if prior:
-                        figures += prior[:1]
-                        break
+                figures += self._code_named_before(earlier, language, skip=named, limit=1)
         if not figures and context.follow_up and context.subject and self.parts.figures.generations_in(question):
             # "and on v4?": the figure the conversation asked for, of the generation this turn names
             asked_again = f"{self.parts.figures.without_generations(context.subject)}\n{question}"
@@ -636,6 +631,16 @@ class Assistant:
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},
                            out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
+
+    def _code_named_before(self, earlier: list[ConversationTurn], language: str, skip: set[str] = frozenset(),
+                           limit: int = 1) -> list[FigureAnswer]:
+        """The code that the latest of `earlier` naming some names ("offload mu/nu to the host"),
+        at most `limit` pieces, less the subjects in `skip`."""
+        for turn in reversed(earlier):
+            found = [f for f in self.parts.figures.code_named(turn.question or "", language) if f.subject not in skip]
+            if found:
+                return found[:limit]
+        return []
 
     def _not_again(self, figures, answered: set[str], analysis: QuestionAnalysis, language: str):
         """`figures` less the short answers an earlier turn gave (`answered`); one asked for again
