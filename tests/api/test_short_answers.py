@@ -238,6 +238,12 @@ CASES = [
     # "Attempt to donate the same buffer twice"
     ("J'ai mis donate_argnums=(0, 1) et JAX dit \"Attempt to donate the same buffer twice\". Pourquoi ?", "fr",
      "donate_twice", "jnp.copy(x)"),
+    # the arrays alive on the devices, listed by size
+    ("How do I print the live arrays on the GPU sorted by size when my step hits an OOM?", "en",
+     "live_arrays_list", "jax.live_arrays()"),
+    # nvidia-smi near full right after importing a library and making a tiny array: the pool
+    ("Colab GPU 上刚 import jax 建了个小数组，显存几乎满了？我啥也没算啊", "zh", "gpu_preallocation",
+     "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
 ]
 
 
