@@ -155,7 +155,12 @@ class Page:
     def wait_for(self, expression: str, timeout: float = ANSWER_TIMEOUT_S):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except AssertionError as e:  # asked while a click's navigation replaces the page: ask again
+                if "navigated or closed" not in str(e) and "context was destroyed" not in str(e):
+                    raise
+                value = None
             if value:
                 return value
             time.sleep(0.2)
