@@ -123,7 +123,8 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
-               "batch_from", "per_sample", "per_param_claim", "pad_multiple")
+               "batch_from", "per_sample", "per_param_claim", "pad_multiple",
+               "mcmc_samples", "mcmc_chains", "latent_values")
 
 
 class _Strict(BaseModel):
@@ -186,6 +187,7 @@ class SizingFile(_Strict):
     block_operands: dict[str, str] = Field(default_factory=dict)
     operand_joiner: str = r"\s*"
     limit_snippet: str = ""  # code computing a kernel's vmem_limit_bytes from its blocks, to fill
+    mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
     messages: dict[str, Message]
 
 
@@ -255,6 +257,12 @@ CAP_REACH = 24
 SQUARE_BROADCAST_MIN = 10_000
 #: A model state this small a share of the one device named is not worth a line unless asked.
 SMALL_SHARE = 0.5
+#: MCMC samples under this share of the device named are not what fills it.
+MCMC_SMALL_SHARE = 0.1
+#: MCMC samples under this size are not what fills any accelerator.
+MCMC_SMALL_BYTES = 256 << 20
+#: The share of the device named that one piece of an MCMC run's samples may take.
+MCMC_BUDGET_SHARE = 0.25
 #: A tensor this big a share of the one device named is worth its line unasked.
 BIG_SHARE = 0.25
 #: A shape ending in [S, S] with S at least this is read as attention scores.
@@ -543,6 +551,9 @@ class Sizing:
         per_example = self._per_example(s, language)
         if per_example is not None:  # vmap(grad): the per-example gradients are the memory, not the model's state
             return [per_example]
+        samples = self._mcmc_samples(s, language)
+        if samples is not None:  # an MCMC run's kept samples: that arithmetic, not a model's state
+            return [samples]
         host = self._host_checkpoint(s, language)
         if host is not None:  # a save filling host RAM: that arithmetic, not the device's
             return [host]
@@ -639,6 +650,38 @@ class Sizing:
             out += self._slices(text, language, used=s.log_used if s.from_log else None,
                                 log_device=(s.device, s.device_memory) if s.from_log else None)
         return out
+
+    def _mcmc_samples(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The samples an MCMC run keeps on the device until it ends: samples × latent values ×
+        bytes, per chain and for all chains; against the device named, thinning or pieces that fit."""
+        v = s.values
+        samples, latent = v.get("mcmc_samples"), v.get("latent_values")
+        if "mcmc" not in s.cues or not (samples and latent):
+            return None
+        chains = int(v.get("mcmc_chains") or 1)
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        per_chain = samples * latent * dtype_bytes
+        size = per_chain * chains
+        counts = dict(samples=_grouped(samples, language), latent=_grouped(latent, language),
+                      bytes=_num(dtype_bytes), dtype=dtype_name, size=format_bytes(size))
+        parts = [self._msg("mcmc_samples", language, per_chain=format_bytes(per_chain), chains=_num(chains), **counts)
+                 if chains > 1 else self._msg("mcmc_samples_one", language, **counts)]
+        snippet, subject = None, "mcmc_samples"
+        if s.device_memory:
+            parts.append(self._share(s, size, language))
+        if size < MCMC_SMALL_BYTES or (s.device_memory and size < MCMC_SMALL_SHARE * s.device_memory):
+            # not what fills the device: said, and the question's own answer (the pool, the real use) leads
+            parts.append(self._msg("mcmc_samples_small", language))
+            subject = "mcmc_samples_small"
+        else:  # big, or no device named to say otherwise: the ways to keep fewer on the device
+            budget = MCMC_BUDGET_SHARE * (s.device_memory or size)
+            pieces = max(2, math.ceil(size / budget))
+            parts.append(self._msg("mcmc_samples_fix", language, thinning=pieces, pieces=pieces))
+            if self.data.mcmc_snippet:
+                snippet = self.data.mcmc_snippet.format(pieces=pieces, per_piece=math.ceil(samples / pieces),
+                                                        samples=int(samples), chains=chains)
+        return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
+                            value_bytes=int(size), sources=["computed"], cite=DATASET_CITE, snippet=snippet)
 
     def _host_checkpoint(self, s: Stated, language: str) -> FigureAnswer | None:
         """A checkpoint save on a multi-host slice: the chips per host × the state per chip is what

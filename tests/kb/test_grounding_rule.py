@@ -12,6 +12,9 @@ from oomkb.kb.grounding import names_jax_oom
     "用 flax 训练的时候显存不足怎么办",
     "mein jax-Training bricht mit out of memory ab",
     "при обучении на TPU не хватает памяти",
+    # a library built on JAX named for JAX itself
+    "NumPyro на GPU: NUTS, num_chains=2. Ловлю OOM, что ещё можно сделать?",
+    "EasyDeL full SFT on 8x A100, OOM at the first step",
 ])
 def test_an_oom_with_jax_named_is_in_scope(question):
     assert names_jax_oom(question)

@@ -143,6 +143,27 @@ def test_a_checkpoint_save_is_sized_in_host_ram_from_the_chips_per_host_and_the_
                for a in SIZING.answer("jax.checkpoint on each layer, 4 chips per host, 30 GB per chip", "en"))
 
 
+def test_an_mcmc_run_s_samples_are_sized_per_chain_with_thinning_and_pieces_that_fit():
+    ru = ("NumPyro на GPU (V100 16GB): ~100k латентных параметров, NUTS, num_chains=2, num_samples=100000. "
+          "Уже пробовал chain_method='sequential' — не помогло.")
+    [a] = SIZING.answer(ru, "ru")
+    per_chain = 100_000 * 100_000 * 4
+    assert a.subject == "mcmc_samples" and a.value_bytes == 2 * per_chain
+    assert format_bytes(per_chain) == "37.25 GiB" and "37.25 GiB на цепочку" in a.text and "74.51 GiB" in a.text
+    # a piece takes at most a quarter of the V100's pool (12 GiB): 74.51 GiB / 3 GiB -> 25 pieces
+    assert "thinning=25" in a.text and "post_warmup_state" in a.text
+    compile(a.snippet, "<snippet>", "exec")  # the filled code parses
+    assert "pieces, per_piece = 25, 4000" in a.snippet and "num_chains=2" in a.snippet
+    # a million samples of a 2-dim parameter are not what fills a GPU: said, without the fixes
+    [small] = SIZING.answer("numpyro Metropolis-Hastings, 2-dim parameter, 1,000,000 samples, nvidia-smi shows "
+                            "the GPU memory nearly full", "en")
+    assert small.subject == "mcmc_samples_small" and small.value_bytes == 1_000_000 * 2 * 4
+    assert "7.63 MiB" in small.text and "not what fills" in small.text and small.snippet is None
+    # samples of images in a dataset are no MCMC run
+    assert all(a.subject not in ("mcmc_samples", "mcmc_samples_small")
+               for a in SIZING.answer("50000 samples of 224x224x3 images in float32 on a 16GB GPU", "en"))
+
+
 def test_a_model_known_by_name_only_sharded_small_beside_the_user_s_own_log_gets_no_state_line():
     q = "MaxText で llama2-7b を v5e-256 で学習、remat_policy は何にすれば収まりますか？"
     capacity = int(15.75 * GiB)
