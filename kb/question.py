@@ -71,6 +71,8 @@ class Intents(_Strict):
     clause_breaks: list[str] = Field(min_length=1)
     negation: dict[str, list[str]] = Field(min_length=1)
     already: list[str] = Field(min_length=1)
+    already_except: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "per language, `already` words that are another word there (Spanish \"ya\" is Hinglish \"or\")"))
     asks: list[AskKind] = Field(min_length=1)
     topics: list[Topic] = Field(min_length=1)
     tried: list[Tried] = Field(min_length=1)
@@ -185,15 +187,22 @@ class _Matcher:
         self.topics = [(t.id, _pattern(t.cues), _pattern(t.unless) if t.unless else None)
                        for t in intents.topics]
         self.already = already = _pattern(intents.already)
+        self.already_in = {lang: _pattern([w for w in intents.already if w not in words])
+                           for lang, words in intents.already_except.items()}
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
         self.requests = _pattern(intents.requests) if intents.requests else None
 
     def clauses(self, text: str) -> list[str]:
         return [c for c in self.breaks.split(" " + _lowered(text) + " ") if c.strip()]
 
-    def listed_after_already(self, text: str) -> list[bool]:
+    def already_of(self, language: str | None) -> re.Pattern[str]:
+        """The "already" words of `language` (all of them, less those that are another word there)."""
+        return self.already_in.get(language or "", self.already)
+
+    def listed_after_already(self, text: str, language: str | None = None) -> list[bool]:
         """Per clause of `text` (as `clauses` splits it): whether an earlier clause of the same
         sentence, joined to it by list separators only, holds an "already" word."""
+        already = self.already_of(language)
         out: list[bool] = []
         low = _lowered(text)
         pos, opened = 0, False
@@ -203,7 +212,7 @@ class _Matcher:
             if not _LIST_SEPARATOR.fullmatch(gap.strip() or ","):
                 opened = False  # a sentence end, "but", "still": the list is over
             out.append(opened)
-            opened = opened or bool(self.already.search(piece))
+            opened = opened or bool(already.search(piece))
             pos = at + len(piece.strip()) if at >= 0 else pos
         return out
 
@@ -258,10 +267,11 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
 
     # "ya probé bajar el batch, activar donate_argnums y pasar a bf16": an "already" opens a list
     # whose comma-separated items are all tried, up to the end of its sentence
-    listed = m.listed_after_already(text or "")
+    listed = m.listed_after_already(text or "", language)
+    already = m.already_of(language)
     tried: list[str] = []
     tried_remedies: list[str] = []
-    for item, subject, done, already in m.tried:
+    for item, subject, done, _ in m.tried:
         for n, clause in enumerate(clauses):
             # an argument's annotation ("(0=state, 1=batch)") names code, not something done to it
             clause = _ANNOTATION.sub(" ", clause)

@@ -565,7 +565,7 @@ class Sizing:
         turn_cues = self.read(turn).cues if turn else s.cues  # what this turn itself asks about
         if accumulator is not None and "extra" in turn_cues:
             return [accumulator]  # "how much more does MultiSteps cost?" asked in this turn: that
-        out = [line for line in (accumulator, self._model(s, language, asked),
+        out = [line for line in (accumulator, self._model(s, language, asked, turn_cues=turn_cues if turn else None),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))
                if line is not None]
@@ -1080,13 +1080,28 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="accumulator", text=text, value_bytes=int(size),
                             sources=["computed"], cite=ACCUMULATION_CITE)
 
-    def _model(self, s: Stated, language: str, asked: bool) -> FigureAnswer | None:
+    def _model(self, s: Stated, language: str, asked: bool, turn_cues: set[str] | None = None) -> FigureAnswer | None:
+        """The weights or the training state of the model the text sizes, against the devices named.
+        `turn_cues`: what the conversation's last turn itself says, when it is a follow-up."""
         params = s.values.get("params")
         if not params or params < 1e6 or params > 1e13:
             return None
         if "vmem_named" in s.cues and "params" in s.from_model:
             return None  # a kernel's VMEM asked about: the model's name says what runs, not a size asked
         known = s.device_memory is not None
+        if {"no_training", "params_only"} & s.cues and s.optimizer is not None and "full_training" in s.cues:
+            # "what do the weights alone weigh, and a full fine-tune with adamw?": both, the weights first
+            # the state in the dtype said last ("adamw in fp32"), not every dtype the weights were asked in
+            # (mu and nu named as parts of that state are not a question about the moments alone)
+            full = self._model(replace(s, cues=s.cues - {"no_training", "params_only", "mixed_precision", "optimizer_state"},
+                                       dtypes_named={s.dtype.name} if s.dtype else set(s.dtypes_named),
+                                       state_dtype=None if s.dtype else s.state_dtype), language, asked)
+            if turn_cues is not None and not ({"no_training", "params_only", "full_training"} & turn_cues):
+                return full  # a follow-up about the state ("and all in bf16, per chip?"): not the weights again
+            alone = self._model(replace(s, optimizer=None, cues=s.cues - {"training", "full_training"}), language, asked)
+            if alone is not None and full is not None:
+                return full.model_copy(update={"text": self._join([alone.text, full.text], language)})
+            return full or alone  # (one of them small beside the device and not asked: the other)
         training = ((s.optimizer is not None or "training" in s.cues)
                     and not {"no_training", "params_only"} & s.cues)  # "only the params in bf16, how much?"
         if not (known or asked):
@@ -1124,7 +1139,10 @@ class Sizing:
                 parts.append(self._msg("training_mu_bf16", language, params=count, per_param=per_param - 2,
                                        state=format_bytes(need)))
             mixed = {"bfloat16", "float32"} <= s.dtypes_named and "mixed_precision" in s.cues
-            if "optimizer_state" in s.cues and opt.moments == 2 and (not mixed or "offload" in s.cues):
+            if "nu_dtype" in s.cues and "full_training" in s.cues:
+                parts.append(self._msg("nu_dtype", language))  # (the moments' own line is not shown)
+            if ("optimizer_state" in s.cues and opt.moments == 2 and (not mixed or "offload" in s.cues)
+                    and "full_training" not in s.cues):
                 # mu and nu asked about: said first (not a mixed setup that only names its f32 moments:
                 # its per-parameter sum is the answer; unless the moments are what is moved to the host)
                 first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,

@@ -410,7 +410,15 @@ class Assistant:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
         figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
-        by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes)
+        by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes) or (
+            # a follow-up of the arithmetic asking one more figure ("and all in bf16, per chip?"): the
+            # figure recomputed is the answer, not the short answers its words also touch
+            context.follow_up and sizing_before and asked_size and bool(sizes) and not facts
+            and "figure" in analysis.asks and not {"why", "snippet", "flag", "next"} & set(analysis.asks))
+        if asked_size and sizes and not facts and not by_arithmetic:
+            # the figures asked for, computed on the setup the question states ("sharded FSDP over all
+            # chips"): that setup is in the arithmetic, not something to be told they already do
+            analysis = analysis.model_copy(update={"stated": []})
         if by_arithmetic and not facts:  # no log: general "what next" steps would bury the number asked for
             chosen = []
             # what they did is in the arithmetic ("state donated, output aliased"): no general word on it

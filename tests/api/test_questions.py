@@ -96,6 +96,9 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
     # asking how to do something is not having done it
     ("en", "what does XLA_PYTHON_CLIENT_MEM_FRACTION do and how do i set it to 0.5?", []),
     ("hi", "Pallas में vmem_limit_bytes कैसे बढ़ाएं?", []),
+    # Hinglish "ya" is "or", not Spanish "already": the code asked for is what is wanted
+    ("hi", "exact code de do jisme params shard ho (sharding_axis_dims ya NamedSharding), bf16 params aur donate bhi ho", []),
+    ("es", "ya probé bajar el batch, activar donate_argnums y pasar a bf16", ["batch", "donation", "bf16"]),
     ("ja", "バッチサイズを減らしたいのですが、どこで設定しますか", []),
     ("ja", "バッチを減らしたらどのくらいメモリが減りますか", []),
     ("zh", "怎么调小 batch 才能不 OOM？", []),

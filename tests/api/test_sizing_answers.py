@@ -31,6 +31,26 @@ def test_a_hinglish_kv_cache_chain_is_answered_in_hindi_and_its_follow_up_recomp
     assert "1 B (int8) = 8.00 GiB" in second["answer"]
 
 
+def test_weights_alone_and_a_full_fine_tune_asked_together_get_both_then_the_follow_up_the_state_only(client):
+    # a converted checkpoint ("no training" by itself) whose full fine-tune is asked in the same breath
+    first = _ask(client, {"question": "I converted Mistral-7B to JAX and it saved float32. What do the weights alone "
+                                      "take in fp32 and in bf16, and a full fine-tune with adamw in fp32 "
+                                      "(params+grads+mu+nu) on a v5p-8, sharded FSDP over all chips?"})
+    answer = first["answer"]
+    assert answer.startswith("**Weights:** 7.24B parameters × 4 B (float32) = 26.97 GiB.")
+    assert "× 2 B (bfloat16) = 13.49 GiB" in answer
+    assert "**Training state:** 7.24B parameters × 16 B" in answer and "107.88 GiB" in answer
+    assert "26.97 GiB per device" in answer  # 107.88 / 4 chips, the state in float32 as asked
+    assert "Adam's state alone" not in answer  # mu and nu named as parts of the state, not asked alone
+    second = _ask(client, {"question": "and with the weights in bf16 and adamw's mu/nu in bf16 too, per chip?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"]
+    assert second["answer"].startswith("**Training state:**") and "13.49 GiB each" in second["answer"]
+    assert "**Weights:**" not in second["answer"]  # not the weights again
+    assert "### What to do" not in second["answer"]  # the figure recomputed is the answer
+    assert "`nu`" in second["answer"]  # optax has no nu_dtype: said, since nu in bf16 was asked
+
+
 def test_a_question_without_figures_gets_no_arithmetic(client):
     r = _ask(client, {"question": "How do I see which arrays are alive after each training step?"})
     assert not any(f["kind"] == KIND for f in r["figures"])
