@@ -25,7 +25,7 @@ from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.evidence_rules import SEQUENCE_MIN, VOCAB_MIN
 from oomkb.kb.figures import FigureAnswer, Figures, load_figures
 from oomkb.kb.language import join_sentences
-from oomkb.kb.question import limit_asked
+from oomkb.kb.question import limit_asked, sizes_in
 from oomkb.kb.remedies.plurals import placeholders
 from oomkb.kb.errors import CatalogueError
 from oomkb.kb.translations import check_texts
@@ -55,6 +55,7 @@ KEPT_CITE = "tensor-lifetime-leaks#memory-profile-timeline"
 MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
+NOT_VMEM_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
@@ -551,6 +552,9 @@ class Sizing:
         per_example = self._per_example(s, language)
         if per_example is not None:  # vmap(grad): the per-example gradients are the memory, not the model's state
             return [per_example]
+        beyond = self._size_not_vmem(turn or text, s, language)
+        if beyond is not None:  # "~1 GB too much (something about VMEM?)": that size is HBM
+            return [beyond]
         samples = self._mcmc_samples(s, language)
         if samples is not None:  # an MCMC run's kept samples: that arithmetic, not a model's state
             return [samples]
@@ -650,6 +654,26 @@ class Sizing:
             out += self._slices(text, language, used=s.log_used if s.from_log else None,
                                 log_device=(s.device, s.device_memory) if s.from_log else None)
         return out
+
+    def _size_not_vmem(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """VMEM named beside a shortfall larger than any core's VMEM ("about 1GB too much, the log
+        said something about VMEM?"): that much is HBM, which no VMEM setting reaches."""
+        if "vmem_named" not in s.cues or "kernel_named" in s.cues or {"block_m", "block_k", "block_n"} & set(s.values):
+            return None  # (a kernel of their own named: its blocks are in VMEM, whatever their size)
+        sizes = sizes_in(text or "")
+        # two generations named ("OOM on a v3-8; on v4 it runs"): neither is the device said to fail
+        named = set(self.figures.generations_in(text or ""))
+        hw = self.figures.gens.get(s.device.removeprefix("TPU ")) if s.device and len(named) <= 1 else None
+        physical = hw.vmem_bytes if hw is not None and hw.vmem_bytes else max(
+            (g.vmem_bytes or 0 for name, g in self.figures.gens.items() if name in named or not named), default=0)
+        if not sizes or not physical or min(sizes) <= physical:
+            return None
+        parts = [self._msg("size_not_vmem", language, size=format_bytes(min(sizes)), physical=format_bytes(physical),
+                           where=s.device if hw is not None else "TPU")]
+        if hw is not None and s.device_memory:
+            parts.append(self._msg("size_not_vmem_hbm", language, device=s.device, memory=format_bytes(s.device_memory)))
+        return FigureAnswer(kind=KIND, subject="size_not_vmem", text=self._join(parts, language),
+                            value_bytes=int(min(sizes)), sources=["computed"], cite=NOT_VMEM_CITE)
 
     def _mcmc_samples(self, s: Stated, language: str) -> FigureAnswer | None:
         """The samples an MCMC run keeps on the device until it ends: samples × latent values ×

@@ -107,10 +107,16 @@ _STATED_LINE = re.compile(r"^(?P<indent>\s*)(?P<names>[a-z_]+(?:\s*,\s*[a-z_]+)*
                           re.MULTILINE)
 
 
+#: No TPU core has more VMEM than this (v5e, v6e: 128 MiB): a larger size named is never written
+#: into a VMEM limit (it is HBM the asker speaks of, or a typo).
+MAX_VMEM_LIMIT = 128 << 20
+
+
 def fill_size(code: str | None, literal: str | None, size_bytes: int | None) -> str | None:
     """`code` with its example size (`literal`, "64 * 1024 * 1024") replaced by the size the user
-    named, rounded up to whole MiB; unchanged when there is none or the literal is not in it."""
-    if not code or not literal or literal not in code or not size_bytes:
+    named, rounded up to whole MiB; unchanged when there is none, the literal is not in it, or the
+    size is more than any VMEM."""
+    if not code or not literal or literal not in code or not size_bytes or size_bytes > MAX_VMEM_LIMIT:
         return code
     return code.replace(literal, f"{-(-size_bytes // (1 << 20))} * 1024 * 1024")
 
@@ -122,7 +128,7 @@ _LIMIT_EXAMPLES = (("64 * 1024 * 1024", "{mib} * 1024 * 1024"), ("=65536", "={ki
 def fill_limit(code: str | None, size_bytes: int | None) -> str | None:
     """`code` with its example VMEM limit (64 MiB, per kernel or in KiB for all) replaced by the limit
     the user asks to set, rounded up to whole MiB."""
-    if not code or not size_bytes:
+    if not code or not size_bytes or size_bytes > MAX_VMEM_LIMIT:
         return code
     mib = -(-size_bytes // (1 << 20))
     for example, filled in _LIMIT_EXAMPLES:

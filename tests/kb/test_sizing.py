@@ -143,6 +143,28 @@ def test_a_checkpoint_save_is_sized_in_host_ram_from_the_chips_per_host_and_the_
                for a in SIZING.answer("jax.checkpoint on each layer, 4 chips per host, 30 GB per chip", "en"))
 
 
+def test_a_shortfall_larger_than_any_vmem_said_beside_vmem_is_hbm():
+    de = ("Compile-OOM auf einer v3-8, ungefähr 1GB zu viel (im Log stand irgendwas mit VMEM?). "
+          "Auf v4 läuft es auch.")
+    [a] = SIZING.answer(de, "de")
+    # two generations named: neither is said to be the device; both have 16 MiB of VMEM
+    assert a.subject == "size_not_vmem" and "1.00 GiB" in a.text and "16.00 MiB" in a.text and "HBM" in a.text
+    [b] = SIZING.answer("compile OOM on a v5e, 3 GB over, the log says something about scoped vmem", "en")
+    assert "128.00 MiB" in b.text and "TPU v5e" in b.text and "15.75 GiB of HBM" in b.text
+    # a kernel of their own named: its blocks are in VMEM, whatever their size (not this line)
+    assert all(x.subject != "size_not_vmem" for x in SIZING.answer("my pallas kernel on v6e needs 2 GB of vmem?", "en"))
+    assert all(x.subject != "size_not_vmem"
+               for x in SIZING.answer("scoped vmem OOM on v5e, it needs 20 MiB, how do I raise the limit?", "en"))
+
+
+def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
+    from oomkb.kb.snippets import fill_limit, fill_size
+    code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
+    assert fill_size(code, "64 * 1024 * 1024", 100 << 20) == "pltpu.CompilerParams(vmem_limit_bytes=100 * 1024 * 1024)"
+    assert fill_size(code, "64 * 1024 * 1024", 1 << 30) == code
+    assert fill_limit(code, 1 << 30) == code
+
+
 def test_an_mcmc_run_s_samples_are_sized_per_chain_with_thinning_and_pieces_that_fit():
     ru = ("NumPyro на GPU (V100 16GB): ~100k латентных параметров, NUTS, num_chains=2, num_samples=100000. "
           "Уже пробовал chain_method='sequential' — не помогло.")
