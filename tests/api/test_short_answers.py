@@ -244,6 +244,11 @@ CASES = [
     # nvidia-smi near full right after importing a library and making a tiny array: the pool
     ("Colab GPU 上刚 import jax 建了个小数组，显存几乎满了？我啥也没算啊", "zh", "gpu_preallocation",
      "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # the init run on a full-size dummy input: the parameters need its shapes only
+    ("my flax model.init(rng, dummy_input) runs out of GPU memory with the full-size sample input, any way around it?",
+     "en", "init_without_input", "jax.eval_shape(net.init"),
+    ("net.init(rng, x) に巨大なダミー入力を渡すとメモリ不足になります。入力なしでパラメータだけ初期化できますか？", "ja",
+     "init_without_input", "jax.ShapeDtypeStruct(shape, dtype)"),
 ]
 
 
