@@ -56,6 +56,7 @@ MiB = 1 << 20
 ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
 NOT_VMEM_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
+LIMIT_CITE = "scoped-vmem-oom#retune-kernel"
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
@@ -181,6 +182,7 @@ class SizingFile(_Strict):
     gpus: list[Gpu]
     unless: dict[str, list[str]] = Field(default_factory=dict)
     replaces: dict[str, list[str]] = Field(default_factory=dict)
+    excludes: dict[str, list[str]] = Field(default_factory=dict)
     remat_policies: list[str] = Field(default_factory=list)
     arguments: list[str] = Field(default_factory=list)
     # a Pallas matmul's operands (x, y, out) as the asker names them, each followed by its dtype
@@ -480,6 +482,10 @@ class Sizing:
         """`lines` less those that a short answer given beside them already says (`unless`)."""
         return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
 
+    def excluded(self, lines: list[FigureAnswer]) -> set[str]:
+        """The remedies that `lines` show cannot help (`excludes`: a VMEM limit above the VMEM there is)."""
+        return {rid for a in lines for rid in self.data.excludes.get(a.subject, ())}
+
     def replaced(self, lines: list[FigureAnswer]) -> set[str]:
         """The short answers that `lines` say better with the asker's own figures (`replaces`)."""
         return {sid for a in lines for sid in self.data.replaces.get(a.subject, ())}
@@ -555,6 +561,9 @@ class Sizing:
         beyond = self._size_not_vmem(turn or text, s, language)
         if beyond is not None:  # "~1 GB too much (something about VMEM?)": that size is HBM
             return [beyond]
+        over = self._limit_over_physical(turn or text, s, language)
+        if over is not None:  # "raise vmem_limit_bytes to 64MB: does that help on v4?"
+            return [over]
         samples = self._mcmc_samples(s, language)
         if samples is not None:  # an MCMC run's kept samples: that arithmetic, not a model's state
             return [samples]
@@ -650,7 +659,8 @@ class Sizing:
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if batch is None and (("memory_named" in s.cues and asked and not s.values.get("params"))
                               or "pooled_sum" in s.cues  # "8 cores of 8 GB, so 64 GB?": per device, not a pool
-                              or len(self._slices_in(text)) > 1):  # two slices named: compared, each per device
+                              or (len(self._slices_in(text)) > 1  # two slices named: compared, each per device
+                                  and not ("vmem_named" in s.cues and "memory_named" not in s.cues))):
             out += self._slices(text, language, used=s.log_used if s.from_log else None,
                                 log_device=(s.device, s.device_memory) if s.from_log else None)
         return out
@@ -674,6 +684,21 @@ class Sizing:
             parts.append(self._msg("size_not_vmem_hbm", language, device=s.device, memory=format_bytes(s.device_memory)))
         return FigureAnswer(kind=KIND, subject="size_not_vmem", text=self._join(parts, language),
                             value_bytes=int(min(sizes)), sources=["computed"], cite=NOT_VMEM_CITE)
+
+    def _limit_over_physical(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A VMEM limit the text wants set above the physical VMEM of the one generation it runs on
+        ("raise vmem_limit_bytes to 64MB on v4"): it cannot be set there; smaller blocks fit."""
+        limit = limit_asked(text or "")
+        if not limit or "vmem_named" not in s.cues or not s.device:
+            return None
+        hw = self.figures.gens.get(s.device.removeprefix("TPU "))
+        if hw is None or not hw.vmem_bytes or limit <= hw.vmem_bytes:
+            return None
+        text_ = self._msg("limit_over_physical", language, limit=format_bytes(limit), device=s.device,
+                          physical=format_bytes(hw.vmem_bytes),
+                          scoped=format_bytes(hw.scoped_vmem_default_bytes or hw.vmem_bytes))
+        return FigureAnswer(kind=KIND, subject="limit_over_physical", text=text_, value_bytes=int(hw.vmem_bytes),
+                            sources=["computed"], cite=LIMIT_CITE)
 
     def _mcmc_samples(self, s: Stated, language: str) -> FigureAnswer | None:
         """The samples an MCMC run keeps on the device until it ends: samples × latent values ×
@@ -1110,8 +1135,10 @@ class Sizing:
         params = s.values.get("params")
         if not params or params < 1e6 or params > 1e13:
             return None
-        if "vmem_named" in s.cues and "params" in s.from_model:
-            return None  # a kernel's VMEM asked about: the model's name says what runs, not a size asked
+        if "vmem_named" in s.cues and ("params" in s.from_model or not (
+                {"training", "inference", "memory_named", "optimizer_state", "params_only", "full_training"} & s.cues)):
+            # a kernel's VMEM asked about: the model's name ("Llama-3.2-3B") says what runs, not a size asked
+            return None
         known = s.device_memory is not None
         if {"no_training", "params_only"} & s.cues and s.optimizer is not None and "full_training" in s.cues:
             # "what do the weights alone weigh, and a full fine-tune with adamw?": both, the weights first

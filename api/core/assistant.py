@@ -409,6 +409,7 @@ class Assistant:
         if answers_it and not asked_size:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
+        excluded = self.sizing.excluded(sizes)  # remedies the arithmetic shows cannot help
         figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
         by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes) or (
             # a follow-up of the arithmetic asking one more figure ("and all in bf16, per chip?"): the
@@ -522,6 +523,9 @@ class Assistant:
                              figures, language, format_bytes,
                              {r.id for r in remedies} | set(analysis.tried_remedies))
                          if r.id not in outcome.exclude]
+        if excluded:  # ("vmem_limit_bytes to 64 MiB" on a core with 16 MiB of VMEM)
+            remedies = [r for r in remedies if r.id not in excluded]
+            lead = None if lead is not None and lead.id in excluded else lead
         # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
         if facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
                 "\n".join([*(t.question for t in earlier if t.question), question]))):

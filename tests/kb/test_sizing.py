@@ -157,6 +157,18 @@ def test_a_shortfall_larger_than_any_vmem_said_beside_vmem_is_hbm():
                for x in SIZING.answer("scoped vmem OOM on v5e, it needs 20 MiB, how do I raise the limit?", "en"))
 
 
+def test_a_vmem_limit_asked_above_the_generation_s_vmem_cannot_be_set_and_its_remedies_are_left_out():
+    q = "vllm on a v4-8, ragged paged attention (Pallas) hits vmem OOM; a fix raises vmem_limit_bytes to 64MB, does that help on v4?"
+    [a] = SIZING.answer(q, "en")
+    assert a.subject == "limit_over_physical" and a.text.startswith("No: 64.00 MiB is more than the whole 16.00 MiB")
+    assert SIZING.excluded([a]) == {"vmem-limit-bytes", "vmem-global-limit"}
+    # the model named in passing is not sized: the VMEM is what is asked about
+    assert all(x.subject not in ("weights", "training_state") for x in SIZING.answer(
+        "Llama-3.2-3B on vllm TPU: the Pallas kernel runs out of vmem, how big is the VMEM on v4?", "en", asked=True))
+    # within the VMEM there is: no such line
+    assert not SIZING.answer("Pallas kernel on v6e: I want vmem_limit_bytes at 64MB, how?", "en")
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
