@@ -286,6 +286,15 @@ def test_a_pytorch_cuda_oom_is_named_and_nothing_is_grounded(client, question, l
     assert "https://pytorch.org/docs/stable/notes/cuda.html" in r.answer and "expandable_segments:True" in r.answer
 
 
+@pytest.mark.parametrize("question", [
+    "full fine-tune of an SDXL model with a diffusers script under DeepSpeed ZeRO-2 still OOMs on an 80GB card, how to fix?",
+    "torchrun with 8 processes, the 70B model loaded with bitsandbytes 4-bit still runs out of memory",
+])
+def test_pytorch_s_training_stacks_named_without_an_error_text_are_named_as_pytorch(client, question):
+    r = ask(client, question)
+    assert r.out_of_scope == "pytorch" and not r.grounded and "PyTorch" in r.answer
+
+
 def test_tensorflow_oom_is_named_too(client):
     r = ask(client, "", error_log="tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
                                   "OOM when allocating tensor with shape[64,512,512] and type float")
@@ -1179,3 +1188,20 @@ def test_one_allocation_larger_than_the_card_while_weights_load_says_no_setting_
     r = ask(client, "Loading FlaxAutoModel.from_pretrained(..., from_pt=True) on a Colab T4 blows up asking for 18 GB. "
                     "Is turning off XLA_PYTHON_CLIENT_PREALLOCATE enough?", log)
     assert r.verdict and "larger than your whole 14.75 GiB GPU" in r.verdict and "to_bf16" in r.verdict, r.verdict
+
+
+SET_POOL_LOG = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+                "5905580032 bytes.\nBufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+                "             parameter allocation:    2.10GiB\n              constant allocation:    12.0KiB\n"
+                "        maybe_live_out allocation:   40.00MiB\n     preallocated temp allocation:    5.50GiB\n"
+                "                 total allocation:    7.64GiB\n")
+
+
+def test_a_step_over_the_pool_the_asker_s_own_fraction_allows_says_that_cap_is_short(client):
+    # a 2080 Ti reports 10.76 GiB (public PyTorch log); .70 of it is 7.53 GiB < the step's 7.64 GiB
+    r = ask(client, "RTX 2080 Ti, XLA_PYTHON_CLIENT_MEM_FRACTION=.70 and PREALLOCATE=false set, still OOM. why?",
+            error_log=SET_POOL_LOG)
+    assert r.verdict.startswith("This step needs 7.64 GiB in all")
+    assert "7.53 GiB" in r.verdict and "70% of your 10.76 GiB GPU" in r.verdict
+    assert "keeps that cap" in r.verdict and "XLA_PYTHON_CLIENT_MEM_FRACTION=.95" in r.verdict
+    assert "not what is short" not in r.answer  # the one-large-allocation reading does not follow

@@ -244,6 +244,9 @@ CASES = [
     # nvidia-smi near full right after importing a library and making a tiny array: the pool
     ("Colab GPU 上刚 import jax 建了个小数组，显存几乎满了？我啥也没算啊", "zh", "gpu_preallocation",
      "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # two GPUs, a program that uses the first only: no pooling; one job per card
+    ("AlphaFold on 2x V100 32GB: GPU0 is full, GPU1 stays empty. Can JAX not combine the two cards' memory?", "en",
+     "one_job_per_gpu", "CUDA_VISIBLE_DEVICES"),
     # the init run on a full-size dummy input: the parameters need its shapes only
     ("my flax model.init(rng, dummy_input) runs out of GPU memory with the full-size sample input, any way around it?",
      "en", "init_without_input", "jax.eval_shape(net.init"),
@@ -588,3 +591,13 @@ def test_an_smem_question_gets_no_vmem_figures_nor_vmem_settings(client):
     assert "SMEM" in r["answer"] and "num_scalar_prefetch" in r["answer"]
     assert not [f for f in r["figures"] if f["kind"] in ("vmem", "scoped_vmem", "setting_default", "setting")], r["figures"]
     assert "vmem-limit-bytes" not in [x["id"] for x in r["remedies"]]  # raised already: not a step again
+
+
+def test_a_follow_up_asking_for_the_commands_gets_the_earlier_answer_s_code_not_a_refusal(client):
+    first = _ask(client, {"question": "AlphaFold on 2x A100: the first GPU fills up and the second GPU stays idle. "
+                                      "Why doesn't JAX combine them?"})
+    assert "one_job_per_gpu" in [f["subject"] for f in first["figures"]]
+    then = _ask(client, {"question": "Give me the exact commands to run two predictions in parallel, one per GPU.",
+                         "conversation_id": first["conversation_id"]})
+    assert "CUDA_VISIBLE_DEVICES=1 python" in then["answer"]
+    assert "cannot go further" not in then["answer"]
