@@ -247,6 +247,9 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     return best
 
 
+#: `XLA_PYTHON_CLIENT_ALLOCATOR=platform` set (quoted or not).
+_PLATFORM_ALLOCATOR = re.compile(r"xla_python_client_allocator\s*=\s*[\"']?platform")
+
 #: A GPU card named, whatever its size ("one A100 40GB"): where it stands against a TPU named (the word
 #: "GPU" alone is not a card: "on GPU, accumulation does not add memory" speaks of GPUs in general).
 _GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a[4-6]000|mi\d{3}x?|"
@@ -926,6 +929,9 @@ class Sizing:
         text_ = self._msg("pool_unified" if unified else "pool_over_one", language, fraction=_num(fraction),
                           card=format_bytes(card), total=format_bytes(fraction * card),
                           host=format_bytes((fraction - 1) * card))
+        if _PLATFORM_ALLOCATOR.search((text or "").lower()):
+            # the platform allocator has no pool: neither the fraction nor unified memory applies
+            text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
 

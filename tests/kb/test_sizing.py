@@ -169,6 +169,17 @@ def test_a_vmem_limit_asked_above_the_generation_s_vmem_cannot_be_set_and_its_re
     assert not SIZING.answer("Pallas kernel on v6e: I want vmem_limit_bytes at 64MB, how?", "en")
 
 
+def test_the_platform_allocator_beside_unified_memory_is_said_to_turn_it_off():
+    q = ('4x RTX 6000 24 GB each; exported TF_FORCE_UNIFIED_MEMORY="1", XLA_PYTHON_CLIENT_MEM_FRACTION="4.0", '
+         'XLA_PYTHON_CLIENT_ALLOCATOR="platform", still OOM asking 36 GB')
+    [a] = [x for x in SIZING.answer(q, "en") if x.subject == "pool_shares"]
+    assert "4 × 24.00 GiB = 96.00 GiB" in a.text and "`XLA_PYTHON_CLIENT_ALLOCATOR=platform` turns that off" in a.text
+    # without the platform allocator: unified memory only
+    [b] = [x for x in SIZING.answer(q.replace('XLA_PYTHON_CLIENT_ALLOCATOR="platform", ', ""), "en")
+           if x.subject == "pool_shares"]
+    assert "platform" not in b.text
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
