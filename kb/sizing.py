@@ -326,6 +326,12 @@ class Sizing:
         for p in self._cues.get("compared", []):
             chosen = p.sub(" ", chosen)
         s.baseline_optimizer = self._last_of(self._optimizers, " ".join(baselines))
+        if s.baseline_optimizer is None:
+            # two optimizers named, no "compared with": the one said first is the baseline of the one
+            # switched to ("AdamW in fp32 ... and if I switch to Adafactor?")
+            named = sorted((m.start(), o) for o, p in self._optimizers for m in p.finditer(low))
+            if len({o.name for _, o in named}) > 1 and named[0][1].name != named[-1][1].name:
+                s.baseline_optimizer = named[0][1]
         s.baseline_dtype = self._last_of(self._dtypes, " ".join(baselines))
         s.dtype = self._last_of(self._dtypes, chosen) or self._last_of(self._dtypes, low)
         near = list(_KV_DTYPE.finditer(low))  # the last one: "and in int8?" about the cache wins

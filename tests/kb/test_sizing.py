@@ -180,6 +180,13 @@ def test_the_platform_allocator_beside_unified_memory_is_said_to_turn_it_off():
     assert "platform" not in b.text
 
 
+def test_two_optimizers_named_compare_the_one_switched_to_with_the_first():
+    q = "GPT-Neo 1.3B on a v3-8, params replicated per core: with AdamW in fp32 how many GiB per core? and if I switch to Adafactor?"
+    [a] = SIZING.answer(q, "en", asked=True)
+    assert "Adafactor" in a.text and "9.69 GiB" in a.text
+    assert "Against Adam float32 (16 B per parameter, 19.37 GiB), that is 9.69 GiB less." in a.text
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
