@@ -1205,3 +1205,13 @@ def test_a_step_over_the_pool_the_asker_s_own_fraction_allows_says_that_cap_is_s
     assert "7.53 GiB" in r.verdict and "70% of your 10.76 GiB GPU" in r.verdict
     assert "keeps that cap" in r.verdict and "XLA_PYTHON_CLIENT_MEM_FRACTION=.95" in r.verdict
     assert "not what is short" not in r.answer  # the one-large-allocation reading does not follow
+
+
+def test_the_rematerialization_warning_says_the_budget_what_it_reached_and_the_shortfall(client):
+    log = ("W external/xla/xla/hlo/transforms/simplifiers/hlo_rematerialization.cc:3020] Can't reduce memory use "
+           "below 3.00GiB (3221225472 bytes) by rematerialization; only reduced to 4.50GiB (4831838208 bytes), "
+           "down from 4.75GiB (5100273664 bytes) originally")
+    r = ask(client, "¿Qué significan estos números y cuánto me falta?", error_log=log)
+    assert r.language == "es"
+    assert r.verdict.startswith("El paso de rematerialización de XLA intentó meter los temporales de este programa en 3.00 GiB")
+    assert "4.50 GiB" in r.verdict and "1.50 GiB" in r.verdict
