@@ -240,8 +240,14 @@ def test_the_limit_to_set_is_the_need_rounded_up_and_never_above_the_physical_vm
 
 
 def test_free_memory_larger_than_the_request_is_fragmentation(client):
+    # (12.50 MiB free in all is a full device: fragmentation is named as the last straw)
     r = ask(client, error_log=FRAGMENTED_LOG)
-    assert "12.50 MiB" in r.verdict and "8.00 MiB" in r.verdict and "fragmented" in r.verdict
+    assert "12.50 MiB" in r.verdict and "8.00 MiB" in r.verdict and "fragmentation" in r.verdict
+    assert "essentially full" in r.verdict and "rt-not-enough-free" not in ids(r)
+    big = FRAGMENTED_LOG.replace("12.50M free", "1.50G free")
+    assert big != FRAGMENTED_LOG
+    r = ask(client, error_log=big)
+    assert "1.50 GiB" in r.verdict and "fragmented" in r.verdict
     assert ids(r)[0] == "rt-fragmentation" and "rt-not-enough-free" not in ids(r)
 
 
@@ -1215,3 +1221,14 @@ def test_the_rematerialization_warning_says_the_budget_what_it_reached_and_the_s
     assert r.language == "es"
     assert r.verdict.startswith("El paso de rematerialización de XLA intentó meter los temporales de este programa en 3.00 GiB")
     assert "4.50 GiB" in r.verdict and "1.50 GiB" in r.verdict
+
+
+@pytest.mark.parametrize("free, verdict_start", [
+    ("40.00M", "Only 40.00 MiB is free in all: the device's memory is essentially full."),
+    ("2.00G", "2.00 GiB is free, at least the 20.00 MiB requested, but not in one piece"),
+])
+def test_fragmentation_is_the_last_straw_when_little_is_free_in_all(client, free, verdict_start):
+    log = (f"RuntimeError: RESOURCE_EXHAUSTED: Attempting to allocate 20.00M. That was not possible. There are {free} "
+           "free. Due to fragmentation, the largest contiguous region of free memory is 15.00M.; (0x0x0_HBM0)")
+    r = ask(client, "fragmentation or really out of memory?", error_log=log)
+    assert r.verdict.startswith(verdict_start), r.verdict
