@@ -244,6 +244,9 @@ CASES = [
     # nvidia-smi near full right after importing a library and making a tiny array: the pool
     ("Colab GPU 上刚 import jax 建了个小数组，显存几乎满了？我啥也没算啊", "zh", "gpu_preallocation",
      "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # the device memory profile on a runtime that has none (the old Colab TPU node)
+    ("save_device_memory_profile fails with AttributeError: 'TpuClient' object has no attribute 'heap_profile'", "en",
+     "heap_profile_missing", "tpu_driver"),
     # two GPUs, a program that uses the first only: no pooling; one job per card
     ("AlphaFold on 2x V100 32GB: GPU0 is full, GPU1 stays empty. Can JAX not combine the two cards' memory?", "en",
      "one_job_per_gpu", "CUDA_VISIBLE_DEVICES"),
