@@ -244,6 +244,12 @@ CASES = [
     # nvidia-smi near full right after importing a library and making a tiny array: the pool
     ("Colab GPU 上刚 import jax 建了个小数组，显存几乎满了？我啥也没算啊", "zh", "gpu_preallocation",
      "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # one array replicated to every device through a stack on the first one
+    ("our helper replicates a big matrix to all 8 GPUs by stacking the copies on GPU 0 first, how to avoid that?",
+     "en", "replicate_from_host", "np.broadcast_to"),
+    # 64-bit mode and memory
+    ("and if we switch on jax_enable_x64 and keep the matrix in float64, how much memory then?", "en",
+     "x64_memory", "jax.enable_x64(True)"),
     # the device memory profile on a runtime that has none (the old Colab TPU node)
     ("save_device_memory_profile fails with AttributeError: 'TpuClient' object has no attribute 'heap_profile'", "en",
      "heap_profile_missing", "tpu_driver"),
