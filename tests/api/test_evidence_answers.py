@@ -1232,3 +1232,14 @@ def test_fragmentation_is_the_last_straw_when_little_is_free_in_all(client, free
            "free. Due to fragmentation, the largest contiguous region of free memory is 15.00M.; (0x0x0_HBM0)")
     r = ask(client, "fragmentation or really out of memory?", error_log=log)
     assert r.verdict.startswith(verdict_start), r.verdict
+
+
+def test_a_weight_converted_to_float32_at_run_time_is_named_with_the_dtype_fix(client):
+    log = ("BufferAssignment stats:\n             parameter allocation:    2.00GiB\n"
+           "     preallocated temp allocation:    1.50GiB\n                 total allocation:    3.51GiB\n"
+           "Peak buffers:\n    Buffer 1:\n        Size: 1.50GiB\n"
+           '        Operator: op_name="jit(step)/Model/head/convert_element_type[new_dtype=float32 weak_type=False]"\n'
+           "        XLA Label: convert\n        Shape: f32[98304,4096]\n")
+    r = ask(client, "the weights are float16, where does this f32 buffer come from?", error_log=log)
+    assert r.verdict.startswith("The largest buffer, `f32[98304,4096]` (1.50 GiB), is a float32 copy of a weight")
+    assert "dtype=jnp.float16" in r.verdict

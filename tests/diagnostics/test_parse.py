@@ -1083,6 +1083,7 @@ SAMPLES = {
     "errno_cannot_allocate_memory": "OSError: [Errno 12] Cannot allocate memory",
     "python_memory_error": "MemoryError",
     "xla_rematerialization_warning": "Can't reduce memory use below 1.00GiB (1073741824 bytes) by rematerialization; only reduced to 2.00GiB (2147483648 bytes)",
+    "xla_gpu_buffer_report_alone": "BufferAssignment stats:\n             parameter allocation:    1.00GiB\n                 total allocation:    2.00GiB",
     "xla_cpu_out_of_memory_allocating": "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes.",
     "tpu_smem_used_of_capacity": "Ran out of memory in memory space smem. Used 1.10M of 1.00M smem.",
     "tpu_smem_out_of_memory_bare": "Resource exhausted: Ran out of memory in memory space smem.",
@@ -1302,3 +1303,26 @@ def test_of_two_quoted_figures_before_and_now_the_last_is_the_current_state():
     result = parse_error("did it, still OOM: before 'Used 16.31G of 15.75G hbm', now 'Used 16.02G of 15.75G hbm'")
     assert result.signature == "tpu_hbm_used_of_capacity_quoted"
     assert abs(result.used_bytes / (1 << 30) - 16.02) < 0.005
+
+
+def test_a_gpu_buffer_report_printed_by_a_ray_worker_without_its_error_line_is_read():
+    log = "\n".join(f"(MeshHostWorker pid=489) {line}" for line in [
+        "BufferAssignment stats:",
+        "             parameter allocation:    2.00GiB",
+        "        maybe_live_out allocation:   10.00MiB",
+        "     preallocated temp allocation:    1.50GiB",
+        "                 total allocation:    3.51GiB",
+        "Peak buffers:",
+        "    Buffer 1:",
+        "        Size: 1.50GiB",
+        '        Operator: op_name="jit(step)/Model/head/convert_element_type[new_dtype=float32 weak_type=False]"',
+        "        XLA Label: convert",
+        "        Shape: f32[98304,4096]",
+    ])
+    d = parse_error(log)
+    assert d.category == "gpu_oom" and d.backend == "gpu"
+    assert d.total_allocation_bytes == int(3.51 * 2**30) and d.parameter_allocation_bytes == 2 * 2**30
+    assert d.allocations[0].shape == "f32[98304,4096]" and d.allocations[0].xla_label == "convert"
+    # the same report without the worker prefixes reads the same
+    assert parse_error(log.replace("(MeshHostWorker pid=489) ", "")).allocations[0].size_bytes == \
+        d.allocations[0].size_bytes
