@@ -187,6 +187,15 @@ def test_two_optimizers_named_compare_the_one_switched_to_with_the_first():
     assert "Against Adam float32 (16 B per parameter, 19.37 GiB), that is 9.69 GiB less." in a.text
 
 
+def test_a_fraction_named_by_its_last_word_is_the_pool_of_the_arithmetic():
+    earlier = "full fine-tune of a 3.3B model with AdamW in fp32 on one 48 GB GPU: params + grads + Adam, does it fit?"
+    lines = SIZING.answer("and on an H100 80 GB, how much room for activations with the default fraction and with 0.9?",
+                          "en", earlier=earlier, asked=True)
+    state = next(a for a in lines if a.subject == "training_state")
+    assert "72.00 GiB = 90% × 80.00 GiB" in state.text and "22.83 GiB" in state.text
+    assert any(a.subject == "gpu_pool" and "60.00 GiB" in a.text for a in lines)  # the default beside it
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
