@@ -108,6 +108,8 @@ class TextFact(BaseModel):
     fact: str
     marker: str = Field(min_length=1)
     stops: list[str] = Field(default_factory=list)
+    beside_evidence: bool = Field(default=False, description=(
+        "read only beside other evidence (a log's facts): a setting named in a question alone is asked about"))
 
 
 #: How far before a value the words proposing it may stand ("if I set XLA_PYTHON_CLIENT_MEM_FRACTION=.95").
@@ -241,6 +243,8 @@ class EvidenceRules:
         """`facts` with the text facts that the pasted texts show (the first text that has one)."""
         out = dict(facts)
         for spec in self.text_facts:
+            if spec.beside_evidence and not facts:
+                continue
             for text in texts:
                 window = (text or "")[:_MARKER_WINDOW]
                 at = window.find(spec.marker)

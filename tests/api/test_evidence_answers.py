@@ -1243,3 +1243,12 @@ def test_a_weight_converted_to_float32_at_run_time_is_named_with_the_dtype_fix(c
     r = ask(client, "the weights are float16, where does this f32 buffer come from?", error_log=log)
     assert r.verdict.startswith("The largest buffer, `f32[98304,4096]` (1.50 GiB), is a float32 copy of a weight")
     assert "dtype=jnp.float16" in r.verdict
+
+
+def test_no_pool_is_spoken_of_when_the_platform_allocator_is_set(client):
+    log = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 402653184 bytes."
+    pooled = ask(client, "RTX 2080 Ti, loading the model OOMs on this small buffer, why?", error_log=log)
+    assert "8.07 GiB" in pooled.answer  # the default pool (75% of 10.76 GiB) explains it
+    plain = ask(client, "RTX 2080 Ti, I set XLA_PYTHON_CLIENT_ALLOCATOR=platform before importing jax and it still "
+                        "OOMs on this small buffer, why?", error_log=log)
+    assert "75%" not in (plain.verdict or "") and "8.07 GiB" not in plain.answer
