@@ -888,6 +888,10 @@ def _tiled_allocations(text: str, dtype_bytes: dict[str, int]) -> list[Allocatio
     return out
 
 
+#: How many of a block's first lines may stand before a heading-less allocation report's first item.
+_HEADLESS_LINES = 4
+
+
 def _parse_allocations(text: str, catalogue: SignatureCatalogue, start: int, end: int) -> list[Allocation]:
     """Read the first allocation report in ``text[start:end]`` into Allocation models."""
     found = None
@@ -896,10 +900,23 @@ def _parse_allocations(text: str, catalogue: SignatureCatalogue, start: int, end
         if match and (found is None or match.start() < found[1].start()):
             found = (report, match)
     if found is None:
-        return []
+        # the report's items pasted without its heading ("Buffer 8: / Size: 1.00GiB ..."): read from
+        # the line where the block starts, when that line is one of a report's items
+        line_start, headless = text.rfind("\n", 0, start) + 1, []
+        for _ in range(_HEADLESS_LINES):  # (within the block's first few lines)
+            headless = [r for r in catalogue.reports if r.item.match(text, line_start, end)]
+            nxt = text.find("\n", line_start, end)
+            if headless or nxt == -1:
+                break
+            line_start = nxt + 1
+        if not headless:
+            return []
+        found = (headless[0], None)
+        body_start = line_start - 1
     report, match = found
-    body_start = text.find("\n", match.end(), end)
-    if body_start == -1:
+    if match is not None:
+        body_start = text.find("\n", match.end(), end)
+    if body_start == -1 and match is not None:
         return []
     items: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None

@@ -336,7 +336,9 @@ class Assistant:
                 combined = [f for f in combined if f.kind in (ANSWER, "setting", "setting_default")]
             # code this turn names itself ("the lines for a mesh over the 8 cores") wins over the
             # conversation's own code, unless it points back at that ("the optax code for that")
-            named = self.parts.figures.code_named(question, language) if "snippet" in analysis.asks else []
+            named = self._for_this_platform(
+                self.parts.figures.code_named(question, language) if "snippet" in analysis.asks else [],
+                facts, earlier, question)
             if "snippet" in analysis.asks and not named and earlier:
                 # the code for what the turn before was about ("offload mu/nu to the host", then "how
                 # do I turn it on?") before the code of the conversation's first subject
@@ -350,7 +352,8 @@ class Assistant:
         if context.follow_up and "snippet" in analysis.asks and not any(f.snippet for f in figures):
             # "go on, the optax snippet and the embedding's sharding": the code this turn names
             named = {f.subject for f in figures}
-            figures += [f for f in self.parts.figures.code_named(question, language) if f.subject not in named]
+            figures += [f for f in self._for_this_platform(self.parts.figures.code_named(question, language),
+                                                           facts, earlier, question) if f.subject not in named]
             if not any(f.snippet for f in figures):
                 # "and how do I turn it on? the exact code": the code for what the last turn that
                 # named one was about ("offload mu/nu to the host" before it)
@@ -535,6 +538,8 @@ class Assistant:
                 lead = None
             results = [r for r in results if r.card is None or not tpu_only(
                 "\n".join([r.card.summary, *r.card.actions]))]
+            # nor a short answer about TPU slices only (launching a multi-host TPU slice)
+            figures = [f for f in figures if not (f.kind == ANSWER and tpu_only(f.text))]
         # a short answer to a question without figures of its own is not followed by a measuring plan
         next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded and not quiet else []
         cited = results if grounded and not (outcome.verdict and not remedies) else []
@@ -598,6 +603,13 @@ class Assistant:
         response._shown = shown_now.merged(seen)
         self._keep_shown(_turns_key([*earlier, this_turn], language), response._shown)
         return response
+
+    def _for_this_platform(self, figures: list, facts: dict, earlier: list[ConversationTurn], question: str) -> list:
+        """`figures` less the short answers about TPUs only (launching a TPU slice) when the
+        conversation is about a GPU."""
+        gpu = facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
+            "\n".join([*(t.question for t in earlier if t.question), question])))
+        return [f for f in figures if not (gpu and f.kind == ANSWER and self.platforms.tpu_only(f.text))]
 
     def _keep_shown(self, key: str, shown: Shown) -> None:
         with self._shown_lock:
@@ -702,6 +714,9 @@ class Assistant:
         if f.get("foreign", 0) > 0:
             return False
         if f.get("memory", 0) > 0 or f.get("error_wording", 0) > 0:
+            return True
+        # "give me the exact command to launch it": the code for what the conversation was about
+        if "snippet" in analyse(question).asks:
             return True
         return f.get("unknown_names", 0) == 0 and any(f.get(k, 0) > 0 for k in ("framework", "domain", "ml"))
 

@@ -1252,3 +1252,13 @@ def test_no_pool_is_spoken_of_when_the_platform_allocator_is_set(client):
     plain = ask(client, "RTX 2080 Ti, I set XLA_PYTHON_CLIENT_ALLOCATOR=platform before importing jax and it still "
                         "OOMs on this small buffer, why?", error_log=log)
     assert "75%" not in (plain.verdict or "") and "8.07 GiB" not in plain.answer
+
+
+@pytest.mark.parametrize("requested, said", [
+    (66_000_000_000, "`TF_FORCE_UNIFIED_MEMORY=1`"),  # over the 60 GiB pool, within four cards: unified memory
+    (1_220_000_000_000, "more than four times the card"),  # 1.11 TiB: no setting reaches it
+])
+def test_what_memory_settings_can_do_follows_a_single_large_gpu_allocation(client, requested, said):
+    log = f"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes."
+    r = ask(client, "A100 80GB: is this a leak or do I just raise XLA_PYTHON_CLIENT_MEM_FRACTION?", error_log=log)
+    assert r.verdict.startswith("One allocation of") and said in r.verdict

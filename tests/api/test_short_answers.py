@@ -247,6 +247,9 @@ CASES = [
     # one array replicated to every device through a stack on the first one
     ("our helper replicates a big matrix to all 8 GPUs by stacking the copies on GPU 0 first, how to avoid that?",
      "en", "replicate_from_host", "np.broadcast_to"),
+    # the optimizer state's saving asked in Korean ("how many GiB less per GPU")
+    ("optax.adamw(..., mu_dtype=jnp.bfloat16)로 하면 옵티마이저 상태가 GPU당 몇 GiB씩 줄어드는지 알려주세요", "ko",
+     "optimizer_state", "mu_dtype=jnp.bfloat16"),
     # 64-bit mode and memory
     ("and if we switch on jax_enable_x64 and keep the matrix in float64, how much memory then?", "en",
      "x64_memory", "jax.enable_x64(True)"),
@@ -610,3 +613,12 @@ def test_a_follow_up_asking_for_the_commands_gets_the_earlier_answer_s_code_not_
                          "conversation_id": first["conversation_id"]})
     assert "CUDA_VISIBLE_DEVICES=1 python" in then["answer"]
     assert "cannot go further" not in then["answer"]
+
+
+def test_a_follow_up_asking_for_the_launch_command_continues_a_gpu_conversation_without_tpu_slice_lines(client):
+    first = _ask(client, {"question": "Running the JAX MNIST example with tensorflow_datasets on an RTX 2060 6GB, it "
+                                      "OOMs right at the start. Why, if MNIST is tiny?"})
+    then = _ask(client, {"question": "Dame el comando exacto para lanzarlo, y la alternativa dentro del propio script.",
+                         "conversation_id": first["conversation_id"]})
+    assert then["follow_up"] and then["grounded"] and then["language"] == "es"
+    assert "```" in then["answer"] and "tpu-vm" not in then["answer"]
