@@ -126,7 +126,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis")
 
 
 class _Strict(BaseModel):
@@ -247,6 +247,9 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     return best
 
 
+#: A sentence of a question (a decimal point is no end: "2.5B").
+_SENTENCE = re.compile(r"[^.!?;。！？؛\n]*(?:(?<=\d)\.(?=\d)[^.!?;。！？؛\n]*)*")
+
 #: `XLA_PYTHON_CLIENT_ALLOCATOR=platform` set (quoted or not).
 _PLATFORM_ALLOCATOR = re.compile(r"xla_python_client_allocator\s*=\s*[\"']?platform")
 
@@ -306,12 +309,15 @@ class Sizing:
         low = _plain_digits(text or "").lower()
         s = Stated()
         at: dict[str, int] = {}
+        # "Gemma2 9B ... Gemma2 2B worked fine on the eight": the model that worked is not the one asked
+        # about; its sentence is left out of the sizes read, when another size is named outside it
+        sizes_text = self._without_what_worked(low)
         for name, patterns in self._quantities.items():
-            hit = _last(patterns, low)
+            hit = _last(patterns, sizes_text)
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]
-        named = [(m.start(), m.end(), model) for model, p in self._models for m in p.finditer(low)]
+        named = [(m.start(), m.end(), model) for model, p in self._models for m in p.finditer(sizes_text)]
         if named:  # the last model named: its public configuration fills what the text leaves out
             start, end, model = max(named, key=lambda n: n[0])
             s.model = model.name
@@ -384,6 +390,23 @@ class Sizing:
                 if dtype is not None:
                     out[operand] = dtype
         return out
+
+    def _without_what_worked(self, low: str) -> str:
+        """`low` with the sentences that say a model worked blanked (same length), when a model or
+        parameter count is still named outside them; else `low` itself."""
+        worked = self._cues.get("worked_before", [])
+        if not worked:
+            return low
+        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(low) if any(p.search(m.group(0)) for p in worked)]
+        if not spans:
+            return low
+        masked = list(low)
+        for a, b in spans:
+            masked[a:b] = " " * (b - a)
+        out = "".join(masked)
+        params = self._quantities.get("params", [])
+        still = _last(params, out) is not None or any(p.search(out) for _, p in self._models)
+        return out if still else low
 
     @staticmethod
     def _last_of(items, low: str):
@@ -1252,7 +1275,17 @@ class Sizing:
             # it ran out of memory (then that the state is not what fills the device is an answer)
             if known and not asked and "oom" not in s.cues and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None
-            if known:
+            axis = s.values.get("model_axis")
+            if known and axis and "replicated_on_data" in s.cues and 1 < axis < devices:
+                # "a 2D mesh, the params split along model only, replicated over data": a share per model device
+                per = need / axis
+                verdict = (self._msg("model_axis_fits", language, left=format_bytes(s.device_memory - per))
+                           if per <= s.device_memory else
+                           self._msg("model_axis_over", language, over=format_bytes(per - s.device_memory)))
+                parts.append(self._msg("model_axis_only", language, axis=_num(axis), need=format_bytes(need),
+                                       per_device=format_bytes(per), memory=format_bytes(s.device_memory),
+                                       device=s.device or "", verdict=verdict))
+            elif known:
                 # one tensor kept replicated: the user's own layout first, the fully sharded one after
                 kept = self._replicated_part(s, language, need / params, params, devices)
                 parts += [kept] if kept else []

@@ -196,6 +196,21 @@ def test_a_fraction_named_by_its_last_word_is_the_pool_of_the_arithmetic():
     assert any(a.subject == "gpu_pool" and "60.00 GiB" in a.text for a in lines)  # the default beside it
 
 
+def test_a_model_said_to_have_worked_is_not_the_one_sized():
+    assert SIZING.read("Gemma 2B ran fine. Is 7B too big for a v3-8?").values["params"] == 7e9
+    ar = "أحاول أحمّل Gemma2 9B على TPU v3-8. Gemma2 2B كان يتوزع تمام على الثمانية. وش السبب؟"
+    assert SIZING.read(ar).values["params"] == 9.24e9  # Gemma-2-9B's public count
+    # one sentence naming both: the last one named, as before
+    assert SIZING.read("llama 7B worked fine, but 13B OOMs on my A100 40GB").values["params"] == 13e9
+
+
+def test_a_state_sharded_along_the_model_axis_only_is_divided_by_that_axis():
+    earlier = "Llama-2 13B on a TPU v4-32 (16 devices), params fp32 + AdamW: how much in all, and per device with FSDP?"
+    [a] = SIZING.answer("and with a 2D mesh (data=4, model=4), the params split along model only and replicated "
+                        "over data: how much per chip, will it OOM?", "en", earlier=earlier, asked=True)
+    assert "193.72 GiB / 4 = 48.43 GiB" in a.text and "17.93 GiB over" in a.text
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
