@@ -366,6 +366,8 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
             return {"largest_allocation_kind": "loop_outputs", "largest_allocation_steps": dims[0]}
     if (len(dims) >= 3 and dims[-1] == dims[-2] and dims[-1] >= SEQUENCE_MIN
             and not any(w in op for w in ("lm_head", "conv"))):  # an image is H x W, not S x S
+        if re.match(r"\W*pred\[", str(shape or "").lower()):  # booleans: which positions attend, a mask
+            return {"largest_allocation_kind": "attention_mask", "largest_allocation_seq": dims[-1]}
         return {"largest_allocation_kind": "attention_scores", "largest_allocation_seq": dims[-1]}
     # logits are real numbers of a model's head: not a complex (an FFT's) or an integer array, nor a
     # broadcast or an FFT that a vmap widened ("broadcast_in_dim[shape=(40, 11, 100, 52729)]")

@@ -1262,3 +1262,11 @@ def test_what_memory_settings_can_do_follows_a_single_large_gpu_allocation(clien
     log = f"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes."
     r = ask(client, "A100 80GB: is this a leak or do I just raise XLA_PYTHON_CLIENT_MEM_FRACTION?", error_log=log)
     assert r.verdict.startswith("One allocation of") and said in r.verdict
+
+
+def test_a_boolean_square_buffer_is_an_attention_mask_built_for_the_whole_position_range(client):
+    log = ("Peak buffers:\n        Buffer 1:\n                Size: 256.00MiB\n"
+           "                Shape: pred[1,1,16384,16384]\n                ==========================\n")
+    r = ask(client, "Flax model from_pretrained OOMs, what is this pred buffer? I train on 2k tokens", error_log=log)
+    assert r.verdict.startswith("The largest buffer, `pred[1,1,16384,16384]` (256.00 MiB), is a boolean 16384 × 16384")
+    assert "max_position_embeddings" in r.verdict

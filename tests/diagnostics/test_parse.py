@@ -1084,6 +1084,7 @@ SAMPLES = {
     "python_memory_error": "MemoryError",
     "xla_rematerialization_warning": "Can't reduce memory use below 1.00GiB (1073741824 bytes) by rematerialization; only reduced to 2.00GiB (2147483648 bytes)",
     "xla_gpu_buffer_report_alone": "BufferAssignment stats:\n             parameter allocation:    1.00GiB\n                 total allocation:    2.00GiB",
+    "xla_gpu_peak_buffers_heading": "Peak buffers:\n        Buffer 1:\n                Size: 1.00GiB\n                Shape: pred[1,1,32768,32768]",
     "xla_gpu_peak_buffers_alone": "Buffer 8:\n                Size: 1.00GiB\n                XLA Label: fusion\n                Shape: f32[1048576,256]",
     "xla_cpu_out_of_memory_allocating": "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes.",
     "tpu_smem_used_of_capacity": "Ran out of memory in memory space smem. Used 1.10M of 1.00M smem.",
