@@ -1270,3 +1270,14 @@ def test_a_boolean_square_buffer_is_an_attention_mask_built_for_the_whole_positi
     r = ask(client, "Flax model from_pretrained OOMs, what is this pred buffer? I train on 2k tokens", error_log=log)
     assert r.verdict.startswith("The largest buffer, `pred[1,1,16384,16384]` (256.00 MiB), is a boolean 16384 × 16384")
     assert "max_position_embeddings" in r.verdict
+
+
+def test_a_process_killed_at_its_container_s_memory_limit_is_host_ram_not_the_gpu(client):
+    log = ("[Fri Sep 16 10:37:38 2022] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=abc,mems_allowed=0-1,"
+           "oom_memcg=/docker/abc,task_memcg=/docker/abc,task=python,pid=19712,uid=0\n"
+           "[Fri Sep 16 10:37:38 2022] Memory cgroup out of memory: Killed process 19712 (python) total-vm:87716756kB, "
+           "anon-rss:16715856kB, file-rss:0kB, shmem-rss:0kB")
+    r = ask(client, "nvidia-smi shows the V100 almost full and the process gets Killed in docker. Is it the GPU?",
+            error_log=log)
+    assert r.verdict and "container's memory limit" in r.verdict and "docker run --memory" in r.verdict
+    assert "host-offload-note" not in [x.id for x in r.remedies]
