@@ -1170,6 +1170,8 @@ class Sizing:
         params = s.values.get("params")
         if not params or params < 1e6 or params > 1e13:
             return None
+        if "smem_named" in s.cues:
+            return None  # a kernel's SMEM running out: the model's size is not what is asked
         if "vmem_named" in s.cues and ("params" in s.from_model or not (
                 {"training", "inference", "memory_named", "optimizer_state", "params_only", "full_training"} & s.cues)):
             # a kernel's VMEM asked about: the model's name ("Llama-3.2-3B") says what runs, not a size asked

@@ -603,6 +603,12 @@ def test_an_smem_question_gets_no_vmem_figures_nor_vmem_settings(client):
     assert "SMEM" in r["answer"] and "num_scalar_prefetch" in r["answer"]
     assert not [f for f in r["figures"] if f["kind"] in ("vmem", "scoped_vmem", "setting_default", "setting")], r["figures"]
     assert "vmem-limit-bytes" not in [x["id"] for x in r["remedies"]]  # raised already: not a step again
+    # a model and a generation named beside an SMEM error: no VMEM accounting, HBM figure or weights line
+    r = _ask(client, {"question": "vLLM on tpu7x-8 with gemma 26B: the Pallas kernel fails with an smem out of memory "
+                                  "at init. Not HBM, so what is smem? Does raising vmem_limit_bytes help?"})
+    kinds = [(f["kind"], f["subject"]) for f in r["figures"]]
+    assert ("answer", "smem_scalar_prefetch") in kinds
+    assert not [k for k in kinds if k[0] in ("hbm", "vmem") or k[1] in ("pallas_vmem_accounting", "weights")], kinds
 
 
 def test_a_follow_up_asking_for_the_commands_gets_the_earlier_answer_s_code_not_a_refusal(client):
