@@ -250,6 +250,9 @@ CASES = [
     # the optimizer state's saving asked in Korean ("how many GiB less per GPU")
     ("optax.adamw(..., mu_dtype=jnp.bfloat16)로 하면 옵티마이저 상태가 GPU당 몇 GiB씩 줄어드는지 알려주세요", "ko",
      "optimizer_state", "mu_dtype=jnp.bfloat16"),
+    # an MCMC run out of memory without the figures to size its samples
+    ("My NumPyro NUTS run goes out of memory on the GPU once sampling finishes, what holds the memory?", "en",
+     "mcmc_samples_on_device", "post_warmup_state"),
     # 64-bit mode and memory
     ("and if we switch on jax_enable_x64 and keep the matrix in float64, how much memory then?", "en",
      "x64_memory", "jax.enable_x64(True)"),
