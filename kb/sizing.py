@@ -1292,6 +1292,11 @@ class Sizing:
                 kept = self._replicated_part(s, language, need / params, params, devices)
                 parts += [kept] if kept else []
                 parts += self._fit(s, language, need, devices, training=True)
+                if need == half and half < state and state / devices > (s.device_memory or 0):
+                    # the fit above is the all-bfloat16 one: the float32 state asked beside it does not fit
+                    parts.append(self._msg("training_f32_over", language, state=format_bytes(state / devices),
+                                           memory=s.memory_label or format_bytes(s.device_memory),
+                                           over=format_bytes(state / devices - s.device_memory)))
                 if s.log_used and devices > 1 and s.log_used >= need and not kept:
                     # the log's per-device figure is above the whole state: one device holds nearly all of it
                     parts.append(self._msg("state_unsharded", language, used=format_bytes(s.log_used),

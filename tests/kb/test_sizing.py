@@ -211,6 +211,12 @@ def test_a_state_sharded_along_the_model_axis_only_is_divided_by_that_axis():
     assert "193.72 GiB / 4 = 48.43 GiB" in a.text and "17.93 GiB over" in a.text
 
 
+def test_the_float32_state_asked_beside_bfloat16_gets_its_own_verdict():
+    q = "Colab T4, MEM_FRACTION=0.95: a full fine-tune of ~1B params with AdamW, in f32 and in bf16, does it fit?"
+    [a] = [x for x in SIZING.answer(q, "en", asked=True) if x.subject == "training_state"]
+    assert "holds the 7.45 GiB" in a.text and "In float32 it does not fit: 14.90 GiB per device" in a.text
+
+
 def test_no_vmem_limit_larger_than_any_vmem_is_written_into_code():
     from oomkb.kb.snippets import fill_limit, fill_size
     code = "pltpu.CompilerParams(vmem_limit_bytes=64 * 1024 * 1024)"
