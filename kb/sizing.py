@@ -514,6 +514,11 @@ class Sizing:
         """`lines` less those that a short answer given beside them already says (`unless`)."""
         return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
 
+    @staticmethod
+    def process_count(text: str) -> int | None:
+        """How many processes or runs `text` says (the last count said)."""
+        return _process_count(text or "")
+
     def excluded(self, lines: list[FigureAnswer]) -> set[str]:
         """The remedies that `lines` show cannot help (`excludes`: a VMEM limit above the VMEM there is)."""
         return {rid for a in lines for rid in self.data.excludes.get(a.subject, ())}

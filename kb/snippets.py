@@ -136,6 +136,18 @@ def fill_limit(code: str | None, size_bytes: int | None) -> str | None:
     return code
 
 
+_SHARE_EXAMPLE = re.compile(r"""(MEM_FRACTION=|MEM_FRACTION"\] = ")\.45\b""")
+
+
+def fill_share(code: str | None, processes: int | None) -> str | None:
+    """`code` with its example share of a GPU per process (.45, for two) replaced by the share of
+    the `processes` the user runs on one card: 90% of it split evenly, rounded down to the percent."""
+    if not code or not processes or not 2 <= processes <= 16:
+        return code
+    share = f".{90 // processes:02d}"
+    return _SHARE_EXAMPLE.sub(lambda m: m.group(1) + share, code)
+
+
 def fill_stated(code: str, stated: dict[str, float]) -> str:
     """`code` with the figures the user stated (a sizing read: layers, batch, seq, ...) put into its
     line of the model's figures, each name that was stated replaced, the others kept."""

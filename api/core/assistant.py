@@ -40,7 +40,7 @@ from oomkb.kb.figures import ANSWER, FigureAnswer
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_limit, fill_size, fill_stated
+from oomkb.kb.snippets import fill_limit, fill_share, fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -368,8 +368,9 @@ class Assistant:
         if any(f.snippet for f in figures):  # the user's own figures in the code they are shown
             said = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
             stated = self.sizing.read(f"{said}\n{question}").values
-            figures = [f.model_copy(update={"snippet": fill_stated(f.snippet, stated)}) if f.snippet else f
-                       for f in figures]
+            processes = self.sizing.process_count(f"{said}\n{question}")  # ("3 processes on one card": .30 each)
+            figures = [f.model_copy(update={"snippet": fill_share(fill_stated(f.snippet, stated), processes)})
+                       if f.snippet else f for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
             figures += [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]

@@ -631,3 +631,13 @@ def test_a_follow_up_asking_for_the_launch_command_continues_a_gpu_conversation_
                          "conversation_id": first["conversation_id"]})
     assert then["follow_up"] and then["grounded"] and then["language"] == "es"
     assert "```" in then["answer"] and "tpu-vm" not in then["answer"]
+
+
+@pytest.mark.parametrize("log, answer_id", [
+    ("UserWarning:\nThe jitted function step includes a pmap. Using jit-of-pmap can lead to inefficient data movement, "
+     "as the outer jit does not preserve sharded data representations", "jit_of_pmap"),
+    ("XlaRuntimeError: INTERNAL: Failed to load in-memory CUBIN: CUDA_ERROR_OUT_OF_MEMORY: out of memory", "cubin_load_oom"),
+])
+def test_a_warning_or_error_the_log_shows_calls_for_its_answer_whatever_the_question(log, answer_id):
+    assert answer_id in [a.subject for a in FIGURES.log_answers(log, "en")]
+    assert answer_id not in [a.subject for a in FIGURES.log_answers("RESOURCE_EXHAUSTED: out of memory", "en")]

@@ -151,3 +151,13 @@ def test_a_line_of_the_model_s_figures_takes_those_the_user_stated_and_keeps_the
     assert fill_stated(code, {"layers": 32.0, "seq": 8192.0}) == (
         "x = 1\nlayers, batch, seq = 32, 2, 8192  # your model's figures here\n")
     assert fill_stated(code, {"hidden": 4096.0}) == code
+
+
+def test_the_share_per_process_in_a_snippet_is_the_asker_s_count_s():
+    from oomkb.kb.snippets import fill_share
+    code = ('# two processes .45 each\n#   XLA_PYTHON_CLIENT_MEM_FRACTION=.45 python train.py &\n'
+            'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".45"\n')
+    three = fill_share(code, 3)
+    assert 'MEM_FRACTION=.30 python' in three and '= ".30"' in three
+    assert three.startswith("# two processes .45 each")  # the comment's example stays
+    assert fill_share(code, None) == code and fill_share(code, 40) == code
