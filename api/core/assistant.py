@@ -531,8 +531,7 @@ class Assistant:
             remedies = [r for r in remedies if r.id not in excluded]
             lead = None if lead is not None and lead.id in excluded else lead
         # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
-        if facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
-                "\n".join([*(t.question for t in earlier if t.question), question]))):
+        if self._gpu_conversation(facts, earlier, question):
             tpu_only = self.platforms.tpu_only
             remedies = [r for r in remedies if not self.platforms.tpu_only_remedy(r)]
             if lead is not None and self.platforms.tpu_only_remedy(lead):
@@ -605,12 +604,17 @@ class Assistant:
         self._keep_shown(_turns_key([*earlier, this_turn], language), response._shown)
         return response
 
+    def _gpu_conversation(self, facts: dict, earlier: list[ConversationTurn], question: str) -> bool:
+        """Whether the evidence, or else the conversation's words, are about a GPU and no TPU."""
+        return facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
+            "\n".join([*(t.question for t in earlier if t.question), question])))
+
     def _for_this_platform(self, figures: list, facts: dict, earlier: list[ConversationTurn], question: str) -> list:
         """`figures` less the short answers about TPUs only (launching a TPU slice) when the
         conversation is about a GPU."""
-        gpu = facts.get("backend") == "gpu" or (not facts.get("backend") and self.platforms.gpu_only(
-            "\n".join([*(t.question for t in earlier if t.question), question])))
-        return [f for f in figures if not (gpu and f.kind == ANSWER and self.platforms.tpu_only(f.text))]
+        if not self._gpu_conversation(facts, earlier, question):
+            return figures
+        return [f for f in figures if not (f.kind == ANSWER and self.platforms.tpu_only(f.text))]
 
     def _keep_shown(self, key: str, shown: Shown) -> None:
         with self._shown_lock:
