@@ -892,6 +892,21 @@ def _tiled_allocations(text: str, dtype_bytes: dict[str, int]) -> list[Allocatio
 _HEADLESS_LINES = 4
 
 
+def _headless_report(text: str, catalogue: SignatureCatalogue, start: int, end: int):
+    """(report, where its first item's line starts) for a report whose heading was not pasted: its
+    first item within the block's first few lines; (None, -1) when there is none."""
+    line_start = text.rfind("\n", 0, start) + 1
+    for _ in range(_HEADLESS_LINES):
+        for report in catalogue.reports:
+            if report.item.match(text, line_start, end):
+                return report, line_start
+        nxt = text.find("\n", line_start, end)
+        if nxt == -1:
+            break
+        line_start = nxt + 1
+    return None, -1
+
+
 def _parse_allocations(text: str, catalogue: SignatureCatalogue, start: int, end: int) -> list[Allocation]:
     """Read the first allocation report in ``text[start:end]`` into Allocation models."""
     found = None
@@ -899,30 +914,19 @@ def _parse_allocations(text: str, catalogue: SignatureCatalogue, start: int, end
         match = report.start.search(text, start, end)
         if match and (found is None or match.start() < found[1].start()):
             found = (report, match)
-    if found is None:
-        # the report's items pasted without its heading ("Buffer 8: / Size: 1.00GiB ..."): read from
-        # the line where the block starts, when that line is one of a report's items
-        line_start, headless = text.rfind("\n", 0, start) + 1, []
-        for _ in range(_HEADLESS_LINES):  # (within the block's first few lines)
-            headless = [r for r in catalogue.reports if r.item.match(text, line_start, end)]
-            nxt = text.find("\n", line_start, end)
-            if headless or nxt == -1:
-                break
-            line_start = nxt + 1
-        if not headless:
-            return []
-        found = (headless[0], None)
-        body_start = line_start - 1
-    report, match = found
-    if match is not None:
-        body_start = text.find("\n", match.end(), end)
-    if body_start == -1 and match is not None:
+    if found is not None:  # the body starts on the line after the heading
+        report, match = found
+        heading_end = text.find("\n", match.end(), end)
+        body = heading_end + 1 if heading_end != -1 else -1
+    else:  # the report's items pasted without its heading ("Buffer 8: / Size: 1.00GiB ...")
+        report, body = _headless_report(text, catalogue, start, end)
+    if report is None or body == -1:
         return []
     items: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     closed = False
     unrecognised = 0
-    for line in text[body_start + 1 : end].split("\n"):
+    for line in text[body:end].split("\n"):
         if report.end is not None and report.end.match(line):
             break
         item_match = report.item.match(line)
