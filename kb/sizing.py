@@ -34,6 +34,7 @@ __all__ = ["Sizing", "Stated", "load_sizing"]
 
 FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
+_DECIMAL_SHARE = re.compile(r"(?<![\d.])0?\.(\d{1,3})(?![\d.])")  # ".9", "0.87" (a share of the card)
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
 HIGH_POOL_SHARE = 0.9  # a pool this large leaves little of the card to CUDA's own allocations
 BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
@@ -126,7 +127,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis")
 
 
 class _Strict(BaseModel):
@@ -225,6 +226,9 @@ class Stated:
     baseline_optimizer: Optimizer | None = None
     baseline_dtype: DType | None = None
     operand_dtypes: dict[str, DType] = field(default_factory=dict)  # a Pallas matmul's x, y, out: each one's dtype named
+    # the parameter count computed from the dims the text gives (hidden, MLP, heads, layers, vocab):
+    # its parts, and the count the text or a name said before (replaced by it)
+    from_dims: dict[str, float] | None = None
 
 
 def _last(patterns, text: str) -> tuple[int, float] | None:
@@ -356,7 +360,17 @@ class Sizing:
         if {"block_m", "block_k", "block_n"} <= s.values.keys():
             s.operand_dtypes = self._operand_dtypes(low)
         s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
+        s.from_dims = _params_from_dims(s)
+        if s.from_dims is not None:
+            if s.values.get("params"):  # the count a name or the text said ("22b.sh"), replaced
+                s.from_dims["named"] = s.values["params"]
+            s.values["params"] = s.from_dims["params"]
+            s.from_model = [k for k in s.from_model if k != "params"]
         self._read_devices(low, s, capacity)
+        axis = s.values.get("fsdp_axis")
+        if axis and axis > 1 and (not s.devices or (s.devices > axis and s.devices % axis == 0)):
+            # the state sharded over the FSDP axis only: other slices or a data axis hold copies of it
+            s.devices = int(axis)
         return s
 
     def _usable(self, gen: str) -> int | None:
@@ -615,7 +629,8 @@ class Sizing:
         turn_cues = self.read(turn).cues if turn else s.cues  # what this turn itself asks about
         if accumulator is not None and "extra" in turn_cues:
             return [accumulator]  # "how much more does MultiSteps cost?" asked in this turn: that
-        out = [line for line in (accumulator, self._model(s, language, asked, turn_cues=turn_cues if turn else None),
+        out = [line for line in (accumulator, self._params_line(s, language),
+                                 self._model(s, language, asked, turn_cues=turn_cues if turn else None),
                                  self._kv(s, language), self._scores(s, language), self._logits(s, language),
                                  self._pallas_blocks(s, language), self._activations(s, language))
                if line is not None]
@@ -661,7 +676,7 @@ class Sizing:
         copy = self._kept_copy(s, language)
         if copy is not None:  # "I keep an f32 copy of the params as self.eval_params": that copy first
             out.insert(0, copy)
-        outside = self._pool_outside(s, language)
+        outside = self._pool_outside(s, language, text)
         if outside is not None:
             out.append(outside)
         analysis = self._analysis(s, language, text)
@@ -808,12 +823,26 @@ class Sizing:
             size=format_bytes(size), share=f"{100 * size / s.device_memory:.0f}%"), value_bytes=int(size),
             sources=["computed"], cite=KEPT_CITE)
 
-    def _pool_outside(self, s: Stated, language: str) -> FigureAnswer | None:
+    def _pool_outside(self, s: Stated, language: str, text: str = "") -> FigureAnswer | None:
         """A high XLA_PYTHON_CLIENT_MEM_FRACTION the text sets on the GPU it names: what it leaves
-        outside JAX's pool for CUDA's own allocations (cuBLAS and cuDNN handles, NCCL)."""
-        if not (s.gpu and s.card_memory and s.pool_share and s.pool_share >= HIGH_POOL_SHARE):
+        outside JAX's pool for CUDA's own allocations (cuBLAS and cuDNN handles, NCCL). Several
+        fractions compared ("0.87 works, 0.9 dies"): each one's pool and what it leaves outside."""
+        if not (s.gpu and s.card_memory):
             return None
         card = s.card_memory
+        named = _fractions_named(text, self._cues.get("mem_fraction", []))
+        if len(named) >= 2:
+            rows = [self._msg("pool_fraction_row", language, fraction=_fraction(f).rstrip("0"), pool=format_bytes(int(card * f)),
+                              left=format_bytes(int(card * (1 - f)))) for f in named]
+            # a margin of 1 GiB outside the pool, in steps of .05 (never above .95)
+            safe = min(0.95, math.floor((card - (1 << 30)) / card * 20) / 20)
+            text_ = self._msg("pool_fractions", language, card=format_bytes(card), rows="; ".join(rows),
+                              safe=_fraction(safe).rstrip("0"), pool=format_bytes(int(card * safe)),
+                              left=format_bytes(int(card * (1 - safe))))
+            return FigureAnswer(kind=KIND, subject="pool_fractions", text=text_, value_bytes=int(card * (1 - safe)),
+                                sources=["computed"], cite=POOL_CITE)
+        if not (s.pool_share and s.pool_share >= HIGH_POOL_SHARE):
+            return None
         text = self._msg("pool_outside", language, fraction=f"{s.pool_share:.2f}".rstrip("0").lstrip("0"),
                          card=format_bytes(card), pool=format_bytes(int(card * s.pool_share)),
                          left=format_bytes(int(card * (1 - s.pool_share))), left_90=format_bytes(int(card * 0.1)))
@@ -915,12 +944,15 @@ class Sizing:
         if not (s.gpu and s.card_memory and "default_asked" in s.cues and "memory_named" in s.cues):
             return None
         card, pool = s.card_memory, GPU_POOL_SHARE * s.card_memory
-        parts = [self._msg("pool_default", language, card=format_bytes(card), pool=format_bytes(pool))]
+        size = _in_mib if "mib_asked" in s.cues else format_bytes  # "how many MiB exactly?"
+        parts = [self._msg("pool_default", language, card=size(card), pool=size(pool))]
         if "ceiling_asked" in s.cues:  # "is it a real cap?"
             parts.append(self._msg("pool_default_ceiling", language, ceiling=format_bytes(0.95 * card)))
         if "other_program" in s.cues:
             parts.append(self._msg("pool_default_rest", language, rest=format_bytes(card - pool), pool=format_bytes(pool)))
-        return FigureAnswer(kind=KIND, subject="gpu_pool", text=self._join(parts, language), value_bytes=int(pool),
+        elif "second_process" in s.cues:  # "and how much is left for a second notebook?"
+            parts.append(self._msg("pool_default_second", language, rest=size(card - pool)))
+        return FigureAnswer(kind=KIND, subject="pool_default", text=self._join(parts, language), value_bytes=int(pool),
                             sources=["computed"], cite=POOL_CITE)
 
     def _pool_beside(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -1168,6 +1200,25 @@ class Sizing:
                     language)
         return FigureAnswer(kind=KIND, subject="accumulator", text=text, value_bytes=int(size),
                             sources=["computed"], cite=ACCUMULATION_CITE)
+
+    def _params_line(self, s: Stated, language: str) -> FigureAnswer | None:
+        """The parameter count the text's own dims give, each part of it shown."""
+        f = s.from_dims
+        if f is None:
+            return None
+        n = _num
+        formula = (f"Q, K, V, O: {n(f['d'])} × {n(f['head_dim'])} × ({n(f['heads'])} + {n(f['kv'])} + {n(f['kv'])} + "
+                   f"{n(f['heads'])}); MLP: {3 if f['gated'] else 2} × {n(f['d'])} × {n(f['ff'])}; "
+                   f"embeddings: {1 if f['tied'] else 2} × {n(f['vocab'])} × {n(f['d'])}")
+        named = f.get("named")
+        differs = named and abs(named - f["params"]) > 0.05 * f["params"]
+        g = lambda x: _grouped(x, language)  # noqa: E731 (29,384,245,248: a count read digit by digit)
+        text = self._msg("params_from_dims", language, params=f"{_count(f['params'])} ({g(f['params'])})",
+                         layers=n(f["layers"]), attention=g(f["attention"]), mlp=g(f["mlp"]),
+                         per_layer=g(f["attention"] + f["mlp"]), embeddings=g(f["embeddings"]), formula=formula,
+                         named=self._msg("params_named_differs", language, named=_count(named)) if differs else "")
+        return FigureAnswer(kind=KIND, subject="params_from_dims", text=text, value_bytes=None,
+                            sources=["computed"], cite=ANALYSIS_CITE)
 
     def _model(self, s: Stated, language: str, asked: bool, turn_cues: set[str] | None = None) -> FigureAnswer | None:
         """The weights or the training state of the model the text sizes, against the devices named.
@@ -2460,6 +2511,51 @@ def _launch_lines(shares: list[float]) -> str:
             "procs = [subprocess.Popen([\"python\", script], env={**os.environ, \"XLA_PYTHON_CLIENT_MEM_FRACTION\": share})\n"
             "         for script, share in runs]\n"
             "for p in procs:\n    p.wait()\n")
+
+
+def _params_from_dims(s: Stated) -> dict[str, float] | None:
+    """A transformer's parameter count from the dims the text itself gives (hidden, MLP width,
+    layers, vocab; heads and head dim where given): attention's Q, K, V and O, the MLP's two or three
+    matrices, the embedding and the output layer unless tied. None unless all four are the text's."""
+    v = s.values
+    if not {"hidden", "ffn", "layers", "vocab"} <= v.keys() or {"hidden", "ffn", "layers", "vocab"} & set(s.from_model):
+        return None
+    if v.get("experts"):
+        return None  # a mixture of experts counts its MLPs per expert: not this sum
+    d, ff, layers, vocab = v["hidden"], v["ffn"], v["layers"], v["vocab"]
+    heads = v.get("heads")
+    head_dim = v.get("head_dim") or (d / heads if heads else None)
+    heads = heads or (d / head_dim if head_dim else None)
+    if not heads or not head_dim:
+        heads, head_dim = 1, d  # no heads given: Q, K, V and O each d x d
+    kv = v.get("kv_heads") or heads
+    attention = d * head_dim * (2 * heads + 2 * kv)
+    gated = "gated_mlp" in s.cues and "ungated_mlp" not in s.cues
+    mlp = (3 if gated else 2) * d * ff
+    embeddings = (1 if "tied_embeddings" in s.cues else 2) * vocab * d
+    params = layers * (attention + mlp) + embeddings
+    return {"params": params, "attention": attention, "mlp": mlp, "embeddings": embeddings, "layers": layers,
+            "d": d, "ff": ff, "heads": heads, "kv": kv, "head_dim": head_dim, "vocab": vocab,
+            "gated": float(gated), "tied": float("tied_embeddings" in s.cues)}
+
+
+def _in_mib(n: float) -> str:
+    """A size in GiB with its MiB beside it, where the question asks in MiB ("11.06 GiB (11,325 MiB)")."""
+    return f"{format_bytes(int(n))} ({int(n) >> 20:,} MiB)"
+
+
+def _fractions_named(text: str, keywords: list[re.Pattern]) -> list[float]:
+    """The XLA_PYTHON_CLIENT_MEM_FRACTION values a text compares ("=0.87 works, 0.9 dies"): the
+    decimals within a few words after the setting is named, in the order said, each once."""
+    low = (text or "").lower()
+    found: list[float] = []
+    for pattern in keywords:
+        for m in pattern.finditer(low):
+            for d in _DECIMAL_SHARE.finditer(low[m.end():m.end() + 80]):
+                value = float(f"0.{d.group(1)}")
+                if 0.05 <= value < 1 and value not in found:
+                    found.append(value)
+    return found
 
 
 def _fraction(share: float) -> str:

@@ -193,7 +193,7 @@ def test_a_fraction_named_by_its_last_word_is_the_pool_of_the_arithmetic():
                           "en", earlier=earlier, asked=True)
     state = next(a for a in lines if a.subject == "training_state")
     assert "72.00 GiB = 90% × 80.00 GiB" in state.text and "22.83 GiB" in state.text
-    assert any(a.subject == "gpu_pool" and "60.00 GiB" in a.text for a in lines)  # the default beside it
+    assert any(a.subject == "pool_default" and "60.00 GiB" in a.text for a in lines)  # the default beside it
 
 
 def test_a_model_said_to_have_worked_is_not_the_one_sized():
@@ -1358,7 +1358,7 @@ def test_billions_in_arabic_and_hindi_are_parameters():
 def test_the_default_pool_asked_beside_another_framework_says_what_stays_outside_it():
     # "how much does JAX reserve by default" on an A100 40GB with TensorFlow beside it: 30 GiB, 10 outside
     a = [x for x in SIZING.answer("Keras 3 on JAX on an A100 40GB with TensorFlow installed for tf.data: how much "
-                                  "memory does JAX reserve by default?", "en", True) if x.subject == "gpu_pool"]
+                                  "memory does JAX reserve by default?", "en", True) if x.subject == "pool_default"]
     assert a and "30.00 GiB of 40.00 GiB" in a[0].text and "other 10.00 GiB" in a[0].text
 
 
@@ -1399,7 +1399,7 @@ def test_weights_over_jax_s_pool_but_within_the_card_name_the_pool_and_the_card_
 def test_the_default_pool_asked_as_a_ceiling_and_a_cap_said_as_only_n_gib_for_jax():
     # "how much does JAX reserve by default, is it a real cap?" on an A100 80GB (a French question)
     a = [x for x in SIZING.answer("Sur un A100 80GB, JAX réserve combien par défaut, et est-ce un vrai plafond ?",
-                                  "fr", True) if x.subject == "gpu_pool"]
+                                  "fr", True) if x.subject == "pool_default"]
     assert a and "60.00 GiB sur 80.00 GiB" in a[0].text and "C'est un plafond" in a[0].text and "76.00 GiB" in a[0].text
     # "only ~4 GiB for JAX, the rest for PyTorch" on a 4090 (Hinglish): the fraction that caps it
     b = [x for x in SIZING.answer("RTX 4090 pe mujhe sirf ~4 GiB dena hai JAX ko (baaki PyTorch ke liye), "
@@ -1412,3 +1412,45 @@ def test_how_many_gib_donation_reduces_is_its_saving():
     a = [x for x in SIZING.answer("L4 で 300M パラメータ、f32 + Adam の state を毎回更新。donate すると何 GiB 減る？", "ja",
                                   True) if x.subject == "donated_state"]
     assert a and "3.35 GiB" in a[0].text
+
+
+def test_fractions_compared_on_a_card_give_each_pool_what_it_leaves_outside_and_a_safe_share():
+    # "0.8 is fine, 0.95 dies with a cublas handle error" on a 12 GB card: each share's pool and the rest
+    a = [x for x in SIZING.answer("RTX 3060 12GB: XLA_PYTHON_CLIENT_MEM_FRACTION=0.8 runs fine but 0.95 crashes "
+                                  "with failed to create cublas handle. which value is safe?", "en", True)
+         if x.subject == "pool_fractions"]
+    assert a, "no comparison of the fractions"
+    assert "`.8` gives the pool 9.60 GiB and leaves 2.40 GiB" in a[0].text
+    assert "`.95` gives the pool 11.40 GiB and leaves 614.40 MiB" in a[0].text
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.9` (10.80 GiB pool, 1.20 GiB outside)" in a[0].text
+    # a suffix right after the number ("0.87이면") still reads as the fraction set
+    assert SIZING.read("8GB RTX 3080에서 XLA_PYTHON_CLIENT_MEM_FRACTION=0.87이면 됨").pool_share == 0.87
+
+
+def test_the_default_pool_asked_in_mib_with_a_second_notebook_on_the_card():
+    # a T4 (CUDA reports 14.75 GiB): 75% in GiB and MiB, what stays for a second process, both started capped
+    a = [x for x in SIZING.answer("Kaggle T4: how many MiB does JAX grab by default, and what is left for a second "
+                                  "notebook on that GPU?", "en", True) if x.subject == "pool_default"]
+    assert a and "11.06 GiB (11,328 MiB) of 14.75 GiB (15,104 MiB)" in a[0].text, a
+    assert "3.69 GiB (3,776 MiB) of the card stay outside" in a[0].text and "MEM_FRACTION=.45" in a[0].text
+
+
+def test_the_parameter_count_comes_from_the_dims_the_question_gives():
+    # Llama-2-7B's config written out (SwiGLU, untied): 6.74B, each part shown
+    s = SIZING.read("hidden_size=4096, intermediate_size=11008, 32 layers, 32 heads, vocab 32000, SwiGLU, untied "
+                    "embeddings: how many params, and Adam state?")
+    assert s.values["params"] == 6_738_149_376
+    a = [x for x in SIZING.answer("hidden_size=4096, intermediate_size=11008, 32 layers, 32 heads, vocab 32000, "
+                                  "SwiGLU: how many params?", "en", True) if x.subject == "params_from_dims"]
+    assert a and "6.74B (6,738,149,376)" in a[0].text and "MLP: 3 × 4096 × 11008" in a[0].text
+    # MaxText's names, a count in the config's name that is not the dims' ("22b.sh"), the FSDP axis of 2 slices
+    text = ("MaxText 22b.sh on 2 slices of v4-128, ici_fsdp_parallelism=64, per_device_batch_size=13; base_emb_dim 6144, "
+            "24 heads, head_dim 256, mlp 24576, 48 layers, vocab 32000, mlp_activations silu,linear. Adam state per chip?")
+    s = SIZING.read(text)
+    assert s.values["params"] == 29_384_245_248 and s.devices == 64 and s.values["batch"] == 13
+    a = [x for x in SIZING.answer(text, "en", True) if x.subject == "params_from_dims"]
+    assert a and "Not the 22B of the name" in a[0].text
+    # without a gate the MLP has two matrices; a count alone (no dims) is not recomputed
+    assert SIZING.read("d_model 768, d_ff 3072, 12 layers, 12 heads, vocab 50257, GPT-2, tied embeddings").values[
+        "params"] == 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 50257 * 768
+    assert SIZING.read("a 7B model, 32 layers").values["params"] == 7e9
