@@ -261,6 +261,11 @@ class Figures:
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
 
+    def short_answer(self, answer_id: str, language: str) -> FigureAnswer | None:
+        """The short answer `answer_id` in `language` (None: no such answer)."""
+        item = next((a for a, _ in self._answers if a.id == answer_id), None)
+        return self._short(item, language) if item is not None else None
+
     def code_named(self, text: str, language: str) -> list[FigureAnswer]:
         """The short answers whose code `text` names ("the optax snippet and the embedding's
         sharding"), in the order it names them: what a follow-up asking for code is given."""

@@ -54,6 +54,11 @@ class Topic(_Strict):
     unless: list[str] = Field(default_factory=list, description="cues that mean another thing of the same name")
 
 
+class ThenAnswer(_Strict):
+    answer: str  # a short answer (figures.yaml) id
+    when: list[str] = []  # words one of which the question has (none: any question)
+
+
 class Tried(_Strict):
     id: str
     remedies: list[str] = []  # empty: something outside the guides' remedies (a GPU allocator flag)
@@ -65,6 +70,9 @@ class Tried(_Strict):
     #: a constraint the user states rather than something done ("without reducing the batch"):
     #: read from its own `done` cues only, whose negation words are part of them
     constraint: bool = False
+    #: to someone who did this and asks what next: the short answer whose code is the next step,
+    #: the first whose `when` words the question has ("flax": nn.remat in a scan)
+    then: list[ThenAnswer] = []
 
 
 class Intents(_Strict):

@@ -362,9 +362,11 @@ class Assistant:
             # "and on v4?": the figure the conversation asked for, of the generation this turn names
             asked_again = f"{self.parts.figures.without_generations(context.subject)}\n{question}"
             figures = [f for f in self.parts.figures_for(asked_again, language) if f.kind != ANSWER]
-        # "I added nn.remat, still OOM: what next?": how to apply what they did is not the answer
-        if "next" in analysis.asks and not {"why", "snippet", "flag", "figure"} & set(analysis.asks):
+        # "I added nn.remat, still OOM: what next?": how to apply what they did is not the answer, nor
+        # its code when the next step's code is asked with it ("what next? with code")
+        if "next" in analysis.asks and not {"why", "flag", "figure"} & set(analysis.asks):
             figures = [f for f in figures if f.about is None or f.about not in analysis.tried]
+            figures += self._then_after_tried(analysis, question, language, {f.subject for f in figures})
         if any(f.snippet for f in figures):  # the user's own figures in the code they are shown
             said = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
             stated = self.sizing.read(f"{said}\n{question}").values
@@ -660,6 +662,22 @@ class Assistant:
                            citations=[], grounded=False, detected_language=detected,
                            language_note=note, remedies=[], confidence=0.0, facts={},
                            out_of_scope=framework.id if framework is not None else OTHER_FRAMEWORK)
+
+    def _then_after_tried(self, analysis, question: str, language: str, shown: set[str]) -> list[FigureAnswer]:
+        """For what this turn says was done, the short answer that is its next step (intents.yaml
+        `then`): gradient accumulation in place, asking what next -> remat in a scan."""
+        low = question.lower()
+        out: list[FigureAnswer] = []
+        for tried_id in (analysis.tried if analysis.stated is None else analysis.stated):
+            for then in question_api.tried_item(tried_id).then:
+                if then.when and not any(w in low for w in then.when):
+                    continue
+                answer = self.parts.figures.short_answer(then.answer, language)
+                if answer is not None and answer.subject not in shown and answer.about not in analysis.tried:
+                    out.append(answer)
+                    shown.add(answer.subject)
+                break
+        return out
 
     def _code_named_before(self, earlier: list[ConversationTurn], language: str, skip: set[str] = frozenset(),
                            limit: int = 1) -> list[FigureAnswer]:

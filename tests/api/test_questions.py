@@ -155,3 +155,11 @@ def test_code_asked_for_with_a_remedy_in_it_is_not_that_remedy_tried(text):
 
 def test_a_remedy_said_done_beside_a_request_is_still_tried():
     assert "donation" in analyse("I already run with donate_argnums, give me the next step").tried
+
+
+def test_every_next_step_after_a_tried_item_is_a_short_answer_that_exists():
+    from oomkb.kb.figures import load_figures
+
+    known = {a.id for a in load_figures().data.answers}
+    named = {then.answer for t in load_intents().intents.tried for then in t.then}
+    assert named and named <= known, sorted(named - known)

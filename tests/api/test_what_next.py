@@ -150,3 +150,34 @@ def test_a_follow_up_asking_the_max_batch_gets_the_conversation_s_arithmetic_not
                            "conversation_id": first["conversation_id"]})
     assert second["grounded"] and "at most 25 sequences fit" in second["answer"]
     assert "Reduce the batch size" not in second["answer"]
+
+
+def test_gradient_accumulation_in_place_gets_remat_in_a_scan_not_accumulation_again(client):
+    # "bf16 on, grad accumulation already keeps the effective batch, microbatch 3 OOMs: next? with code"
+    r = _ask(client, {"question": "Flax T5 on a v4-8: bf16 is on and I'm using gradient accumulation for the effective "
+                                  "batch, but a per-device batch of 4 still hits HBM OOM. what next? code too"})
+    assert {"accumulation", "bf16"} <= set(r["tried_items"]), r["tried_items"]
+    assert "You already accumulate gradients" in r["answer"]
+    assert "nn.scan(nn.remat(Block" in r["answer"]  # the next step's code: remat inside the scan
+    assert "optax.MultiSteps(tx, every_k_schedule=k)` accumulates" not in r["answer"]  # not accumulation explained
+    # the same in Spanish, without Flax: the scan's own remat code
+    r = _ask(client, {"question": "Ya uso acumulación de gradientes con optax y sigue el OOM con microbatch 2 en TPU. "
+                                  "¿Qué hago ahora? Dame código"})
+    assert r["language"] == "es" and "accumulation" in r["tried_items"], r["tried_items"]
+    assert "jax.lax.scan(jax.checkpoint(body)" in r["answer"]
+
+
+def test_a_closed_over_constant_that_gc_does_not_free_is_answered_as_such(client):
+    r = _ask(client, {"question": "each call of my function builds a 2 GB array, jax.jit of a closure that captures "
+                                  "it inside lax.while_loop; host RSS grows 2 GB per call even after del and "
+                                  "gc.collect(). what else can I do?"})
+    assert r["grounded"] and "goes into the compiled program as a constant" in r["answer"]
+    assert "Pass the array as an argument" in r["answer"] and "upgrade JAX" in r["answer"]
+    assert "Under `jax.grad`" not in r["answer"]  # not the backward pass's scan residuals
+
+
+def test_preallocate_set_to_one_is_said_to_keep_preallocation_on(client):
+    r = _ask(client, {"question": "I exported XLA_PYTHON_CLIENT_PREALLOCATE=1 before starting my Ray workers but "
+                                  "nvidia-smi still shows every GPU nearly full. why is it ignored?"})
+    assert r["answer"].startswith("`XLA_PYTHON_CLIENT_PREALLOCATE=1` keeps preallocation on")
+    assert 'runtime_env={"env_vars"' in r["answer"]
