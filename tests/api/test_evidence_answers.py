@@ -1281,3 +1281,13 @@ def test_a_process_killed_at_its_container_s_memory_limit_is_host_ram_not_the_gp
             error_log=log)
     assert r.verdict and "container's memory limit" in r.verdict and "docker run --memory" in r.verdict
     assert "host-offload-note" not in [x.id for x in r.remedies]
+
+
+def test_a_splash_kernel_s_smem_is_answered_with_its_mask_tables_not_hbm(client):
+    log = ("RESOURCE_EXHAUSTED: Allocation (size=4194304) would exceed memory (size=1048576)\n"
+           ":: #allocation2 [shape = 'u8[4194304]{0}', space=smem, size = 0x400000, scoped,\n"
+           "   tag = 'prefetched SMEM operand 0'] :: splash_mha_fwd.7")
+    r = ask(client, "seq len 512k with splash attention on v5e, raising the scoped vmem limit did nothing. what is "
+                    "this 1 MiB?", log)
+    assert r.answer.startswith("**This is SMEM") and "`data_next`, `block_mask` and `mask_next`" in r.answer
+    assert "4.00 MiB for one of them" in r.answer and "of HBM" not in r.answer

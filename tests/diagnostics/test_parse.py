@@ -1328,3 +1328,19 @@ def test_a_gpu_buffer_report_printed_by_a_ray_worker_without_its_error_line_is_r
     # the same report without the worker prefixes reads the same
     assert parse_error(log.replace("(MeshHostWorker pid=489) ", "")).allocations[0].size_bytes == \
         d.allocations[0].size_bytes
+
+
+def test_a_scoped_allocation_wrapped_over_lines_keeps_its_memory_space():
+    # a splash kernel's prefetched SMEM operand, the log wrapped before "::" and inside the brackets
+    text = ("RESOURCE_EXHAUSTED: Allocation (size=2097152) would exceed memory (size=1048576)\n"
+            ":: #allocation3 [shape = 'u8[2097152]{0}', space=smem, size = 0x200000, scoped,\n"
+            "   tag = 'prefetched SMEM operand 0'] :: splash_mha_fwd_segmented_residuals.3")
+    p = parse_error(text)
+    assert (p.category, p.memory_space) == ("compile_smem_oom", "smem")
+    assert (p.requested_bytes, p.available_bytes) == (2 * M, 1 * M)
+    assert p.instruction and "splash" in p.instruction
+    # the one-line form of a VMEM allocation still reads as scoped VMEM
+    one = parse_error("Allocation (size=33554432) would exceed memory (size=16777216) :: #allocation7 "
+                      "[shape = 'f32[2048,4096]{1,0}', space=vmem, size = 0x2000000, scoped, tag = 'scratch "
+                      "operand'] :: my_kernel.1")
+    assert (one.category, one.memory_space) == ("scoped_vmem_oom", "vmem")
