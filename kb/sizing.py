@@ -192,6 +192,7 @@ class SizingFile(_Strict):
     operand_joiner: str = r"\s*"
     limit_snippet: str = ""  # code computing a kernel's vmem_limit_bytes from its blocks, to fill
     mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
+    shard_snippet: str = ""  # the asker's arrays made sharded over their devices, to fill
     messages: dict[str, Message]
 
 
@@ -1585,6 +1586,9 @@ class Sizing:
         if len(dims) < 2 or elements < 1 << 20:
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        added = _added_shapes(text or "", shapes)
+        if len(added) >= 2:  # "a 4000 x 2000 x 10 x 10 array plus a 20000 x 20000 matrix": both, and their sum
+            return self._tensors_sum(added, dtype_bytes, dtype_name, s, language, text)
         size = elements * dtype_bytes
         shape = "[" + ", ".join(str(d) for d in dims) + "]"
         parts = [self._msg("tensor", language, shape=shape, elements=_grouped(elements, language), bytes=_num(dtype_bytes),
@@ -1637,8 +1641,60 @@ class Sizing:
                                    k=k, copies=copies, best=format_bytes(held * copies)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
+        # the code shards every array the conversation wrote out ("that matrix and the 4000-axis of
+        # the big array"), each once, in the order written
+        written: list[list[int]] = []
+        for m_ in shapes:
+            d_ = [int(d) for d in re.findall(r"\d+", m_.group(0))]
+            if len(d_) >= 2 and math.prod(d_) >= 1 << 20 and d_ not in written:
+                written.append(d_)
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
-                            value_bytes=int(size), sources=["computed"], cite=SCORES_CITE)
+                            value_bytes=int(size), sources=["computed"], cite=SCORES_CITE,
+                            snippet=self._shard_code(written[-4:] or [dims], dtype_name, s, text))
+
+    def _tensors_sum(self, shapes: list[list[int]], dtype_bytes: float, dtype_name: str, s: Stated,
+                     language: str, text: str) -> FigureAnswer:
+        """Arrays the text adds up ("an A array plus a B matrix"): each one's bytes and their sum,
+        against the device named."""
+        sizes = [math.prod(d) * dtype_bytes for d in shapes]
+        each = ", ".join(self._msg("tensor_each", language, shape="[" + ", ".join(map(str, d)) + "]",
+                                   elements=_grouped(math.prod(d), language), size=format_bytes(n))
+                         for d, n in zip(shapes, sizes))
+        total = sum(sizes)
+        parts = [self._msg("tensors_sum", language, each=each, bytes=_num(dtype_bytes), dtype=dtype_name,
+                           total=format_bytes(total))]
+        if s.device_memory:
+            parts.append(self._share(s, total, language))
+        if s.dtype is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="tensor", text=self._join(parts, language), value_bytes=int(total),
+                            sources=["computed"], cite=SCORES_CITE, snippet=self._shard_code(shapes, dtype_name, s, text))
+
+    def _shard_code(self, shapes: list[list[int]], dtype_name: str, s: Stated, text: str = "") -> str | None:
+        """Code that makes the asker's arrays already split over their devices, when code to shard
+        them is asked for: each along the axis the text names by its size ("the 4000-axis"), else
+        the first axis the device count divides (none: replicated)."""
+        n = s.devices
+        if not (self.data.shard_snippet and n and n >= 2 and {"shard_asked", "code_asked"} <= s.cues):
+            return None
+        low = (text or "").lower()
+        named = {int(m.group(1) or m.group(2)) for m in _AXIS_NAMED.finditer(low)}
+        lines, names = [], []
+        for i, dims in enumerate(shapes):
+            axis = next((k for k, d in enumerate(dims) if d in named and d % n == 0), None)
+            if axis is None:
+                axis = next((k for k, d in enumerate(dims) if d % n == 0), None)
+            spec = ", ".join('"x"' if k == axis else "None" for k in range(len(dims)))
+            total = math.prod(dims) * next((d.bytes for d, _ in self._dtypes if d.name == dtype_name), 4)
+            share = f"{format_bytes(total / n)} per device" if axis is not None else "replicated: all of it on each device"
+            name = "abcdefgh"[i]
+            names.append(name)
+            lines.append(f"{name} = make(({', '.join(map(str, dims))}), jnp.{dtype_name}, P({spec}))"
+                         f"  # {format_bytes(total)} in all, {share}")
+        return self.data.shard_snippet.format(
+            devices=n, arrays="\n".join(lines), names=", ".join(names), first=names[0],
+            total=" + ".join(f"{x}.sum()" for x in names),
+            x64='jax.config.update("jax_enable_x64", True)  # float64 arrays\n' if dtype_name == "float64" else "")
 
     def _tensor_sharded(self, dims: list[int], dtype_bytes: float, s: Stated, language: str, text: str) -> list[str]:
         """A tensor whose sharding over the devices named is asked about or set ("P('data', None)",
@@ -2537,6 +2593,25 @@ def _params_from_dims(s: Stated) -> dict[str, float] | None:
     return {"params": params, "attention": attention, "mlp": mlp, "embeddings": embeddings, "layers": layers,
             "d": d, "ff": ff, "heads": heads, "kv": kv, "head_dim": head_dim, "vocab": vocab,
             "gated": float(gated), "tied": float("tied_embeddings" in s.cues)}
+
+
+_AXIS_NAMED = re.compile(r"(\d{2,7})[- ]?(?:axis|dim\w*|achse|axe|eje|eixo|ось|轴|軸|축|अक्ष)|(?:axis|achse|axe|eje|eixo|ось)\s+(?:of\s+)?(\d{2,7})")
+_PLUS = re.compile(r"^[^.\n?!;:]{0,30}?(?:\bplus\b|\+|\band\b|\bund\b|\bet\b|\by\b|\be\b|\bи\b|\bmais\b|"
+                   r"和|加上|以及|と|に加えて|그리고|및|और|तथा|\bو)", re.I)
+
+
+def _added_shapes(text: str, shapes: list[re.Match]) -> list[list[int]]:
+    """The last run of written-out shapes joined by "plus"/"and" words (each 1M elements or more,
+    a few words apart, in one sentence): arrays the text adds up. [] for one shape."""
+    run: list[re.Match] = [shapes[-1]] if shapes else []
+    for m in reversed(shapes[:-1]):
+        between = text[m.end():run[0].start()]
+        if len(between) > 40 or not _PLUS.search(between):
+            break
+        run.insert(0, m)
+    dims = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in run]
+    dims = [d for d in dims if len(d) >= 2 and math.prod(d) >= 1 << 20]
+    return dims if len(dims) >= 2 else []
 
 
 def _in_mib(n: float) -> str:

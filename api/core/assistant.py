@@ -404,6 +404,9 @@ class Assistant:
                                                    capacity=capacity, requested=requested) if a.snippet]
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
+        own_code = "snippet" in analysis.asks and any(a.snippet for a in sizes)
+        if own_code:  # code made from the asker's own arrays and devices is the code asked for, not a stock example
+            figures = [f for f in figures if not (f.kind == ANSWER and f.snippet)]
         sizes = [a for a in sizes if a.subject not in outcome.superseded]
         if measured and not asked_size and any(facts.get(k) for k in PROGRAM_FIGURES):
             # a log's own sizes of the program: an estimate of the model's state is beside them (a log
@@ -505,6 +508,8 @@ class Assistant:
             except MissingValue:  # a blank value in the evidence: skip the step
                 continue
             snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
+            if own_code and r.id not in outcome.snippets:
+                snippet = None  # the asker's own code is above: not a step's toy example beside it
             if r.id not in outcome.snippets:  # a limit the asker wants to set, when no log computed one
                 snippet = fill_limit(snippet, asked_limit)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
@@ -519,6 +524,8 @@ class Assistant:
                 and not any(f.kind in (ANSWER, SIZING) for f in figures)
                 and not by_arithmetic else None)
         if lead is not None:
+            if own_code:  # the asker's own code is above: not the step's toy example beside it
+                lead = lead.model_copy(update={"snippet": None})
             remedies.insert(0, lead)
         code_asked = context.follow_up and "snippet" in analysis.asks and any(f.snippet for f in figures)
         if grounded and not by_arithmetic and not code_asked:
@@ -931,6 +938,8 @@ class Assistant:
         cards = [r for r in shown_cards if r.card is not None]
         if verdict or figures or steps or lead is not None:  # an answer already: worked examples add nothing
             cards = [r for r in cards if r.card.actions]
+        if not steps and any(f.kind == SIZING for f in figures):
+            cards = []  # the arithmetic on the asker's figures is the answer: a guide's general list is not
         info = self.catalogue.categories.get(str(facts.get("category") or ""))
         if info is not None and info.cite:  # a log says which error it is: only that error's guides
             guides = {c.split("#")[0] for c in info.cite}

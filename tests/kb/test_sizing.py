@@ -1454,3 +1454,41 @@ def test_the_parameter_count_comes_from_the_dims_the_question_gives():
     assert SIZING.read("d_model 768, d_ff 3072, 12 layers, 12 heads, vocab 50257, GPT-2, tied embeddings").values[
         "params"] == 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 50257 * 768
     assert SIZING.read("a 7B model, 32 layers").values["params"] == 7e9
+
+
+def test_arrays_added_up_are_sized_each_and_together_in_the_dtype_said():
+    # float64 under jax_enable_x64: an A array "plus" a B matrix, both and their sum
+    text = ("pmap on 4x V100 16GB, float64 (jax_enable_x64): per device a 4000 x 2000 x 10 x 10 array plus a "
+            "20000 x 20000 matrix, how much per GPU?")
+    assert SIZING.read(text).dtype.name == "float64"
+    a = [x for x in SIZING.answer(text, "en", True) if x.subject == "tensor"]
+    assert a and "[4000, 2000, 10, 10] 800,000,000 elements (5.96 GiB)" in a[0].text
+    assert "[20000, 20000] 400,000,000 elements (2.98 GiB); in all 8.94 GiB" in a[0].text
+    # the follow-up that drops 64-bit: the float32 sum, not the float64 one again
+    b = [x for x in SIZING.answer("and if i drop x64 and do everything in float32?", "en", True, earlier=text)
+         if x.subject == "tensor"]
+    assert b and "in all 4.47 GiB" in b[0].text
+    # two shapes compared, not added: the last one alone
+    c = [x for x in SIZING.answer("[8192, 8192] was fine. Now how much is [16384, 16384] in bf16?", "en", True)
+         if x.subject == "tensor"]
+    assert c and "These arrays together" not in c[0].text and "512.00 MiB" in c[0].text
+
+
+def test_code_to_shard_the_asker_s_arrays_is_made_from_their_shapes_and_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    text = ("on 4 GPUs I have a 2048 x 1024 matrix and a 1000 x 4096 x 2 array. give me the code to shard them "
+            "(the 4096-axis of the second) with jax.jit + NamedSharding")
+    a = [x for x in SIZING.answer(text, "en", True) if x.snippet]
+    assert a, "no code"
+    code = a[0].snippet
+    assert 'make((2048, 1024), jnp.float32, P("x", None))' in code
+    assert 'make((1000, 4096, 2), jnp.float32, P(None, "x", None))' in code  # the axis named by its size
+    script = tmp_path / "shard.py"
+    script.write_text(code, "utf-8")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "(512, 1024)" in run.stdout  # each of the 4 devices holds a quarter of the first array
