@@ -1291,3 +1291,24 @@ def test_a_splash_kernel_s_smem_is_answered_with_its_mask_tables_not_hbm(client)
                     "this 1 MiB?", log)
     assert r.answer.startswith("**This is SMEM") and "`data_next`, `block_mask` and `mask_next`" in r.answer
     assert "4.00 MiB for one of them" in r.answer and "of HBM" not in r.answer
+
+
+def test_xla_gpu_scheduler_s_arguments_over_its_limit_is_read_as_the_program_s_own_size(client):
+    # gpu_hlo_schedule.cc's line repeated by threads (a log shaped like a public blackjax thread's)
+    line = ("E0301 09:12:44.120031 4412 gpu_hlo_schedule.cc:968] The byte size of input/output arguments "
+            "(64424509440) exceeds the base limit (17179869184). This indicates an error in the calculation!")
+    r = ask(client, "sampler on one GPU prints this a lot and then dies of memory. XLA bug, or an env var?",
+            "\n".join([line] * 3))
+    assert r.answer.startswith("**XLA's GPU scheduler says the jitted function's inputs and outputs alone take "
+                               "60.00 GiB, while the memory it schedules for on this GPU is 16.00 GiB")
+    assert "no environment variable changes it" in r.answer
+    assert "MCMC run keeps" not in r.answer  # not the samples-kept paragraph
+
+
+def test_xla_s_pinned_host_pool_is_named_with_its_64_gib_default(client):
+    log = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of host memory while trying to allocate "
+           "15204089856 bytes with allocator xla_gpu_host_bfc on device 0.")
+    r = ask(client, "gathering draws into pinned_host memory, the server has 512 GB of RAM. why?", log)
+    assert "`xla_gpu_host_bfc`" in r.answer and "64 GiB by default" in r.answer
+    assert "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=128" in r.answer
+    assert "Keep the state in host memory" not in r.answer  # not how to offload: it is offloaded

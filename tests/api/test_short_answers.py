@@ -641,3 +641,16 @@ def test_a_follow_up_asking_for_the_launch_command_continues_a_gpu_conversation_
 def test_a_warning_or_error_the_log_shows_calls_for_its_answer_whatever_the_question(log, answer_id):
     assert answer_id in [a.subject for a in FIGURES.log_answers(log, "en")]
     assert answer_id not in [a.subject for a in FIGURES.log_answers("RESOURCE_EXHAUSTED: out of memory", "en")]
+
+
+def test_a_sampler_named_beside_memory_is_not_the_samples_kept_answer_unless_samples_are(client):
+    from tests.api.rest import ask_json
+
+    r = ask_json(client, {"question": "blackjax pathfinder on my GPU runs out of memory on a large model, why?"})
+    assert "MCMC run keeps" not in r["answer"]
+    r = ask_json(client, {"question": "numpyro NUTS with 20000 samples and 4 chains runs out of GPU memory at the end"})
+    assert "MCMC run keeps" in r["answer"]
+    # the same sampler called again and again in an outer loop: what each call leaves behind
+    r = ask_json(client, {"question": "I call blackjax's inference_loop repeatedly in an outer for loop (num_samples=1 "
+                                      "each time) and the process memory grows every round until the OOM killer"})
+    assert "MCMC run keeps" not in r["answer"] and "jax.jit" in r["answer"]

@@ -1077,6 +1077,11 @@ SAMPLES = {
     "bfc_allocator_ran_out": "Allocator (GPU_0_bfc) ran out of memory trying to allocate 32.0KiB (rounded to 32768)",
     "cuda_driver_out_of_memory": "failed to allocate 106.88M (112066560 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
     "cuda_pinned_host_out_of_memory": "failed to alloc 17179869184 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    "xla_gpu_host_bfc_out_of_memory": "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 15204089856 "
+                                      "bytes with allocator xla_gpu_host_bfc on device 0.",
+    "xla_gpu_schedule_arguments_over_limit": "gpu_hlo_schedule.cc:968] The byte size of input/output arguments "
+                                             "(131344632216) exceeds the base limit (20236835225). This indicates an "
+                                             "error in the calculation!",
     "torch_cuda_out_of_memory": "RuntimeError: CUDA out of memory. Tried to allocate 1.12 MiB (GPU 0; 22.37 GiB total capacity)",
     "linux_oom_killer": "Out of memory: Killed process 1234 (python)",
     "cpp_bad_alloc": "what():  std::bad_alloc",
