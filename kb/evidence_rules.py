@@ -84,6 +84,9 @@ class Rule(BaseModel):
     settles: list[str] = Field(default_factory=list, description=(
         "what the asker tried (intents.yaml `tried` ids) that the verdict already judges: its general "
         "explanation is not shown beside it"))
+    not_memory: bool = Field(default=False, description=(
+        "the verdict says the error is not memory running out (a library that did not start): no "
+        "out-of-memory diagnosis line and no measuring of memory after it"))
     with_next_verdict: bool = Field(
         default=False, description="its verdict is followed by the next holding rule's (a second, "
                                    "separate finding, such as what the largest buffer is)")
@@ -169,6 +172,7 @@ class Outcome(BaseModel):
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
     settled: set[str] = Field(default_factory=set, description="tried items the verdict judges")
     superseded: set[str] = Field(default_factory=set, description="sizing subjects the rules' figures supersede")
+    not_memory: bool = Field(default=False, description="the verdict's rule says memory is not the cause")
 
 
 class EvidenceRules:
@@ -212,6 +216,7 @@ class EvidenceRules:
                     out.verdict, more = join_sentences([out.verdict, text], lang), False
                 if text is not None:
                     out.settled |= set(rule.settles)
+                    out.not_memory = out.not_memory or rule.not_memory
             out.superseded |= set(rule.supersedes)
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)
@@ -411,6 +416,9 @@ def _padded_minor(shape: Any) -> dict[str, Any]:
     return {"padding_minor_dim": minor, "padding_minor_padded": padded}
 
 
+_CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
+
+
 def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
     """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
     VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
@@ -430,6 +438,11 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         limit = out.get("pool_limit_bytes")
         if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
             out["gpu_pool_bytes"] = limit
+    usage = _CUDNN_USAGE.search(str(out.get("cudnn_memory_usage") or ""))
+    if usage and 0 <= int(usage.group(1)) <= int(usage.group(2)) and int(usage.group(2)) > 0:
+        # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
+        free, total = int(usage.group(1)), int(usage.group(2))
+        out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
         out["largest_holds_whole_batch"] = True

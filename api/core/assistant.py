@@ -550,7 +550,8 @@ class Assistant:
             # nor a short answer about TPU slices only (launching a multi-host TPU slice)
             figures = [f for f in figures if not (f.kind == ANSWER and tpu_only(f.text))]
         # a short answer to a question without figures of its own is not followed by a measuring plan
-        next_steps = self.parts.next_steps_for(question, facts, language, log) if grounded and not quiet else []
+        next_steps = (self.parts.next_steps_for(question, facts, language, log)
+                      if grounded and not quiet and not outcome.not_memory else [])
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.
@@ -587,7 +588,7 @@ class Assistant:
                                verdict=None if (figures and context.follow_up and not req_log_new)
                                else outcome.verdict,
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
-                               filled=frozenset(outcome.snippets),
+                               filled=frozenset(outcome.snippets), not_memory=outcome.not_memory,
                                quiet=quiet, seen=seen, shown=shown_now,
                                asked_again=asked_size or bool({"snippet", "flag", "figure"} & set(analysis.asks)))
         response = AskResponse(
@@ -874,7 +875,7 @@ class Assistant:
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
                  evidence_verdict=False, quiet=False, filled=frozenset(), seen: Shown | None = None,
-                 shown: Shown | None = None, asked_again: bool = False) -> str:
+                 shown: Shown | None = None, asked_again: bool = False, not_memory: bool = False) -> str:
         """The answer's Markdown. `seen`: what the conversation's earlier answers showed, not shown
         again unless `asked_again` (the turn asks for a figure, a flag or code); `shown`: filled with
         what this answer shows."""
@@ -900,7 +901,8 @@ class Assistant:
         if figures:
             lines.append("")
         # `quiet`: a short answer says it all; a diagnosis line without figures adds nothing
-        line = None if quiet else self._diagnosis_line(diagnosis, facts, report, language)
+        # (nor after a verdict that says memory is not the cause: cuDNN that did not start)
+        line = None if quiet or not_memory else self._diagnosis_line(diagnosis, facts, report, language)
         # a warning with its own verdict (the donation warning) is not "no known OOM message"
         if line and not ((verdict or evidence_verdict) and report is None
                          and str(facts.get("category") or "unknown") == "unknown"

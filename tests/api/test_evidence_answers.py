@@ -1312,3 +1312,18 @@ def test_xla_s_pinned_host_pool_is_named_with_its_64_gib_default(client):
     assert "`xla_gpu_host_bfc`" in r.answer and "64 GiB by default" in r.answer
     assert "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=128" in r.answer
     assert "Keep the state in host memory" not in r.answer  # not how to offload: it is offloaded
+
+
+def test_cudnn_that_did_not_start_on_a_nearly_empty_card_is_not_memory(client):
+    # (the lines XLA prints with it: the card's free and total memory)
+    log = ("E0611 10:02:11.5 cuda_dnn.cc:439] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+           "E0611 10:02:11.5 cuda_dnn.cc:443] Memory usage: 23622320128 bytes free, 25393692672 bytes total.\n"
+           "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed.")
+    r = ask(client, "conv net dies at the first step. is this out of memory? should I lower MEM_FRACTION?", log)
+    assert r.answer.startswith("**cuDNN failed to start while 22.00 GiB of the card's 23.65 GiB were free (93%)")
+    assert 'pip install -U \\"jax[cuda12]\\"' in r.answer or 'pip install -U "jax[cuda12]"' in r.answer
+    assert "Diagnosis" not in r.answer and "oomkb profile" not in r.answer  # not an OOM to measure
+    # the same failure with the card nearly full: room outside JAX's pool
+    full = log.replace("23622320128 bytes free", "402653184 bytes free")
+    r = ask(client, "conv net dies at the first step. is this out of memory?", full)
+    assert r.answer.startswith("**cuDNN failed to start with only 384.00 MiB of the card's 23.65 GiB free (1.6%)")
