@@ -63,7 +63,8 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
                          r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
 # processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
-_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+)?(?:runs?|processes|jobs|experiments?|trials|scripts?|"
+_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+|pytest\s+)?(?:runs?|processes|jobs|experiments?|trials|scripts?|workers?|"
+                            r"воркер\w*|ワーカー|워커|वर्कर|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
@@ -616,6 +617,9 @@ class Sizing:
         over = self._limit_over_physical(turn or text, s, language)
         if over is not None:  # "raise vmem_limit_bytes to 64MB: does that help on v4?"
             return [over]
+        shares = self._vmem_capacity_fractions(turn or text, s, language)
+        if shares is not None:  # "vmem_capacity_bytes * 0.9 changed to 0.85: what values on v6e?"
+            return [shares]
         samples = self._mcmc_samples(s, language)
         if samples is not None:  # an MCMC run's kept samples: that arithmetic, not a model's state
             return [samples]
@@ -689,6 +693,8 @@ class Sizing:
         if shares is None:
             shares = self._pool_split(text, s, language)
         if shares is None:
+            shares = self._pool_per_process(text, s, language)
+        if shares is None:
             shares = self._pool_shares(text, s, language, turn)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
@@ -752,6 +758,24 @@ class Sizing:
                           scoped=format_bytes(hw.scoped_vmem_default_bytes or hw.vmem_bytes))
         return FigureAnswer(kind=KIND, subject="limit_over_physical", text=text_, value_bytes=int(hw.vmem_bytes),
                             sources=["computed"], cite=LIMIT_CITE)
+
+    def _vmem_capacity_fractions(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A kernel's limit written as a fraction of the core's VMEM ("vmem_capacity_bytes * 0.9",
+        changed to 0.85) on the generation named: each value, and what each leaves of the VMEM."""
+        low = (text or "").lower()
+        if "vmem_capacity" not in low or not (s.device and s.device.startswith("TPU")):
+            return None
+        hw = self.figures.gens.get(s.device.removeprefix("TPU "))
+        named = _fractions_named(low, [re.compile(r"vmem_capacity\w*")])
+        if hw is None or not hw.vmem_bytes or not named:
+            return None
+        physical = hw.vmem_bytes
+        rows = "; ".join(self._msg("vmem_fraction_row", language, fraction=f"{f:g}", limit=format_bytes(physical * f),
+                                   left=format_bytes(physical * (1 - f))) for f in named)
+        text_ = self._msg("vmem_capacity_fractions", language, device=s.device, physical=format_bytes(physical),
+                          rows=rows)
+        return FigureAnswer(kind=KIND, subject="vmem_capacity_fractions", text=text_,
+                            value_bytes=int(physical * min(named)), sources=["computed"], cite=LIMIT_CITE)
 
     def _mcmc_samples(self, s: Stated, language: str) -> FigureAnswer | None:
         """The samples an MCMC run keeps on the device until it ends: samples × latent values ×
@@ -2274,6 +2298,35 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
                             sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares))
 
+    def _pool_per_process(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """One XLA_PYTHON_CLIENT_MEM_FRACTION set for each of several processes on one card (pytest-xdist
+        workers with 0.1 each): each pool, and for each count of processes said, whether their pools and
+        CUDA contexts fit the card; the most that fit."""
+        counts = _process_counts(text or "")
+        if not (s.gpu and s.card_memory and s.pool_share and counts) or len(counts) > 4:
+            return None
+        card, share = s.card_memory, s.pool_share
+        per = share * card
+        rows = []
+        for n in counts:
+            need = n * (per + CUDA_CONTEXT)
+            rest = card - n * per  # what the pools leave for the contexts
+            if need <= card:
+                verdict = self._msg("vmem_fits", language, left=format_bytes(card - need))
+            elif rest / n >= CUDA_CONTEXT / 2:  # a context's size varies: within it, tight rather than over
+                verdict = self._msg("pool_contexts_tight", language, rest=format_bytes(rest), n=n,
+                                    each=format_bytes(rest / n))
+            else:
+                verdict = self._msg("vmem_over", language, over=format_bytes(need - card))
+            rows.append(self._msg("pool_processes_row", language, n=n, pools=format_bytes(n * per),
+                                  contexts=format_bytes(n * CUDA_CONTEXT), need=format_bytes(need), verdict=verdict))
+        most = int(card // (per + CUDA_CONTEXT / 2))  # (the most that fit, tight ones included)
+        text_ = self._msg("pool_per_process", language, fraction=_fraction(share).rstrip("0"), card=format_bytes(card),
+                          per=format_bytes(per), context=format_bytes(CUDA_CONTEXT), rows="; ".join(rows),
+                          most=most)
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(per),
+                            sources=["computed"], cite=POOL_CITE)
+
     def _pool_split(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """Several JAX processes on one card that something else already holds part of (a desktop's
         1250 MiB "before the start"): the rest split between them, less each process's CUDA context."""
@@ -2741,6 +2794,23 @@ def _product(expr: str) -> int:
         base, _, power = term.partition("**")
         value *= int(base) ** (int(power) if power else 1)
     return value
+
+
+# pytest-xdist's worker count ("-n 8", "-n=10"), where pytest or xdist is named
+_XDIST_COUNT = re.compile(r"(?<![\w-])-n\s*=?\s*(\d{1,2})(?!\d)")
+
+
+def _process_counts(text: str) -> list[int]:
+    """Every count of processes or workers the text says, in order, each once ("-n 8 ... -n 10")."""
+    low = text.lower()
+    found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
+    if "xdist" in low or "pytest" in low:
+        found += [(m.start(), int(m.group(1))) for m in _XDIST_COUNT.finditer(low)]
+    out: list[int] = []
+    for _, n in sorted(found):
+        if n >= 2 and n not in out:
+            out.append(n)
+    return out
 
 
 def _process_count(text: str) -> int | None:

@@ -85,7 +85,7 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
 #: concept answer that its words also touch.
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
-                               "gpu_shared_blocks", "mcmc_samples"})
+                               "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions"})
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})

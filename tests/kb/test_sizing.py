@@ -1492,3 +1492,25 @@ def test_code_to_shard_the_asker_s_arrays_is_made_from_their_shapes_and_runs(tmp
     run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "(512, 1024)" in run.stdout  # each of the 4 devices holds a quarter of the first array
+
+
+def test_one_fraction_set_in_each_of_several_processes_sums_their_pools_and_contexts():
+    # pytest-xdist workers with 0.1 each on a T4 (CUDA reports 14.75 GiB): -n 8 tight, -n 10 over
+    a = [x for x in SIZING.answer("pytest-xdist on one T4 16GB, XLA_PYTHON_CLIENT_MEM_FRACTION=0.1 per worker. GiB per "
+                                  "worker, total with -n 8, and can we go to -n 10?", "en", True)
+         if x.subject == "pool_shares"]
+    assert a and "each process's pool is 1.47 GiB" in a[0].text
+    assert "8 processes: 11.80 GiB of pools" in a[0].text and "10 processes: 14.75 GiB of pools" in a[0].text
+    assert "3.91 GiB over" in a[0].text and "at most 8 processes" in a[0].text
+    # worker counts said in words of other languages
+    b = [x for x in SIZING.answer("4 воркера на RTX 4090, XLA_PYTHON_CLIENT_MEM_FRACTION=0.2 каждому — хватит?", "ru",
+                                  True) if x.subject == "pool_shares"]
+    assert b and "процессов — 4" in b[0].text and "помещается" in b[0].text
+
+
+def test_a_kernel_limit_written_as_a_fraction_of_vmem_capacity_is_valued_on_the_generation_named():
+    a = SIZING.answer("Pallas on TPU v6e: vmem_limit_bytes = int(pltpu.get_tpu_info().vmem_capacity_bytes * 0.9) was "
+                      "changed to 0.85 after VMEM OOMs. what values are these, and why does 0.9 fail?", "en", True)
+    assert a and a[0].subject == "vmem_capacity_fractions"
+    assert "is 128.00 MiB" in a[0].text and "× 0.9 = 115.20 MiB, leaving 12.80 MiB" in a[0].text
+    assert "× 0.85 = 108.80 MiB, leaving 19.20 MiB" in a[0].text
