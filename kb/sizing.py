@@ -318,6 +318,9 @@ class Sizing:
         # "Gemma2 9B ... Gemma2 2B worked fine on the eight": the model that worked is not the one asked
         # about; its sentence is left out of the sizes read, when another size is named outside it
         sizes_text = self._without_what_worked(low)
+        # a mixture of experts' active count ("190B total (19B active)") is not the model's size: the
+        # total is what its weights and state take
+        sizes_text = _ACTIVE_PARAMS.sub(lambda m: " " * len(m.group(0)), sizes_text)
         for name, patterns in self._quantities.items():
             hit = _last(patterns, sizes_text)
             if hit is not None and hit[1] > 0:
@@ -667,8 +670,9 @@ class Sizing:
         if kept is not None:  # the shape appended every step: how long until it fills the device
             out.append(kept)
         elif tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
-                s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)):
-            out.append(tensor)
+                s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)
+                or (asked and turn is not None and turn != text and _SHAPE.search(turn))):
+            out.append(tensor)  # (a follow-up that writes a shape out asks about it: "(32, 6144, 5120), how much?")
         batch = self._input_batch(turn or text, s, language)
         data = self._dataset(text, s, language) if batch is None else batch
         if data is not None and batch is not None:
@@ -983,11 +987,13 @@ class Sizing:
     def _pool_beside(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """Another program's fixed need on the GPU named, JAX to get the rest ("vLLM needs 30 GiB,
         JAX gets everything else, 1 GiB for the contexts"): the share of the whole card left to JAX."""
-        if not (s.gpu and s.card_memory and {"mem_fraction", "other_program", "rest"} <= s.cues):
+        if not (s.gpu and s.card_memory and {"mem_fraction", "other_program"} <= s.cues):
             return None
         card = s.card_memory / (1 << 30)
         needs = self._needs(text, card)
-        if not 1 <= len(needs) <= 2:
+        # the rest named ("JAX gets everything else"), or the other program's one need said beside
+        # the fraction asked ("a 35GB torch model in the same process: what MEM_FRACTION?")
+        if not (1 <= len(needs) <= 2 and ("rest" in s.cues or len(needs) == 1)):
             return None
         other, buffer = max(needs), (min(needs) if len(needs) == 2 else 1.0)
         exact = (card - other - buffer) / card
@@ -1545,7 +1551,10 @@ class Sizing:
                            hidden=_num(hidden), ffn=_num(ffn), bytes=_num(dtype_bytes), total=format_bytes(total))]
         devices = s.devices or 0
         if devices > 1 and s.device_memory:
-            other = (v.get("params") or 0) * dtype_bytes  # the weights outside the experts the text states
+            # the weights outside the experts: the text's count less the experts' when it is the whole
+            # model's ("190B params total"), else the count itself (what it says sits beside them)
+            stated, in_experts = v.get("params") or 0, experts * layers * mats * hidden * ffn
+            other = (stated - in_experts if stated > in_experts else stated) * dtype_bytes
             per_chip = total / devices + other
             verdict = (self._msg("experts_fit", language, left=format_bytes(s.device_memory - per_chip))
                        if per_chip <= s.device_memory else
@@ -1730,6 +1739,10 @@ class Sizing:
         axis = _sharded_axis((text or "").lower(), len(dims))
         if axis is None:  # P(None, None): replicated by its own spec
             return []
+        if dims[axis] < n:  # fewer rows than devices (32 experts on 128 chips): the first axis they divide
+            axis = next((k for k, d in enumerate(dims) if d % n == 0), None)
+            if axis is None:
+                return []
         dims = list(dims)
         out = []
         multiple = int(s.values.get("pad_multiple") or 0)
@@ -2649,6 +2662,8 @@ def _params_from_dims(s: Stated) -> dict[str, float] | None:
 
 
 _AXIS_NAMED = re.compile(r"(\d{2,7})[- ]?(?:axis|dim\w*|achse|axe|eje|eixo|ось|轴|軸|축|अक्ष)|(?:axis|achse|axe|eje|eixo|ось)\s+(?:of\s+)?(\d{2,7})")
+_ACTIVE_PARAMS = re.compile(r"(?<![a-z0-9_.])\d+(?:\.\d+)?\s*(?:b|bn|billion|mrd|млрд|m)\s*(?:params?\s*|parameters?\s*|parâmetros\s*|parámetros\s*|paramètres\s*|параметров\s*|参数\s*)?"
+                            r"(?:active|activated|ativos?|activos?|actifs?|aktiv\w*|активн\w*|激活|アクティブ|활성|सक्रिय|نشط\w*)")
 _PLUS = re.compile(r"^[^.\n?!;:]{0,30}?(?:\bplus\b|\+|\band\b|\bund\b|\bet\b|\by\b|\be\b|\bи\b|\bmais\b|"
                    r"和|加上|以及|と|に加えて|그리고|및|और|तथा|\bو)", re.I)
 

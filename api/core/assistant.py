@@ -895,6 +895,9 @@ class Assistant:
         if not asked_again:
             shown_code |= seen.code
             figures = [f for f in figures if f.text not in seen.lines]
+        else:  # asked again: the arithmetic an earlier turn gave word for word is not the new figure asked
+            new = [f for f in figures if not (f.kind == SIZING and f.text in seen.lines)]
+            figures = new if any(f.kind == SIZING for f in new) or not any(f.kind == SIZING for f in figures) else figures
         shown.lines |= {f.text for f in figures}
         for figure in figures:  # a figure or short answer asked for, with its code when it has some
             lines += [figure.text, *self.parts.snippet_lines(figure.snippet, shown_code)]

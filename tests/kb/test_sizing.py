@@ -503,9 +503,11 @@ def test_jax_s_default_pool_or_another_program_s_memory_is_not_read_as_a_process
     lines = SIZING.answer("jax takes 60GB of my 80GB h100, what mem_fraction for 2 processes?", "en")
     assert not [a for a in lines if a.subject == "pool_shares"]
     # another framework's program beside JAX: what it takes is what the pool must leave, not a share
+    # a JAX process needs (the share left to JAX: (80 - 20 - 1) / 80)
     lines = SIZING.answer("同一张 A100 80GB 上还要跑一个 PyTorch 推理服务（大概占 20GB），XLA_PYTHON_CLIENT_MEM_FRACTION "
                           "应该设成多少？", "zh")
-    assert not [a for a in lines if a.subject == "pool_shares"]
+    shares = [a for a in lines if a.subject == "pool_shares"]
+    assert len(shares) == 1 and "给它的 20 GiB" in shares[0].text and "`XLA_PYTHON_CLIENT_MEM_FRACTION=.73`" in shares[0].text
 
 
 def test_length_buckets_up_to_the_longest_input_end_with_it_rounded_up_to_128():
@@ -1514,3 +1516,15 @@ def test_a_kernel_limit_written_as_a_fraction_of_vmem_capacity_is_valued_on_the_
     assert a and a[0].subject == "vmem_capacity_fractions"
     assert "is 128.00 MiB" in a[0].text and "× 0.9 = 115.20 MiB, leaving 12.80 MiB" in a[0].text
     assert "× 0.85 = 108.80 MiB, leaving 19.20 MiB" in a[0].text
+
+
+def test_a_mixture_of_experts_is_sized_by_its_total_not_its_active_parameters():
+    text = ("MoE in MaxText: ~190B params total (19B active), 60 layers, emb 5120, 32 experts with mlp 6144, on a "
+            "v5p-256, fully sharded with fsdp. weights + grads + Adam per chip?")
+    s = SIZING.read(text)
+    assert s.values["params"] == 190e9
+    lines = {a.subject: a.text for a in SIZING.answer(text, "en", True)}
+    assert "22.12 GiB per device" in lines["training_state"]
+    # the weights beside the experts: the total less the experts' 181.2B, in bfloat16
+    assert "replicated (16.40 GiB), 19.04 GiB per device" in lines["experts"]
+    assert SIZING.read("Qwen3-30B-A3B with 3B activated parameters").values["params"] == 30e9
