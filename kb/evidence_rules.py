@@ -438,6 +438,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         limit = out.get("pool_limit_bytes")
         if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
             out["gpu_pool_bytes"] = limit
+    asked, block = out.get("requested_bytes"), out.get("available_bytes")
+    if out.get("memory_space") == "shared" and isinstance(asked, int) and isinstance(block, int) and asked > block > 0:
+        out["shared_short_bytes"] = asked - block  # what a thread block's shared memory lacks
     usage = _CUDNN_USAGE.search(str(out.get("cudnn_memory_usage") or ""))
     if usage and 0 <= int(usage.group(1)) <= int(usage.group(2)) and int(usage.group(2)) > 0:
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed

@@ -594,6 +594,9 @@ class Sizing:
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
             lines.insert(0, line)
+        other = self._shared_on_card(text, shared, requested, language)
+        if other is not None:  # "and on an H100, does it pass?": the kernel's block against that card's limit
+            lines = [other, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         if earlier and lines:  # what the last two earlier turns were answered with, each turn's figures first
             turns = earlier.split("\n")
             before = {a.text for n in range(max(1, len(turns) - 1), len(turns) + 1)
@@ -2143,6 +2146,24 @@ class Sizing:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=LOGITS_CITE)
+
+    def _shared_on_card(self, text: str, shared: int | None, requested: int | None,
+                        language: str) -> FigureAnswer | None:
+        """A kernel's shared memory per block (the log's request), set against the shared memory a
+        block may use on another card the turn names ("and on an H100?")."""
+        if not (shared and requested and requested > shared):
+            return None
+        low = (text or "").lower()
+        card = next((g for g, patterns in self._gpus if g.shared_kib and any(p.search(low) for p in patterns)), None)
+        if card is None or int(card.shared_kib * 1024) == shared:
+            return None
+        limit = int(card.shared_kib * 1024)
+        verdict = (self._msg("vmem_fits", language, left=format_bytes(limit - requested)) if requested <= limit
+                   else self._msg("vmem_over", language, over=format_bytes(requested - limit)))
+        return FigureAnswer(kind=KIND, subject="gpu_shared_on_card", text=self._msg(
+            "gpu_shared_on_card", language, gpu=card.names[0].upper(), limit=format_bytes(limit),
+            requested=format_bytes(requested), verdict=verdict), value_bytes=limit, sources=["computed"],
+            cite=BLOCKS_CITE)
 
     def _shared_blocks(self, s: Stated, language: str, shared: int | None) -> FigureAnswer | None:
         """A GPU (Triton) Pallas matmul's block_k and num_stages that fit the shared memory a block

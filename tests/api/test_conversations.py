@@ -494,3 +494,19 @@ def test_a_follow_up_asking_each_core_s_share_gets_the_conversation_s_arithmetic
     cid = _ask(client, {"question": "كم تحتاج أوزان نموذج فيه 1.55 مليار معامل في fp32 على TPU v2-8؟"})["conversation_id"]
     second = _ask(client, {"question": "وإذا قسمتها على الـ8 cores، كم يصبح نصيب كل core؟", "conversation_id": cid})
     assert second["language"] == "ar" and "739.10 MiB" in second["answer"], second["answer"]
+
+
+def test_a_kernel_s_shared_memory_asked_again_on_another_card_is_set_against_that_card(client):
+    from tests.api.rest import ask_json
+
+    first = ask_json(client, {"question": "Pallas Triton attention backward on an A100 fails to compile. GPU memory? "
+                                          "how much is missing?",
+                              "error_log": "RESOURCE_EXHAUSTED: Shared memory size limit exceeded: requested 203136, "
+                                           "available: 166912"})
+    assert "(35.38 KiB short)" in first["answer"]
+    second = ask_json(client, {"question": "and on an H100, does the same config pass?",
+                               "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["answer"].startswith(
+        "**On the H100, a thread block may use up to 227.00 KiB of shared memory:**")
+    assert "it fits, 28.63 KiB to spare" in second["answer"] or "28.63 KiB" in second["answer"]
+    assert "75%" not in second["answer"]  # not JAX's pool on the card
