@@ -654,3 +654,12 @@ def test_a_sampler_named_beside_memory_is_not_the_samples_kept_answer_unless_sam
     r = ask_json(client, {"question": "I call blackjax's inference_loop repeatedly in an outer for loop (num_samples=1 "
                                       "each time) and the process memory grows every round until the OOM killer"})
     assert "MCMC run keeps" not in r["answer"] and "jax.jit" in r["answer"]
+
+
+def test_keeping_jax_off_the_gpu_beside_pytorch_names_jax_platforms_cpu(client):
+    from tests.api.rest import ask_json
+
+    r = ask_json(client, {"question": "PyTorch diffusers pipeline on an RTX 4090, flax is installed in the same env and "
+                                      "now the pipeline OOMs. how do I make JAX not touch the GPU at all?"})
+    assert "`JAX_PLATFORMS=cpu`" in r["answer"] and 'os.environ["JAX_PLATFORMS"] = "cpu"' in r["answer"]
+    assert "### What to do" not in r["answer"]  # no JAX training steps for a PyTorch pipeline
