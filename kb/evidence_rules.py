@@ -274,8 +274,9 @@ class EvidenceRules:
         for spec, patterns, proposed in self.count_facts:
             for pattern in patterns:
                 m = pattern.search(text)
-                if m and proposed and proposed.search(text, max(0, m.start() - PROPOSED_REACH), m.start()):
-                    continue  # proposed, not set ("si je mets X=.95, ça passe ?")
+                if m and proposed and (proposed.search(text, max(0, m.start() - PROPOSED_REACH), m.start())
+                                       or proposed.search(text, m.end(), m.end() + PROPOSED_AFTER)):
+                    continue  # proposed, not set ("si je mets X=.95, ça passe ?", "=.3으로 하면")
                 if m and m.group(1).isdigit() and spec.decimals:
                     out.setdefault(spec.fact, float(f"0.{m.group(1)}"))
                     break
@@ -416,6 +417,7 @@ def _padded_minor(shape: Any) -> dict[str, Any]:
     return {"padding_minor_dim": minor, "padding_minor_padded": padded}
 
 
+PROPOSED_AFTER = 8  # characters after a value where a postposed condition says it is proposed ("=.3으로 하면")
 _CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
 
 

@@ -716,8 +716,10 @@ class Sizing:
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language)
-        if shares is None and ceiling is None:
-            shares = self._pool_default_asked(s, language)
+        if shares is None and (ceiling is None or (ceiling.subject == "gpu_pool_seen" and (
+                "mib_asked" in s.cues or _fractions_named(text, self._cues.get("mem_fraction", []))))):
+            # (the pool seen, and its exact size or another share's asked: "how many MiB, and with .3?")
+            shares = self._pool_default_asked(s, language, text)
         if ceiling is not None and ceiling.subject == "pool_other_share":  # "is it leaking?": answered first
             out.insert(0, ceiling)
             ceiling = None
@@ -970,7 +972,7 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
-    def _pool_default_asked(self, s: Stated, language: str) -> FigureAnswer | None:
+    def _pool_default_asked(self, s: Stated, language: str, text: str = "") -> FigureAnswer | None:
         """How much JAX takes by default of the GPU named, when that is asked ("wie viel will JAX per
         Default reservieren?"): 75% of the card; beside another framework, what stays outside it."""
         if not (s.gpu and s.card_memory and "default_asked" in s.cues and "memory_named" in s.cues):
@@ -980,6 +982,10 @@ class Sizing:
         parts = [self._msg("pool_default", language, card=size(card), pool=size(pool))]
         if "ceiling_asked" in s.cues:  # "is it a real cap?"
             parts.append(self._msg("pool_default_ceiling", language, ceiling=format_bytes(0.95 * card)))
+        for f in _fractions_named(text, self._cues.get("mem_fraction", [])):  # "and with .3?": that pool too
+            if abs(f - GPU_POOL_SHARE) > 0.005:
+                parts.append(self._msg("pool_default_other", language, fraction=_fraction(f).rstrip("0"),
+                                       pool=size(f * card)))
         if "other_program" in s.cues:
             parts.append(self._msg("pool_default_rest", language, rest=format_bytes(card - pool), pool=format_bytes(pool)))
         elif "second_process" in s.cues:  # "and how much is left for a second notebook?"
@@ -2400,7 +2406,7 @@ class Sizing:
                  # nor a used/total pair ("22G/24G"), nor a card's size after its model ("2070(8G)")
                  and not low[m.end():].lstrip().startswith("/") and not low[:m.start()].rstrip().endswith("/")
                  and not _MODEL_SIZE.search(low[:m.start()])]
-        return [n for n in needs if 0 < n < card * 0.98 and abs(n - GPU_POOL_SHARE * card) > 0.02 * card]
+        return [n for n in needs if 0 < n < card * 0.98 and not _pool_seen(n, card)]
 
     def _pool_share_short(self, turn: str, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """One process's need (the newest turn's, else the conversation's) above the
@@ -2445,7 +2451,7 @@ class Sizing:
                        if seen > before[0]]
         for seen, said in figures:
             # the pool, or the pool and the process's CUDA context above it (a few hundred MB)
-            if abs(seen - card) > 0.02 * card and -0.03 * card <= seen - pool <= 0.06 * card:
+            if abs(seen - card) > 0.02 * card and _pool_seen(seen, card):
                 if "preallocate_off" in s.cues and "oom" not in s.cues:
                     # no preallocation: the pool grew to its ceiling, the default share whatever
                     # other share the text proposes (growth, not a setting that came too late)
@@ -2701,6 +2707,12 @@ def _added_shapes(text: str, shapes: list[re.Match]) -> list[list[int]]:
     dims = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in run]
     dims = [d for d in dims if len(d) >= 2 and math.prod(d) >= 1 << 20]
     return dims if len(dims) >= 2 else []
+
+
+def _pool_seen(figure: float, card: float) -> bool:
+    """Whether a memory figure said of a card is JAX's default pool on it as nvidia-smi shows it: the
+    pool and the CUDA context above it, read loosely ("~20GB" of a 24 GB card's 18 GiB pool)."""
+    return -0.03 * card <= figure - GPU_POOL_SHARE * card <= 0.09 * card
 
 
 def _in_mib(n: float) -> str:

@@ -1528,3 +1528,12 @@ def test_a_mixture_of_experts_is_sized_by_its_total_not_its_active_parameters():
     # the weights beside the experts: the total less the experts' 181.2B, in bfloat16
     assert "replicated (16.40 GiB), 19.04 GiB per device" in lines["experts"]
     assert SIZING.read("Qwen3-30B-A3B with 3B activated parameters").values["params"] == 30e9
+
+
+def test_the_pool_seen_loosely_with_its_exact_size_and_another_share_asked_in_mib():
+    # "nearly 20GB" of a 24 GB card is the 18 GiB pool and its context; "=.3으로 하면" is proposed, not set
+    text = ("RTX 4090(24GB)에서 모델을 로드만 했는데 nvidia-smi에 거의 20GB가 잡혀요. 기본값으로 정확히 몇 MiB를 잡는 건지, 그리고 "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION=.3으로 하면 몇 MiB로 줄어드는지 알려주세요.")
+    lines = {a.subject: a.text for a in SIZING.answer(text, "ko", True)}
+    assert "pool_shares" not in lines and "pool_setting_ignored" not in lines, lines.keys()
+    assert "18.00 GiB (18,432 MiB)" in lines["pool_default"] and "7.20 GiB (7,372 MiB)" in lines["pool_default"]
