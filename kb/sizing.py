@@ -448,12 +448,14 @@ class Sizing:
             gens = []
             s.devices = int(s.values["devices_times_model"]) if s.values.get("devices_times_model") else None
         if gens:  # a TPU generation named: its chips and their HBM
-            gen = gens[-1]
-            if len(gens) > 1 and _SWITCH.search(low[max(0, self.figures.last_generation_at(low) - 40):
-                                                    self.figures.last_generation_at(low)]):
+            at = self.figures.last_generation_at(low)
+            # the one named last ("v4-128 and v5p-64 ... and the 32B on a v4-512?": v4), not the last new name
+            gen = (self.figures.generations_in(low[at:]) or gens)[0] if at >= 0 else gens[-1]
+            if len(gens) > 1 and _SWITCH.search(low[max(0, at - 40):at]):
                 # "on a v2-8 ... is switching to a v3-8 pointless?": the last one named is considered,
                 # the device the text runs on is named before it
-                gen = gens[-2]
+                before = [g for g in self.figures.generations_in(low[:at]) if g != gen]
+                gen = before[-1] if before else gens[-2]
             logged = [g for g in gens if capacity and self._usable(g) and abs(self._usable(g) - capacity) <= 0.01 * capacity]
             if logged and gen not in logged:  # the log says which of the generations named it ran on
                 gen = logged[-1]
@@ -594,6 +596,11 @@ class Sizing:
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
             lines.insert(0, line)
+        state = next((a for a in lines if a.subject in ("training_state", "weights") and a.value_bytes), None)
+        if state is not None:  # several slices named ("per chip on a v4-128 and a v5p-64?"): each one's share
+            per_slice = self._state_per_slice(text, state.value_bytes, language)
+            if per_slice is not None:
+                lines.insert(lines.index(state) + 1, per_slice)
         other = self._shared_on_card(text, shared, requested, language)
         if other is not None:  # "and on an H100, does it pass?": the kernel's block against that card's limit
             lines = [other, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
@@ -1130,6 +1137,45 @@ class Sizing:
                                            short=format_bytes(peak - top)))
         return FigureAnswer(kind=KIND, subject="memory_analysis", text=join_sentences(parts, language),
                             value_bytes=peak, sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _state_per_slice(self, text: str, total: int, language: str) -> FigureAnswer | None:
+        """A model's state fully sharded on each of the slices the text names (two or more): per device
+        against that device's usable HBM; and, asked, the fewest chips of the last generation that
+        hold it (the state alone)."""
+        rows, last = [], None
+        for name, gen, n in self._slices_in(text):
+            f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
+            if f is None or f.slice_counts is None or f.cores_per_chip is None or hw is None or not hw.hbm_reported:
+                continue
+            cores = int(f.cores_per_chip.value)
+            chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
+            per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+            devices = chips * per_chip
+            memory = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            per = total / devices
+            verdict = (self._msg("vmem_fits", language, left=format_bytes(memory - per)) if per <= memory
+                       else self._msg("vmem_over", language, over=format_bytes(per - memory)))
+            rows.append(self._msg("state_slice_row", language, slice=name, devices=devices, per=format_bytes(per),
+                                  memory=format_bytes(memory), verdict=verdict))
+            last = (gen, memory, per_chip)
+        if len(rows) < 2 and not (rows and "min_chips" in self.read(text).cues):
+            return None
+        parts = [self._msg("state_per_slice", language, total=format_bytes(total), rows="; ".join(rows))]
+        if last and "min_chips" in self.read(text).cues:
+            gen, memory, per_chip = last
+            # the generation named in the ask itself ("the minimum of v4 chips"), else the last slice's
+            low = (text or "").lower()
+            asked = [g for p in self._cues.get("min_chips", []) for m in p.finditer(low)
+                     for g in self.figures.generations_in(low[m.start():m.end() + 12])]
+            f, hw = (self.figures.data.generations.get(asked[0]), self.figures.gens.get(asked[0])) if asked else (None, None)
+            if f is not None and hw is not None and hw.hbm_reported:
+                per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+                gen, memory = asked[0], parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            fewest = math.ceil(total / memory)
+            parts.append(self._msg("state_fewest_chips", language, gen=gen, chips=math.ceil(fewest / per_chip),
+                                   memory=format_bytes(memory)))
+        return FigureAnswer(kind=KIND, subject="state_per_slice", text=self._join(parts, language),
+                            value_bytes=int(total), sources=["computed"], cite=TRAINING_CITE)
 
     def _slices_in(self, text: str) -> list[tuple[str, str, int]]:
         """The TPU slices `text` names, in order, each once: (as written, generation, its number)."""

@@ -1537,3 +1537,15 @@ def test_the_pool_seen_loosely_with_its_exact_size_and_another_share_asked_in_mi
     lines = {a.subject: a.text for a in SIZING.answer(text, "ko", True)}
     assert "pool_shares" not in lines and "pool_setting_ignored" not in lines, lines.keys()
     assert "18.00 GiB (18,432 MiB)" in lines["pool_default"] and "7.20 GiB (7,372 MiB)" in lines["pool_default"]
+
+
+def test_a_state_sized_on_two_slices_gets_each_one_and_the_fewest_chips_asked():
+    text = ("full SFT of an 8B model with AdamW: f32 params + grads + mu + nu, per chip on a v4-128 and on a v5p-64 "
+            "fully sharded? and the minimum number of v4 chips for the state to fit?")
+    lines = {a.subject: a.text for a in SIZING.answer(text, "en", True)}
+    assert "v4-128: 64 devices, 1.86 GiB each of 30.50 GiB" in lines["state_per_slice"]
+    assert "v5p-64: 32 devices, 3.73 GiB each" in lines["state_per_slice"]
+    assert "at least 4 v4 chips" in lines["state_per_slice"]
+    # a follow-up naming another slice: that slice's generation and devices (v4-512: 256 chips)
+    later = SIZING.read(text + "\nand a 32B model on a v4-512, same question?")
+    assert later.device == "TPU v4" and later.devices == 256
