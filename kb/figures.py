@@ -39,6 +39,7 @@ MESSAGES: dict[str, tuple[str, ...]] = {
                      "measured_with"),
     "vmem": ("generation", "vmem", "source"),
     "scoped_vmem": ("generation", "limit", "source", "vmem"),
+    "scoped_vmem_full": ("generation", "limit", "source", "vmem"),
     "cores": ("generation", "cores", "source", "devices"),
     "setting_default": ("name", "default", "note", "source"),
     "answer": ("text", "source"),
@@ -113,6 +114,9 @@ class QuestionKind(_Strict):
     needs_generation: bool = False
     remedies: list[str] = Field(default_factory=list)
     unless: list[str] = Field(default_factory=list, description="kinds that, matched, replace this one")
+    # a scoped limit that is already the whole physical VMEM (v4): these remedies cannot raise it
+    excludes_when_full: list[str] = Field(default_factory=list)
+    remedies_when_full: list[str] = Field(default_factory=list)
 
 
 class Message(_Strict):
@@ -142,6 +146,7 @@ class FigureAnswer(BaseModel):
     snippet: str | None = Field(default=None, description="code shown under the answer line")
     cite: str | None = Field(default=None, description="the guide section it belongs with")
     about: str | None = Field(default=None, description="the tried item it explains how to apply")
+    excludes: list[str] = Field(default_factory=list, description="remedy ids this figure shows cannot help")
 
 
 def _keyword(term: str) -> re.Pattern[str]:
@@ -377,7 +382,12 @@ class Figures:
             source, where = self._source(source_key, language)
             vmem = format_bytes(self.vmem(name, "vmem")[0])
             values = {"vmem": vmem} if kind.kind == "vmem" else {"limit": format_bytes(amount), "vmem": vmem}
-            out.text = self._msg(kind.kind, language, generation=name, source=source, **values)
+            full = kind.kind == "scoped_vmem" and amount >= self.vmem(name, "vmem")[0]
+            # (v4: the default is all the VMEM a core has; no limit raises it, smaller blocks are the way)
+            out.text = self._msg("scoped_vmem_full" if full else kind.kind, language, generation=name, source=source,
+                                 **values)
+            if full:
+                out.remedies, out.excludes = list(kind.remedies_when_full), list(kind.excludes_when_full)
             out.value_bytes = amount
             out.sources = [where]
         elif kind.kind == "cores" and fig.cores_per_chip:

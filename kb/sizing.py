@@ -982,17 +982,22 @@ class Sizing:
     def _pool_default_asked(self, s: Stated, language: str, text: str = "") -> FigureAnswer | None:
         """How much JAX takes by default of the GPU named, when that is asked ("wie viel will JAX per
         Default reservieren?"): 75% of the card; beside another framework, what stays outside it."""
-        if not (s.gpu and s.card_memory and "default_asked" in s.cues and "memory_named" in s.cues):
+        if not (s.gpu and s.card_memory and ({"default_asked", "jax_may_use"} & s.cues) and "memory_named" in s.cues):
             return None
         card, pool = s.card_memory, GPU_POOL_SHARE * s.card_memory
         size = _in_mib if "mib_asked" in s.cues else format_bytes  # "how many MiB exactly?"
         parts = [self._msg("pool_default", language, card=size(card), pool=size(pool))]
         if "ceiling_asked" in s.cues:  # "is it a real cap?"
             parts.append(self._msg("pool_default_ceiling", language, ceiling=format_bytes(0.95 * card)))
+        each = pool  # the pool of each card: the last share named, else the default
         for f in _fractions_named(text, self._cues.get("mem_fraction", [])):  # "and with .3?": that pool too
+            each = f * card
             if abs(f - GPU_POOL_SHARE) > 0.005:
                 parts.append(self._msg("pool_default_other", language, fraction=_fraction(f).rstrip("0"),
                                        pool=size(f * card)))
+        if s.devices and s.devices > 1:  # "4x16 GB, so why not 64 GB?": one pool per card
+            parts.append(self._msg("pool_default_each", language, count=s.devices, pool=size(each),
+                                   total=size(s.devices * each)))
         if "other_program" in s.cues:
             parts.append(self._msg("pool_default_rest", language, rest=format_bytes(card - pool), pool=format_bytes(pool)))
         elif "second_process" in s.cues:  # "and how much is left for a second notebook?"
@@ -2357,8 +2362,8 @@ class Sizing:
             else:
                 needs = [n for n in each(text[: -len(turn)])
                          if not any(abs(n - m) <= 0.15 * m for m in newest)] + newest
-        if len(needs) < 2:
-            return None
+        if len(needs) < 2 or (len(set(needs)) == 1 and not _process_count(text or "")):
+            return None  # (one figure said twice, "allocate 5.96GiB ... why not for 5.96 GiB?", is one need)
         shares = [math.ceil((n / card + SHARE_MARGIN) * 20) / 20 for n in needs]
         if len(set(needs)) == 1 and sum(shares) > MAX_SHARES:
             # equal processes that the rounding to .05 does not fit (3 × 22 GiB on 80): the smallest

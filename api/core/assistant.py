@@ -419,6 +419,7 @@ class Assistant:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
         replaced = self.sizing.replaced(sizes)
         excluded = self.sizing.excluded(sizes)  # remedies the arithmetic shows cannot help
+        excluded |= {rid for f in figures for rid in f.excludes}  # (a v4 core's scoped VMEM is all of it)
         figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and f.subject in replaced)]
         by_arithmetic = any(a.subject in SIZES_THAT_ANSWER for a in sizes) or (
             # a follow-up of the arithmetic asking one more figure ("and all in bf16, per chip?"): the

@@ -77,6 +77,25 @@ def test_default_scoped_vmem_limits_are_the_measured_ones():
     assert v5e.remedies == ["vmem-limit-bytes", "vmem-global-limit"]
 
 
+def test_a_scoped_limit_that_is_all_the_vmem_says_no_setting_raises_it_and_rules_the_settings_out():
+    v4, = FIGURES.answer("Какой лимит scoped VMEM по умолчанию на v4 для Pallas-ядра?", "ru")
+    assert "это уже вся физическая VMEM ядра, 16.00 MiB" in v4.text and "можно поднять" not in v4.text
+    assert v4.remedies == ["vmem-block-sizes"] and set(v4.excludes) == {"vmem-limit-bytes", "vmem-global-limit"}
+    v5e, = FIGURES.answer("default scoped VMEM limit of v5e", "en")
+    assert v5e.excludes == [] and "can be raised up to the physical VMEM" in v5e.text
+
+
+def test_a_vmem_oom_on_v4_gets_smaller_blocks_and_no_64_mib_limit(assistant):
+    r = ask(assistant, "Pallas kernel on TPU v4-8 fails to compile with a scoped VMEM OOM at block 1024x512; "
+                       "what is the default scoped VMEM limit on v4 and what should I do?")
+    ids = [x.id for x in r.remedies]
+    assert "vmem-limit-bytes" not in ids and "vmem-global-limit" not in ids and "vmem-block-sizes" in ids
+    assert "64 * 1024 * 1024" not in r.answer and "65536" not in r.answer
+    # a Pallas kernel is not a question about the chip's cores (ядро)
+    r = ask(assistant, "Пишу Pallas-ядро под TPU v4, сколько весит f32-тайл [1024, 512] в VMEM?")
+    assert not any(f.kind == "cores" for f in r.figures)
+
+
 def test_usable_hbm_is_the_measured_per_device_figure_times_devices_per_chip():
     for name, gen in generations().items():
         if name not in FIGURES.data.generations:

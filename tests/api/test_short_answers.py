@@ -663,3 +663,10 @@ def test_keeping_jax_off_the_gpu_beside_pytorch_names_jax_platforms_cpu(client):
                                       "now the pipeline OOMs. how do I make JAX not touch the GPU at all?"})
     assert "`JAX_PLATFORMS=cpu`" in r["answer"] and 'os.environ["JAX_PLATFORMS"] = "cpu"' in r["answer"]
     assert "### What to do" not in r["answer"]  # no JAX training steps for a PyTorch pipeline
+
+
+def test_double_buffering_is_not_double_precision():
+    ids = {a.id for a in FIGURES.short_answers_of("сколько весят входные тайлы с двойной буферизацией в VMEM?")}
+    assert "x64_memory" not in ids
+    ids = {a.id for a in FIGURES.short_answers_of("сколько памяти съедает двойная точность (jax_enable_x64)?")}
+    assert "x64_memory" in ids

@@ -1549,3 +1549,17 @@ def test_a_state_sized_on_two_slices_gets_each_one_and_the_fewest_chips_asked():
     # a follow-up naming another slice: that slice's generation and devices (v4-512: 256 chips)
     later = SIZING.read(text + "\nand a 32B model on a v4-512, same question?")
     assert later.device == "TPU v4" and later.devices == 256
+
+
+def test_cards_counted_times_their_memory_get_one_pool_per_card_and_a_share_proposed_later():
+    first = ("Instanz mit 4 GPUs und zusammen 64 GB GPU-Speicher, also 4x16 GB. Es bricht mit \"ran out of memory "
+             "trying to allocate 5.96GiB\" ab. Warum reichen 64 GB nicht für 5.96 GiB? Wie viel darf JAX auf einer "
+             "Karte überhaupt nutzen?")
+    line = _only(first, "de")
+    assert line.subject == "pool_default"
+    assert "12.00 GiB von 16.00 GiB" in line.text and "Jede Ihrer 4 Karten" in line.text and "48.00 GiB" in line.text
+    # the one need said twice is not two processes to split the card between
+    later = SIZING.answer("Und wenn ich XLA_PYTHON_CLIENT_MEM_FRACTION=.95 setze, wie viel habe ich dann pro Karte?",
+                          "de", asked=True, earlier=first)
+    assert [a.subject for a in later] == ["pool_default"]
+    assert "15.20 GiB" in later[0].text and "60.80 GiB" in later[0].text
