@@ -448,6 +448,13 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+    op = str(out.get("largest_allocation_op") or "")
+    parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
+    if parts:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"
+        out["largest_allocation_op_tail"] = "/".join(parts[-2:])
+    live_out, parameters = out.get("maybe_live_out_allocation_bytes"), out.get("parameter_allocation_bytes")
+    if isinstance(live_out, int) and isinstance(parameters, int) and parameters > 0:
+        out["live_out_parameter_ratio"] = round(live_out / parameters, 1)  # (a rollout's every step returned)
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
     if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
         out["largest_holds_whole_batch"] = True

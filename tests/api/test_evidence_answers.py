@@ -535,6 +535,40 @@ def test_a_step_larger_than_the_card_is_not_told_that_the_pool_is_the_problem(cl
     assert not r.verdict.startswith("This step needs")
 
 
+# A weather model's rollout on one GPU (after ecmwf-lab/ai-models-graphcast#25): its outputs are many
+# times its parameters, every step's result kept until the call returns
+ROLLOUT_LOG = """\
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 15724724752 bytes.
+BufferAssignment OOM Debugging.
+BufferAssignment stats:
+             parameter allocation:  959.50MiB
+              constant allocation:  136.16MiB
+        maybe_live_out allocation:   12.84GiB
+     preallocated temp allocation:   14.64GiB
+                 total allocation:   28.56GiB
+Peak buffers:
+        Buffer 1:
+                Size: 8.91GiB
+                Operator: op_name="jit(<unnamed wrapped function>)/jit(main)/while/body/remat/mesh2grid_gnn/_process/mesh2grid_gnn/concatenate[dimension=2]"
+                XLA Label: fusion
+                Shape: bf16[3114720,1,1536]
+                ==========================
+"""
+
+
+def test_outputs_many_times_the_parameters_are_read_as_a_loop_keeping_every_step_then_the_largest_buffer_named(client):
+    r = ask(client, "je capte pas le rapport BufferAssignment : il veut combien au total, c'est quoi ce buffer de "
+                    "8.91GiB, et comment je fais passer ça sans changer de carte ?", error_log=ROLLOUT_LOG)
+    assert r.language == "fr"
+    assert r.verdict.startswith("Cette étape demande 28.56 GiB en tout sur un GPU : 959.50 MiB de paramètres, "
+                                "12.84 GiB de sorties et 14.64 GiB de temporaires.")
+    assert "13.7 fois les paramètres" in r.verdict and "jax.device_get" in r.verdict
+    assert "`bf16[3114720,1,1536]` (8.91 GiB)" in r.verdict and "`mesh2grid_gnn/concatenate`" in r.verdict
+    # a step whose outputs are its updated state (about the parameters' size) is no rollout
+    r = ask(client, "A100 40GB, why?", error_log=BUFFER_ASSIGNMENT_LOG)
+    assert "times the parameters" not in r.verdict
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"
