@@ -569,6 +569,16 @@ def test_outputs_many_times_the_parameters_are_read_as_a_loop_keeping_every_step
     assert "times the parameters" not in r.verdict
 
 
+def test_a_kernel_that_could_not_be_launched_is_memory_outside_the_pool_not_the_program_s_size(client):
+    # (after google/brax#123: a PPO example on a 24 GB card, failing with one environment too)
+    r = ask(client, "Brax PPO 在 RTX 3090 24G 上直接 OOM，num_envs 设成 1 照样炸，为啥？",
+            error_log="RuntimeError: INTERNAL: Failed to launch CUDA kernel: fusion_29 with block dimensions: "
+                      "128x1x1 and grid dimensions: 1x1x1: CUDA_ERROR_OUT_OF_MEMORY: out of memory")
+    assert r.language == "zh" and r.verdict.startswith("失败发生在启动 CUDA kernel 时")
+    assert "tf.config.set_visible_devices([], 'GPU')" in r.verdict and "XLA_PYTHON_CLIENT_PREALLOCATE=false" in r.verdict
+    assert not {"gpu-xprof-trace", "gpu-xprof-peak-ops", "gpu-memory-profile"} & set(ids(r))
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"
