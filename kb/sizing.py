@@ -593,6 +593,14 @@ class Sizing:
             square = "square_meant" not in self.read(f"{earlier}\n{text}").cues
             lines.insert(0, self._allocation_line(factored, requested, language, square_broadcast=square))
         said = self.read(f"{earlier}\n{text}" if earlier else text)
+        whole = next((a for a in lines if a.subject == "tensor" and a.value_bytes), None)
+        if (whole is not None and requested and said.devices and said.devices > 1 and "shard_asked" in said.cues
+                and abs(whole.value_bytes - requested) <= WHOLE_ARRAY_SLACK * requested):
+            # "each GPU should hold only its shard, but it asks for ~27GiB": the request is the whole array
+            gathered = self._msg("request_whole_array", language, requested=format_bytes(requested),
+                                 whole=format_bytes(whole.value_bytes),
+                                 share=format_bytes(whole.value_bytes / said.devices), devices=said.devices)
+            lines[lines.index(whole)] = whole.model_copy(update={"text": self._join([whole.text, gathered], language)})
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:
             lines.insert(0, line)
@@ -2758,6 +2766,11 @@ def _added_shapes(text: str, shapes: list[re.Match]) -> list[list[int]]:
     dims = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in run]
     dims = [d for d in dims if len(d) >= 2 and math.prod(d) >= 1 << 20]
     return dims if len(dims) >= 2 else []
+
+
+#: how close a failed request must be to an array's size to be that array (the allocator rounds up and
+#: may add a small buffer beside it: 28804500256 bytes for a 28800000000-byte array)
+WHOLE_ARRAY_SLACK = 0.002
 
 
 def _pool_seen(figure: float, card: float) -> bool:

@@ -1563,3 +1563,16 @@ def test_cards_counted_times_their_memory_get_one_pool_per_card_and_a_share_prop
                           "de", asked=True, earlier=first)
     assert [a.subject for a in later] == ["pool_default"]
     assert "15.20 GiB" in later[0].text and "60.80 GiB" in later[0].text
+
+
+def test_a_failed_request_the_size_of_the_whole_sharded_array_says_an_operation_gathers_it():
+    # (after jax-ml/jax#24309: a batched LU on 3 A100s asking for ~27 GiB, the whole array)
+    text = ("batched LU sharded over 3x A100-80GB: each GPU should only hold its shard of a (3, 1500000, 40, 40) f32 "
+            "array, but it OOMs asking for ~27GiB. a = jnp.zeros(..., device=NamedSharding(mesh, P('x')))")
+    lines = SIZING.answer(text, "en", asked=True, requested=28804500256)
+    whole = next(a for a in lines if a.subject == "tensor")
+    assert "is this whole array (26.82 GiB), not one device's share (8.94 GiB)" in whole.text
+    assert "jax.shard_map" in whole.text
+    # a request of another size is not called the whole array
+    lines = SIZING.answer(text, "en", asked=True, requested=9600000000)
+    assert not any("whole array" in a.text for a in lines)
