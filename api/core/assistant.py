@@ -343,6 +343,10 @@ class Assistant:
                 # the code for what the turn before was about ("offload mu/nu to the host", then "how
                 # do I turn it on?") before the code of the conversation's first subject
                 own = self._code_named_before(earlier[-1:], language, limit=2) or own
+            if named and not own and "snippet" in analysis.asks and conversation.asks_for_that_code(question):
+                # "the optax code for that" after "and with Adafactor?": the code of what was named
+                # before, not the stock code this turn's own words name
+                own = self._code_named_before(earlier, language, limit=1)
             if named and not (own and (conversation.asks_for_that_code(question)
                                        or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named

@@ -670,3 +670,16 @@ def test_double_buffering_is_not_double_precision():
     assert "x64_memory" not in ids
     ids = {a.id for a in FIGURES.short_answers_of("сколько памяти съедает двойная точность (jax_enable_x64)?")}
     assert "x64_memory" in ids
+
+
+def test_equinox_donation_is_filter_jit_s_own_argument_and_adafactor_code_comes_when_asked(client):
+    body = _ask(client, {"question": "eqx.filter_jit で学習ステップ。モデル（第1引数）は donate せず残りの state だけ "
+                                     "donate したい。filter_jit の donate に渡す正確な値は？"})
+    subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
+    assert subjects[0] == "equinox_donate" and "old_and_new_state" not in subjects, subjects
+    assert 'donate="all-except-first"' in body["answer"]
+    # a follow-up asking for "the code for that" after Adafactor was named gets Adafactor's, not AdamW's
+    first = _ask(client, {"question": "¿Y si paso los params a bf16 y uso Adafactor en vez de Adam para Whisper large?"})
+    body = _ask(client, {"question": "Pásame el código exacto de optax para eso.",
+                         "conversation_id": first["conversation_id"]})
+    assert "optax.adafactor(" in body["answer"] and "optax.adamw(" not in body["answer"]
