@@ -1576,3 +1576,9 @@ def test_a_failed_request_the_size_of_the_whole_sharded_array_says_an_operation_
     # a request of another size is not called the whole array
     lines = SIZING.answer(text, "en", asked=True, requested=9600000000)
     assert not any("whole array" in a.text for a in lines)
+
+
+def test_a_card_s_memory_written_with_a_bare_g_is_read_and_the_state_split_over_the_cards_against_each_pool():
+    line = SIZING.answer("CodeGen-16B 全参微调，机器是 4 张 A100 80G。fp32 参数 + 梯度 + Adam 两个状态一共要多少？"
+                         "平均到 4 张卡每张多少，JAX 默认预分配下够不够？", "zh", asked=True)[0]
+    assert "238.42 GiB" in line.text and "60.00 GiB = 75% × 80.00 GiB" in line.text and "59.60 GiB" in line.text
