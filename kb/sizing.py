@@ -1157,14 +1157,11 @@ class Sizing:
         hold it (the state alone)."""
         rows, last = [], None
         for name, gen, n in self._slices_in(text):
-            f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
-            if f is None or f.slice_counts is None or f.cores_per_chip is None or hw is None or not hw.hbm_reported:
+            shape = self._slice_shape(gen, n)
+            if shape is None:
                 continue
-            cores = int(f.cores_per_chip.value)
-            chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
-            per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+            chips, per_chip, memory, _ = shape
             devices = chips * per_chip
-            memory = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
             per = total / devices
             verdict = (self._msg("vmem_fits", language, left=format_bytes(memory - per)) if per <= memory
                        else self._msg("vmem_over", language, over=format_bytes(per - memory)))
@@ -1200,6 +1197,18 @@ class Sizing:
                 out.append((m.group(0), gens[0], int(m.group(2))))
         return out
 
+    def _slice_shape(self, gen: str, n: int) -> tuple[int, int, int, int] | None:
+        """A slice of `gen` whose name says `n`: its chips, the JAX devices per chip (one where JAX
+        runs megacore or the chip has one core), each device's usable HBM and the cores per chip;
+        None where the figures are not recorded."""
+        f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
+        if f is None or f.slice_counts is None or f.cores_per_chip is None or hw is None or not hw.hbm_reported:
+            return None
+        cores = int(f.cores_per_chip.value)
+        chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
+        per_chip = 1 if f.megacore is not None else hw.devices_per_chip
+        return chips, per_chip, parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip), cores
+
     def _slices(self, text: str, language: str, used: int | None = None,
                 log_device: tuple[str | None, int | None] | None = None) -> list[FigureAnswer]:
         """Each slice named: its chips (what the number in its name counts), the devices JAX shows
@@ -1207,13 +1216,11 @@ class Sizing:
         user's log's program (`used` per device), whether it fits each."""
         out = []
         for name, gen, n in self._slices_in(text):
-            f, hw = self.figures.data.generations.get(gen), self.figures.gens.get(gen)
-            if f is None or f.slice_counts is None or f.cores_per_chip is None or hw is None or not hw.hbm_reported:
+            shape = self._slice_shape(gen, n)
+            if shape is None:
                 continue
-            cores = int(f.cores_per_chip.value)
-            chips = max(1, n // cores) if f.slice_counts.value == "cores" else n
-            per_chip = 1 if f.megacore is not None else hw.devices_per_chip
-            per_device = parse_size(hw.hbm_reported) * (hw.devices_per_chip // per_chip)
+            chips, per_chip, per_device, cores = shape
+            f = self.figures.data.generations[gen]
             counts = (self._msg("slice_counts_cores", language, n=n, cores=cores) if f.slice_counts.value == "cores"
                       else self._msg("slice_counts_chips", language, n=n))
             view = self._msg("slice_device_chip" if per_chip == 1 else "slice_device_core", language)
