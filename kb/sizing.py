@@ -536,6 +536,12 @@ class Sizing:
         return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
 
     @staticmethod
+    def settings_in(log: str) -> str:
+        """The GPU pool's settings that `log` shows, one `NAME=value` per line (an environment printed
+        by a launcher): read beside the question, as the asker's own."""
+        return "\n".join(m.group(0) for m in _POOL_SETTING.finditer(log or ""))
+
+    @staticmethod
     def process_count(text: str) -> int | None:
         """How many processes or runs `text` says (the last count said)."""
         return _process_count(text or "")
@@ -728,6 +734,8 @@ class Sizing:
             shares = self._pool_beside(turn or text, s, language)
         if shares is None:
             shares = self._pool_leave(turn or text, s, language)
+        if shares is None:
+            shares = self._pool_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language)
@@ -1049,9 +1057,17 @@ class Sizing:
                               pool90=format_bytes(0.9 * card))
             return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(0.9 * card),
                                 sources=["computed"], cite=POOL_CITE)
+        unified = "tf_force_unified_memory" in (text or "").lower()
+        if unified and 0 < fraction <= 1:  # ".80 with unified memory": the pool stays on the card
+            text_ = self._msg("pool_unified_under_one", language, fraction=_num(fraction), card=format_bytes(card),
+                              pool=format_bytes(fraction * card), total=format_bytes(4 * card),
+                              host=format_bytes(3 * card))
+            if _PLATFORM_ALLOCATOR.search((text or "").lower()):
+                text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
+            return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
+                                sources=["computed"], cite=POOL_CITE)
         if not 1 < fraction <= 16:
             return None
-        unified = "tf_force_unified_memory" in (text or "").lower()
         text_ = self._msg("pool_unified" if unified else "pool_over_one", language, fraction=_num(fraction),
                           card=format_bytes(card), total=format_bytes(fraction * card),
                           host=format_bytes((fraction - 1) * card))
@@ -1060,6 +1076,31 @@ class Sizing:
             text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
+
+    def _pool_beyond_card(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A size JAX should reach that is more than the card ("~500 GB tak use karna hai" on A100
+        40GB): the fraction above 1 that gives it, with unified memory, and the host RAM it takes."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
+            return None
+        low = _plain_digits(text or "").lower()
+        card = s.card_memory / (1 << 30)
+        wanted = [float(m.group(1) or m.group(3)) * (1024 if (m.group(2) or m.group(4)) == "tb" else 1)
+                  for m in _SIZE_TO_USE.finditer(low)]
+        wanted = [w for w in wanted if card < w <= 16 * card]
+        if not wanted:
+            return None
+        size = wanted[-1]
+        fraction = math.ceil(size / card * 10) / 10
+        host = s.values.get("host_ram")
+        beyond = (fraction - 1) * s.card_memory
+        parts = [self._msg("pool_beyond_card", language, size=f"{_num(size)} GB", card=format_bytes(s.card_memory),
+                           fraction=_num(fraction), pool=format_bytes(fraction * s.card_memory),
+                           host=format_bytes(beyond))]
+        if host:  # the host RAM said: whether it holds the part beyond the card
+            parts.append(self._msg("pool_beyond_host_ok" if beyond <= 0.9 * host else "pool_beyond_host_short",
+                                   language, ram=format_bytes(host), host=format_bytes(beyond)))
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=self._join(parts, language),
+                            value_bytes=int(fraction * s.card_memory), sources=["computed"], cite=POOL_CITE)
 
     def _pool_for_jax(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A size the text gives to JAX itself on the GPU named ("I want JAX to reserve only 20 GiB and
@@ -2670,13 +2711,22 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
-_FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?)")
+#: a GPU pool setting written out (XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, TF_FORCE_UNIFIED_MEMORY=1)
+_POOL_SETTING = re.compile(r"(?:XLA_(?:PYTHON_)?CLIENT_[A-Z_]+|TF_FORCE_UNIFIED_MEMORY)\s*[=:]\s*[\"']?[\w.]+",
+                           re.IGNORECASE)
+_FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?|\.\d+)")  # (".80" too)
 _SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechsel|umsteig|passer (?:à|a|sur)|pasar a|"
                      r"cambiar a|mudar para|trocar para|перейти|переход|перейду|换成|换到|改用|换 |切り替え|乗り換え|"
                      r"바꾸|바꿔|옮기|स्विच|बदल|الانتقال|انتقل|أنتقل|التحويل")
 _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|wollen|will |soll|nur|veux|voudrais|devrait|"
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
+#: a size the text wants JAX to reach ("500 GB tak use karna hai", "want to use ~200GB")
+_USE_WORDS = (r"(?:tak|use|usar|utiliser|utilisi|nutzen|verwenden|использ|用|使|사용|इस्तेमाल|استخدام|"
+              r"need|braucht?|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج)")
+_SIZE_TO_USE = re.compile(rf"(?<![\d.])(\d{{1,5}}(?:\.\d+)?)\s*(gb|gib|tb|go|гб)(?![a-z0-9])(?!\s*(?:of\s+)?(?:ram|swap|host|cpu))"
+                          rf"[^.\n?]{{0,20}}?{_USE_WORDS}"
+                          rf"|{_USE_WORDS}[^.\n?\d]{{0,20}}?(?<![\d.])(\d{{1,5}}(?:\.\d+)?)\s*(gb|gib|tb|go|гб)(?![a-z0-9])")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it

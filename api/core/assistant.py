@@ -391,7 +391,11 @@ class Assistant:
         shared = facts.get("available_bytes") if facts.get("memory_space") == "shared" else None
         sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
         requested = facts.get("requested_bytes") if isinstance(facts.get("requested_bytes"), int) else None
-        sizes = self.sizing.answer(question, language, earlier=earlier_text, capacity=capacity, shared=shared,
+        # the pool settings a pasted log shows ("docker env: TF_FORCE_UNIFIED_MEMORY=1 ..._MEM_FRACTION=4.0")
+        # are the asker's own: the arithmetic reads them with the question
+        settings = self.sizing.settings_in(log) if req_log_new else ""
+        sizes = self.sizing.answer(f"{question}\n{settings}" if settings else question, language,
+                                   earlier=earlier_text, capacity=capacity, shared=shared,
                                    requested=requested, used=facts.get("used_bytes"),
                                    asked=asked_size or sizing_before)
         if not sizes and earlier_text and (("figure" in analysis.asks and self.sizing.names_memory(question))

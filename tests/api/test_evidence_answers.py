@@ -579,6 +579,21 @@ def test_a_kernel_that_could_not_be_launched_is_memory_outside_the_pool_not_the_
     assert not {"gpu-xprof-trace", "gpu-xprof-peak-ops", "gpu-memory-profile"} & set(ids(r))
 
 
+def test_unified_memory_in_the_log_is_the_pool_that_ran_out_with_its_size_from_the_log_s_settings(client):
+    # (after an AlphaFold thread: a 12 GB card, docker's unified memory at 4.0, the driver's own wording)
+    r = ask(client, "Запускаю alphafold в докере на карте 12 GB, 128 GB RAM. Падает, хотя unified memory "
+                    "включена. Что не так?",
+            error_log="I0719 run_docker.py] TF_FORCE_UNIFIED_MEMORY=1 XLA_PYTHON_CLIENT_MEM_FRACTION=4.0\n"
+                      "I0719 run_docker.py] E external/org_tensorflow/tensorflow/stream_executor/cuda/"
+                      "cuda_driver.cc] CUDA error out of memory")
+    assert r.language == "ru" and r.verdict.startswith("С включённой unified memory пул JAX")
+    assert "4 × 12.00 GiB = 48.00 GiB" in r.answer  # the fraction read from the log's own settings
+    # a log cut before its size is still an out-of-memory error
+    r = ask(client, "what now?", error_log="jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of "
+                                           "memory while trying to allocate")
+    assert r.diagnosis is not None and r.diagnosis.category == "gpu_oom"
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"

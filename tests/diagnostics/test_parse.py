@@ -1105,6 +1105,10 @@ SAMPLES = {
     "cuda_primary_context_out_of_memory": "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of "
     "memory; total memory reported: 11996954624",
     "cuda_runtime_memory_allocation": "cudaErrorMemoryAllocation : out of memory",
+    "cuda_driver_error_out_of_memory": "I0719 run_docker.py] E external/org_tensorflow/tensorflow/stream_executor/"
+    "cuda/cuda_driver.cc] CUDA error out of memory",
+    "xla_gpu_out_of_memory_without_size": "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory "
+    "while trying to allocate",
     "gpu_shared_memory_limit_exceeded": "Shared memory size limit exceeded: requested 1179648, available: 232448",
     "gpu_shared_memory_exceeds_device": "INTERNAL: Shared memory requested exceeds device resources.",
     "cuda_error_out_of_memory_bare": "CUDA_ERROR_OUT_OF_MEMORY: out of memory",

@@ -1582,3 +1582,15 @@ def test_a_card_s_memory_written_with_a_bare_g_is_read_and_the_state_split_over_
     line = SIZING.answer("CodeGen-16B 全参微调，机器是 4 张 A100 80G。fp32 参数 + 梯度 + Adam 两个状态一共要多少？"
                          "平均到 4 张卡每张多少，JAX 默认预分配下够不够？", "zh", asked=True)[0]
     assert "238.42 GiB" in line.text and "60.00 GiB = 75% × 80.00 GiB" in line.text and "59.60 GiB" in line.text
+
+
+def test_unified_memory_below_one_stays_on_the_card_and_a_size_beyond_the_card_gets_its_fraction():
+    # (after AlphaFold threads: a V100 16GB with unified memory and .80; 500 GB wanted on an A100 40GB)
+    line = _only("V100 16GB, TF_FORCE_UNIFIED_MEMORY=1, XLA_PYTHON_CLIENT_MEM_FRACTION=.80 and "
+                 "XLA_PYTHON_CLIENT_ALLOCATOR=platform, still RESOURCE_EXHAUSTED. what now?")
+    assert "0.8 × 16.00 GiB = 12.80 GiB, all of it on the card" in line.text
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=4.0" in line.text and "platform allocator" in line.text
+    line = _only("alphafold multimer on 8x A100 40GB and 1 TB RAM: I want to use about 500 GB, what exact "
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION should I set?")
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=12.5`" in line.text and "TF_FORCE_UNIFIED_MEMORY=1" in line.text
+    assert "460.00 GiB" in line.text and "holds those 460.00 GiB" in line.text
