@@ -738,7 +738,7 @@ class Sizing:
             shares = self._pool_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_unified(text, s, language)
-        ceiling = self._pool_ceiling(text, s, language)
+        ceiling = self._pool_ceiling(text, s, language, turn)
         if shares is None and (ceiling is None or (ceiling.subject == "gpu_pool_seen" and (
                 "mib_asked" in s.cues or _fractions_named(text, self._cues.get("mem_fraction", []))))):
             # (the pool seen, and its exact size or another share's asked: "how many MiB, and with .3?")
@@ -888,6 +888,8 @@ class Sizing:
             return None
         card = s.card_memory
         named = _fractions_named(text, self._cues.get("mem_fraction", []))
+        if len(named) == 1 and "default_asked" in s.cues and abs(named[0] - GPU_POOL_SHARE) > 0.005:
+            named = [GPU_POOL_SHARE, *named]  # "with 0.88 vs the default": both pools
         if len(named) >= 2:
             rows = [self._msg("pool_fraction_row", language, fraction=_fraction(f).rstrip("0"), pool=format_bytes(int(card * f)),
                               left=format_bytes(int(card * (1 - f)))) for f in named]
@@ -1024,15 +1026,21 @@ class Sizing:
     def _pool_beside(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """Another program's fixed need on the GPU named, JAX to get the rest ("vLLM needs 30 GiB,
         JAX gets everything else, 1 GiB for the contexts"): the share of the whole card left to JAX."""
-        if not (s.gpu and s.card_memory and {"mem_fraction", "other_program"} <= s.cues):
+        if not (s.gpu and s.card_memory and "other_program" in s.cues):
             return None
         card = s.card_memory / (1 << 30)
         needs = self._needs(text, card)
+        own = self._jax_need(text, needs)
+        if not ("mem_fraction" in s.cues or (own is not None and {"env_var", "code_asked", "fits"} & s.cues)):
+            return None  # (JAX's own peak said beside the other's, with code or a fit asked: the same question)
         # the rest named ("JAX gets everything else"), or the other program's one need said beside
         # the fraction asked ("a 35GB torch model in the same process: what MEM_FRACTION?")
-        if not (1 <= len(needs) <= 2 and ("rest" in s.cues or len(needs) == 1)):
+        if own is not None and len(needs) == 2:  # "my jax side peaks around 30 GiB, the torch side needs ~25"
+            other, buffer = next(n for n in needs if n != own) if needs[0] != needs[1] else needs[0], 1.0
+        elif not (1 <= len(needs) <= 2 and ("rest" in s.cues or len(needs) == 1)):
             return None
-        other, buffer = max(needs), (min(needs) if len(needs) == 2 else 1.0)
+        else:
+            other, buffer = max(needs), (min(needs) if len(needs) == 2 else 1.0)
         exact = (card - other - buffer) / card
         if exact <= 0.05:
             return None
@@ -1040,8 +1048,34 @@ class Sizing:
         text_ = self._msg("pool_beside", language, card=f"{_num(round(card, 2))} GiB", other=f"{_num(other)} GiB",
                           buffer=f"{_num(buffer)} GiB", exact=f"{exact:.4f}".lstrip("0"), fraction=_fraction(fraction),
                           pool=format_bytes(fraction * s.card_memory))
+        snippet = None
+        if own is not None:  # JAX's own peak said: whether the pool holds it, and the lines to set it
+            key = "pool_beside_holds" if own <= fraction * card else "pool_beside_short"
+            text_ = self._join([text_, self._msg(key, language, need=f"{_num(own)} GiB",
+                                                 pool=format_bytes(fraction * s.card_memory))], language)
+            snippet = (f'import os\nos.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "{_fraction(fraction)}"'
+                       "  # first lines of the script, before anything imports jax\n"
+                       "import jax\nimport torch  # the other framework after it, in the same process\n\n"
+                       'print(jax.devices()[0].memory_stats()["bytes_limit"] / 2**30, "GiB in JAX\'s pool")')
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
-                            sources=["computed"], cite=POOL_CITE)
+                            sources=["computed"], cite=POOL_CITE, snippet=snippet)
+
+    def _jax_need(self, text: str, needs: list[float]) -> float | None:
+        """Of two needs `text` states, the one said of JAX itself when the other is said of the other
+        program ("my jax side peaks around 30 GiB and the torch side needs ~25 GiB")."""
+        low = _plain_digits(text or "").lower()
+        own, other = None, None
+        for m in _GB.finditer(low):
+            before = low[max(0, m.start() - 30): m.start()]
+            named = [(before.rfind(w), w) for w in ("jax",) if w in before]
+            named += [(x.start(), "other") for p in self._cues.get("other_program", []) for x in p.finditer(before)]
+            if not named or float(m.group(1)) not in needs:
+                continue
+            if max(named)[1] == "jax":  # the name said last before the figure is whose it is
+                own = float(m.group(1))
+            else:
+                other = float(m.group(1))
+        return own if own is not None and other is not None else None
 
     def _pool_unified(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """`XLA_PYTHON_CLIENT_MEM_FRACTION` above 1 (AlphaFold's 4.0 with `TF_FORCE_UNIFIED_MEMORY=1`):
@@ -2541,7 +2575,7 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(share * s.card_memory),
                             sources=["computed"], cite=POOL_CITE)
 
-    def _pool_ceiling(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _pool_ceiling(self, text: str, s: Stated, language: str, turn: str | None = None) -> FigureAnswer | None:
         """A memory figure the question gives that is JAX's default pool on the GPU it names (60 of
         80 GB): the pool is what filled up, not the card."""
         if not (s.gpu and s.card_memory):
@@ -2566,7 +2600,9 @@ class Sizing:
                     return FigureAnswer(kind=KIND, subject="pool_grows_to_cap", text=self._msg(
                         "pool_grows_to_cap", language, seen=said, memory=format_bytes(card), pool=format_bytes(pool),
                         ceiling=format_bytes(ceiling)), value_bytes=int(pool), sources=["computed"], cite=POOL_CITE)
-                if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card:
+                later = turn is not None and turn != text and said.split()[0] not in turn.lower()
+                if s.pool_share and abs(s.pool_share - GPU_POOL_SHARE) * card > 0.05 * card and not later:
+                    # (a share a later turn asks about, "and with 0.88?", is a question, not a setting that failed)
                     # the default pool although the text sets another share: the setting came too
                     # late (a notebook's os.environ after JAX started), not a pool too small
                     expected = int(s.pool_share * card)

@@ -223,7 +223,10 @@ class Assistant:
         # (a buffer shape quoted in prose, sized from its layout, is not a measurement of the program)
         measured = req.report is not None or any(k.endswith("_bytes") and v for k, v in facts.items()
                                                  if not k.startswith(("padding_", "largest_allocation_")))
-        framework = self.rules.other_framework(question, log)
+        # a follow-up of a JAX conversation that names the other framework ("how much would pytorch have
+        # left?") is still about JAX: the conversation's earlier questions count with it
+        said_before = [t.question for t in earlier if t.question] if context.follow_up else []
+        framework = self.rules.other_framework(question, log, *said_before)
         if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
             return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
         facts = self.rules.read_text_facts(facts, log, question)

@@ -1594,3 +1594,16 @@ def test_unified_memory_below_one_stays_on_the_card_and_a_size_beyond_the_card_g
                  "XLA_PYTHON_CLIENT_MEM_FRACTION should I set?")
     assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=12.5`" in line.text and "TF_FORCE_UNIFIED_MEMORY=1" in line.text
     assert "460.00 GiB" in line.text and "holds those 460.00 GiB" in line.text
+
+
+def test_a_share_compared_with_the_default_and_jax_s_own_peak_beside_another_framework():
+    # (after an alpa thread: JAX and PyTorch in one process on an A100 80GB)
+    first = "I run a JAX model and a PyTorch model in the same python process on one A100 80GB; nvidia-smi shows ~61 GB"
+    lines = SIZING.answer("the PR sets xla_client_mem_fraction = 0.88 to give more memory to pytorch. how much would "
+                          "pytorch have left with 0.88 vs the default?", "en", asked=True, earlier=first)
+    assert lines[0].subject == "pool_fractions", [a.subject for a in lines]
+    assert "leaves 20.00 GiB outside" in lines[0].text and "leaves 9.60 GiB outside" in lines[0].text
+    line = SIZING.answer("my jax side peaks around 30 GiB and the torch side needs ~25 GiB. give me the exact code "
+                         "so both fit", "en", asked=True, earlier=first)[0]
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.67`" in line.text and "holds JAX's 30 GiB peak" in line.text
+    assert 'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".67"' in line.snippet
