@@ -202,6 +202,7 @@ class EvidenceRules:
         lang = self.catalogue.language(language)
         shown = display_values(self.catalogue, facts, format_bytes)
         more = False  # the verdict asks for the next holding rule's after it
+        findings = 0  # (at most MAX_FINDINGS verdicts in one answer, each asking for the next)
         for rule in self.rules:
             if rule.category and category not in rule.category:
                 continue
@@ -213,8 +214,10 @@ class EvidenceRules:
                 if text is not None and out.verdict is None:
                     out.verdict, out.cite, more = text, rule.cite, rule.with_next_verdict
                 elif text is not None:
-                    out.verdict, more = join_sentences([out.verdict, text], lang), False
+                    out.verdict = join_sentences([out.verdict, text], lang)
+                    more = rule.with_next_verdict and findings + 1 < MAX_FINDINGS
                 if text is not None:
+                    findings += 1
                     out.settled |= set(rule.settles)
                     out.not_memory = out.not_memory or rule.not_memory
             out.superseded |= set(rule.supersedes)
@@ -418,6 +421,16 @@ def _padded_minor(shape: Any) -> dict[str, Any]:
 
 
 PROPOSED_AFTER = 8  # characters after a value where a postposed condition says it is proposed ("=.3으로 하면")
+#: the most verdicts one answer chains ("the donation went to the batch", "those buffers take 162 KiB",
+#: "the largest buffer is ..."): a fourth finding would bury the first
+MAX_FINDINGS = 3
+
+#: a shape as JAX prints it in a donation warning ("int32[128]", "ShapedArray(float32[4096,14336])")
+_DTYPE_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int16": 2, "uint16": 2,
+                "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8,
+                "float64": 8, "complex64": 8, "complex128": 16}
+_LISTED_SHAPE = re.compile(r"(?<![a-z0-9_])(" + "|".join(sorted(_DTYPE_BYTES, key=len, reverse=True))
+                           + r")\[([\d,\s]*)\]")
 _CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
 
 
@@ -452,6 +465,11 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
     if parts:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"
         out["largest_allocation_op_tail"] = "/".join(parts[-2:])
+    listed = [(m.group(1), m.group(2)) for m in _LISTED_SHAPE.finditer(str(out.get("donation_unusable") or ""))]
+    if listed:  # "int32[128], int32[40959], ...": what the buffers a donation could not use take
+        out["donation_unusable_count"] = len(listed)
+        out["donation_unusable_total_bytes"] = sum(
+            _DTYPE_BYTES[dtype] * math.prod(int(d) for d in dims.split(",") if d.strip()) for dtype, dims in listed)
     live_out, parameters = out.get("maybe_live_out_allocation_bytes"), out.get("parameter_allocation_bytes")
     if isinstance(live_out, int) and isinstance(parameters, int) and parameters > 0:
         out["live_out_parameter_ratio"] = round(live_out / parameters, 1)  # (a rollout's every step returned)

@@ -594,6 +594,15 @@ def test_unified_memory_in_the_log_is_the_pool_that_ran_out_with_its_size_from_t
     assert r.diagnosis is not None and r.diagnosis.category == "gpu_oom"
 
 
+def test_the_newer_donation_warning_is_read_with_what_its_buffers_take(client):
+    # (after an sglang-jax thread: JAX's newer wording, the buffers a server's batch metadata)
+    r = ask(client, "is this warning the cause of my memory problem? how much memory is actually wasted?",
+            error_log="UserWarning: Some donation buffers unavailable: int32[128], int32[128], int32[129], int32[129], "
+                      "int32[40959], int32[128], int32[3].\nSee documentation: "
+                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.")
+    assert "integer arrays" in r.verdict and "162.52 KiB" in r.verdict and "cannot be what fills the memory" in r.verdict
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"

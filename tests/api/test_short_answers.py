@@ -683,3 +683,12 @@ def test_equinox_donation_is_filter_jit_s_own_argument_and_adafactor_code_comes_
     body = _ask(client, {"question": "Pásame el código exacto de optax para eso.",
                          "conversation_id": first["conversation_id"]})
     assert "optax.adafactor(" in body["answer"] and "optax.adamw(" not in body["answer"]
+
+
+def test_the_call_that_gives_the_peak_is_memory_stats_peak_beside_torch_s_own_figure(client):
+    # (after a Flax port of a PyTorch ResNet50: nvidia-smi 4G vs 6G, which call gives the real peak?)
+    body = _ask(client, {"question": "Porté una ResNet50 de PyTorch a Flax. nvidia-smi marca ~4G en PyTorch y ~6G en "
+                                     "Flax. ¿Qué llamada exacta me da el pico real de memoria en JAX para compararlo?"})
+    subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
+    assert subjects[0] == "peak_memory_call", subjects
+    assert 'memory_stats()["peak_bytes_in_use"]' in body["answer"] and "torch.cuda.max_memory_allocated()" in body["answer"]
