@@ -2027,9 +2027,13 @@ class Sizing:
         card = (s.card_memory or 0) / (1 << 30)
         budgets = [float(m.group(1)) for m in _GB.finditer(low)
                    if not (card and abs(float(m.group(1)) - card) <= 0.02 * card)]
+        budgets += [float(m.group(1)) / 1024 for m in _MIB.finditer(low)]  # "at most 256 MiB"
         if not shapes or len(budgets) != 1:
             return None
         dims, budget = shapes[-1], budgets[0] * (1 << 30)
+        item = _PER_ITEM_SHAPE.search(_plain_digits(text or "").lower())
+        if item:  # "an intermediate of (1024,) per point" of the mapped (1_000_000, 3): 1_000_000 of those
+            dims = [shapes[0][0], *(int(d) for d in re.findall(r"\d+", item.group(1)))]
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         row = math.prod(dims[1:]) * dtype_bytes
         rows = int(budget // row)
@@ -2757,6 +2761,12 @@ _SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechs
 _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|wollen|will |soll|nur|veux|voudrais|devrait|"
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
+_MIB = re.compile(r"(?<![a-z0-9_.])(\d{1,6}(?:\.\d+)?)\s*(?:mib|mb|мб|миб)(?![a-z0-9_])")
+#: what a mapped function makes for each element ("an intermediate of (1024,) float32 per point")
+_PER_ITEM_SHAPE = re.compile(
+    r"\(\s*(\d[\d,\s]*?)\s*,?\s*\)[^.\n()]{0,30}?(?:per|por|pro|par|по|每|ごと|마다|प्रति|لكل)\s*(?:each\s+)?"
+    r"(?:point|ponto|punto|punkt|точк|点|ポイント|점|पॉइंट|نقطة|example|exemplo|ejemplo|beispiel|exemple|пример|样本|"
+    r"サンプル|샘플|sample|amostra|muestra|item|row|linha|fila|zeile|ligne|строк)")
 #: a size the text wants JAX to reach ("500 GB tak use karna hai", "want to use ~200GB")
 _USE_WORDS = (r"(?:tak|use|usar|utiliser|utilisi|nutzen|verwenden|использ|用|使|사용|इस्तेमाल|استخدام|"
               r"need|braucht?|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج)")

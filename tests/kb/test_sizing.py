@@ -1607,3 +1607,10 @@ def test_a_share_compared_with_the_default_and_jax_s_own_peak_beside_another_fra
                          "so both fit", "en", asked=True, earlier=first)[0]
     assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.67`" in line.text and "holds JAX's 30 GiB peak" in line.text
     assert 'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".67"' in line.snippet
+
+
+def test_a_per_point_intermediate_of_a_mapped_array_gets_its_chunk_under_a_budget_in_mib():
+    # (after jax-ml/jax#19614: lax.map's batch_size for a vmap that makes (1024,) floats per point)
+    line = _only("tenho um jax.vmap sobre x de shape (1_000_000, 3) float32 e a função cria um intermediário de (1024,) "
+                 "float32 por ponto. qual batch_size uso pra deixar esse intermediário em no máximo 256 MiB?", "pt")
+    assert line.subject == "chunks" and "`batch_size=65536`" in line.text and "[1000000, 1024]" in line.text
