@@ -192,6 +192,7 @@ class SizingFile(_Strict):
     block_operands: dict[str, str] = Field(default_factory=dict)
     operand_joiner: str = r"\s*"
     limit_snippet: str = ""  # code computing a kernel's vmem_limit_bytes from its blocks, to fill
+    matmul_snippet: str = ""  # the tiled matmul with those blocks, after limit_snippet, when code is asked
     mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
     shard_snippet: str = ""  # the asker's arrays made sharded over their devices, to fill
     messages: dict[str, Message]
@@ -2393,13 +2394,17 @@ class Sizing:
             parts.append(self._msg("assumed", language, what="float32"))
         # over the default limit: the code that computes the kernel's limit from these blocks
         snippet = None
-        if self.data.limit_snippet and (hw is None or total > (hw.scoped_vmem_default_bytes or 0)):
+        code = "code_asked" in s.cues  # "give me the pallas_call for these blocks": the kernel too
+        if self.data.limit_snippet and (hw is None or total > (hw.scoped_vmem_default_bytes or 0) or code):
             names = {"bfloat16": "bfloat16", "float32": "float32", "int8": "int8", "int4": "int4", "uint8": "uint8"}
             accd = "int32" if "int_accumulator" in s.cues else "float32"
-            snippet = self.data.limit_snippet.format(
-                physical_mib=(hw.vmem_bytes // MiB) if hw is not None and hw.vmem_bytes else 128,
-                bm=int(bm), bk=int(bk), bn=int(bn), xd=names.get(xd, "float32"), yd=names.get(yd, "float32"),
-                od=names.get(od, "float32"), scratch=f"((bm, bn), jnp.{accd})" if acc else "")
+            filled = dict(physical_mib=(hw.vmem_bytes // MiB) if hw is not None and hw.vmem_bytes else 128,
+                          bm=int(bm), bk=int(bk), bn=int(bn), xd=names.get(xd, "float32"), yd=names.get(yd, "float32"),
+                          od=names.get(od, "float32"),
+                          scratch=f"((bm, bn), jnp.{accd})" if acc or (code and accd == "float32") else "")
+            snippet = self.data.limit_snippet.format(**filled)
+            if code and self.data.matmul_snippet and accd == "float32" and xd == yd:
+                snippet = snippet.rstrip("\n") + self.data.matmul_snippet.format(**filled)
         return FigureAnswer(kind=KIND, subject="pallas_blocks", text=self._join(parts, language),
                             value_bytes=int(total), sources=["computed"], cite=BLOCKS_CITE, snippet=snippet)
 

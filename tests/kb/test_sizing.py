@@ -1614,3 +1614,23 @@ def test_a_per_point_intermediate_of_a_mapped_array_gets_its_chunk_under_a_budge
     line = _only("tenho um jax.vmap sobre x de shape (1_000_000, 3) float32 e a função cria um intermediário de (1024,) "
                  "float32 por ponto. qual batch_size uso pra deixar esse intermediário em no máximo 256 MiB?", "pt")
     assert line.subject == "chunks" and "`batch_size=65536`" in line.text and "[1000000, 1024]" in line.text
+
+
+def test_a_kernel_s_code_asked_with_its_blocks_is_the_tiled_matmul_with_the_computed_limit_and_it_runs():
+    # (after a Japanese question on v5e: bm=bn=1024, bk=512 in bf16 with an f32 accumulator, "the pallas_call code")
+    line = next(a for a in SIZING.answer("TPU v5e の Pallas matmul、bm=1024, bn=1024, bk=512 の bf16 で f32 accumulator "
+                                         "を scratch に置く場合、pallas_call のコードをください", "ja", asked=True)
+                if a.subject == "pallas_blocks")
+    assert "bm, bk, bn = 1024, 512, 1024" in line.snippet and "vmem_limit_bytes=limit" in line.snippet
+    # the same code with small blocks, run in Pallas's interpreter on this CPU: a real matmul
+    import jax.numpy as jnp
+    import numpy as np
+    code = (line.snippet.replace("bm, bk, bn = 1024, 512, 1024", "bm, bk, bn = 128, 128, 128")
+            .replace("    )(x, y)", "        interpret=True,\n    )(x, y)"))
+    ns: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, "snippet", "exec"), ns)  # noqa: S102 (the catalogue's own code)
+    x = jnp.ones((256, 384), jnp.bfloat16)
+    y = jnp.full((384, 256), 2, jnp.bfloat16)
+    out = ns["matmul"](x, y)
+    assert out.dtype == jnp.bfloat16 and np.allclose(np.asarray(out, dtype=np.float32), 768)
