@@ -1353,3 +1353,12 @@ def test_a_scoped_allocation_wrapped_over_lines_keeps_its_memory_space():
                       "[shape = 'f32[2048,4096]{1,0}', space=vmem, size = 0x2000000, scoped, tag = 'scratch "
                       "operand'] :: my_kernel.1")
     assert (one.category, one.memory_space) == ("scoped_vmem_oom", "vmem")
+
+
+def test_an_allocation_line_without_its_number_or_size_still_names_its_memory_space():
+    # (after a vLLM-on-TPU thread: the newer wording, "[shape = ..., space=smem, scoped, tag = ...]")
+    r = parse_error("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Allocation (size=1179648) would exceed memory "
+                    "(size=1048576)\n:: [shape = 'u8[1179648]{0}', space=smem, scoped, tag = 'prefetched SMEM operand "
+                    "0'] :: compress_norm_rope_store\n")
+    assert r.category == "compile_smem_oom" and r.memory_space == "smem"
+    assert (r.requested_bytes, r.available_bytes) == (1179648, 1048576)
