@@ -63,7 +63,8 @@ _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
                          r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
 # processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
-_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax\s+|python\s+|training\s+|pytest\s+)?(?:runs?|processes|jobs|experiments?|trials|scripts?|workers?|"
+_PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax[\s-]+|python[\s-]+|training[\s-]+|pytest[\s-]+|"
+                            r"eval[\s-]+|inference[\s-]+|trainings?-)*(?:runs?|processes|jobs|experiments?|trials|scripts?|workers?|"
                             r"воркер\w*|ワーカー|워커|वर्कर|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
@@ -2534,6 +2535,16 @@ class Sizing:
         text_ = self._msg("pool_split", language, kept=format_bytes(held), n=n, card=format_bytes(card),
                           each=format_bytes(each), share=_fraction(share), pool=format_bytes(share * card),
                           usual=format_bytes(0.45 * card * n), left=format_bytes(card - held))
+        proposed = [f for f in _fractions_named(text, self._cues.get("mem_fraction", [])) if abs(f - share) > 0.005]
+        if proposed:  # "is 0.33 enough?": that share against what the other holder leaves
+            f = proposed[-1]
+            together = n * f
+            rest = card - held - n * f * card  # what is left for the n contexts
+            said = dict(proposed=_fraction(f).rstrip("0"), count=n, total=f"{together:.2f}".lstrip("0"),
+                        left=format_bytes(max(rest, 0)))
+            ok = rest >= n * CUDA_CONTEXT
+            text_ = self._join([text_, self._msg("pool_share_proposed_ok" if ok else "pool_share_proposed_not",
+                                                 language, **said)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(share * card * n),
                             sources=["computed"], cite=POOL_CITE, snippet=_launch_lines([share] * n))
 
@@ -2785,7 +2796,10 @@ _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 #: a card's use before the program started ("Vor dem Start sind 1250 MiB belegt", "1250 MiB used before")
 _BEFORE_MIB = re.compile(r"(?:before (?:the )?(?:start|launch|running|it starts)|vor dem start|avant (?:le )?(?:lancement|démarrage)|"
                          r"antes de (?:empezar|arrancar|começar|iniciar)|до запуска|перед запуском|启动前|运行前|起動前|実行前|"
-                         r"시작 전|실행 전|शुरू करने से पहले|قبل التشغيل|قبل البدء)\D{0,24}?(\d{3,6})\s*mib(?![a-z])")
+                         r"시작 전|실행 전|शुरू करने से पहले|قبل التشغيل|قبل البدء|"
+                         # a desktop holding its share ("der Desktop (Xorg usw.) belegt schon 1100 MiB")
+                         r"desktop|xorg|gnome-shell|escritorio|área de trabalho|bureau|рабочий стол|桌面|デスクトップ|"
+                         r"데스크톱|डेस्कटॉप|سطح المكتب)[^\n\d]{0,40}?(\d{3,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
 
 

@@ -1634,3 +1634,11 @@ def test_a_kernel_s_code_asked_with_its_blocks_is_the_tiled_matmul_with_the_comp
     y = jnp.full((384, 256), 2, jnp.bfloat16)
     out = ns["matmul"](x, y)
     assert out.dtype == jnp.bfloat16 and np.allclose(np.asarray(out, dtype=np.float32), 768)
+
+
+def test_a_desktop_s_share_is_kept_out_of_the_split_and_a_proposed_share_is_judged_against_it():
+    # (three eval processes on an RTX 4090 whose desktop holds 1100 MiB: "is 0.33 enough?")
+    line = _only("Ich will 3 JAX-Eval-Prozesse gleichzeitig auf einer RTX 4090 (24564 MiB laut nvidia-smi) laufen "
+                 "lassen, der Desktop (Xorg usw.) belegt schon 1100 MiB. Welchen Wert für XLA_PYTHON_CLIENT_MEM_FRACTION "
+                 "soll ich pro Prozess setzen? Reicht 0.33?", "de")
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.30`" in line.text and "`.33` für jeden geht nicht" in line.text
