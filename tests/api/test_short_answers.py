@@ -692,3 +692,12 @@ def test_the_call_that_gives_the_peak_is_memory_stats_peak_beside_torch_s_own_fi
     subjects = [f["subject"] for f in body["figures"] if f["kind"] == ANSWER]
     assert subjects[0] == "peak_memory_call", subjects
     assert 'memory_stats()["peak_bytes_in_use"]' in body["answer"] and "torch.cuda.max_memory_allocated()" in body["answer"]
+
+
+def test_offloading_to_the_host_failing_with_the_device_half_empty_is_the_pinned_host_pool():
+    # (after a MaxText thread on a GH200: weights and optimizer state offloaded, OOM with HBM half full)
+    ids = [a.id for a in FIGURES.short_answers_of(
+        "Wir trainieren MaxText Llama2-7B auf einem GH200 mit Weight- und Optimizer-State-Offloading in den Host. Es "
+        "crasht mit einem OOM, aber laut Profiler ist das HBM nur halb voll. Ist das überhaupt ein Device-OOM?")]
+    assert ids == ["pinned_host_pool"], ids
+    assert "optimizer_offload" in {a.id for a in FIGURES.short_answers_of("how do I offload the optimizer state to host?")}
