@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from oomkb.diagnostics.parse import load_signatures
 from oomkb.diagnostics.tpu import generations
 from oomkb.kb.remedies import load_catalogue
 from oomkb.kb.remedies.conditions import evaluate
@@ -426,11 +427,7 @@ PROPOSED_AFTER = 8  # characters after a value where a postposed condition says 
 MAX_FINDINGS = 3
 
 #: a shape as JAX prints it in a donation warning ("int32[128]", "ShapedArray(float32[4096,14336])")
-_DTYPE_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int16": 2, "uint16": 2,
-                "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8,
-                "float64": 8, "complex64": 8, "complex128": 16}
-_LISTED_SHAPE = re.compile(r"(?<![a-z0-9_])(" + "|".join(sorted(_DTYPE_BYTES, key=len, reverse=True))
-                           + r")\[([\d,\s]*)\]")
+_LISTED_SHAPE = re.compile(r"(?<![a-z0-9_])([a-z][a-z0-9_]{1,20})\[([\d,\s]*)\]")
 _CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
 
 
@@ -465,11 +462,13 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
     if parts:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"
         out["largest_allocation_op_tail"] = "/".join(parts[-2:])
-    listed = [(m.group(1), m.group(2)) for m in _LISTED_SHAPE.finditer(str(out.get("donation_unusable") or ""))]
+    sizes = load_signatures().dtype_bytes  # (one table of element sizes, the parser's)
+    listed = [(m.group(1), m.group(2)) for m in _LISTED_SHAPE.finditer(str(out.get("donation_unusable") or ""))
+              if m.group(1) in sizes]
     if listed:  # "int32[128], int32[40959], ...": what the buffers a donation could not use take
         out["donation_unusable_count"] = len(listed)
         out["donation_unusable_total_bytes"] = sum(
-            _DTYPE_BYTES[dtype] * math.prod(int(d) for d in dims.split(",") if d.strip()) for dtype, dims in listed)
+            sizes[dtype] * math.prod(int(d) for d in dims.split(",") if d.strip()) for dtype, dims in listed)
     live_out, parameters = out.get("maybe_live_out_allocation_bytes"), out.get("parameter_allocation_bytes")
     if isinstance(live_out, int) and isinstance(parameters, int) and parameters > 0:
         out["live_out_parameter_ratio"] = round(live_out / parameters, 1)  # (a rollout's every step returned)

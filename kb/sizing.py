@@ -1069,7 +1069,7 @@ class Sizing:
         own, other = None, None
         for m in _GB.finditer(low):
             before = low[max(0, m.start() - 30): m.start()]
-            named = [(before.rfind(w), w) for w in ("jax",) if w in before]
+            named = [(before.rfind("jax"), "jax")] if "jax" in before else []
             named += [(x.start(), "other") for p in self._cues.get("other_program", []) for x in p.finditer(before)]
             if not named or float(m.group(1)) not in needs:
                 continue
