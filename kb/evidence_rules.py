@@ -442,8 +442,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
                                 out.get("largest_allocation_label")))
     out.update(_padded_minor(out.get("padding_worst_shape")))
     gpu, requested = out.get("gpu_memory_named_bytes"), out.get("requested_bytes")
-    if isinstance(gpu, int) and gpu > 0 and isinstance(requested, int) and requested > 0:
-        out["requested_gpu_share_fraction"] = requested / gpu
+    if isinstance(gpu, int) and gpu > 0:
+        if isinstance(requested, int) and requested > 0:
+            out["requested_gpu_share_fraction"] = requested / gpu
         # JAX's pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the asker set, else its default 0.75
         named = out.get("mem_fraction_named_fraction")
         out["gpu_pool_bytes"] = int(gpu * named) if isinstance(named, float) and 0 < named < 1 else gpu * 3 // 4

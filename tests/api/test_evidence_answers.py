@@ -603,6 +603,20 @@ def test_the_newer_donation_warning_is_read_with_what_its_buffers_take(client):
     assert "integer arrays" in r.verdict and "162.52 KiB" in r.verdict and "cannot be what fills the memory" in r.verdict
 
 
+def test_a_remat_warning_whose_peak_fits_the_pool_is_not_called_the_failure(client):
+    # (after an AlphaFold-multimer thread on an A100 40GB: "can't reduce below 12.46GiB ... only to 21.28GiB")
+    log = ("W external/xla/xla/service/hlo_rematerialization.cc:3005] Can't reduce memory use below 12.46GiB "
+           "(13379584647 bytes) by rematerialization; only reduced to 21.28GiB (22848300023 bytes), down from "
+           "21.58GiB (23170454683 bytes) originally")
+    r = ask(client, "AlphaFold multimer on an A100 40GB keeps OOMing. does JAX only let me use 12 GB?", error_log=log)
+    assert r.verdict.startswith("XLA's rematerialization pass aimed at 12.46 GiB and reached 21.28 GiB, which still fits")
+    assert "30.00 GiB" in r.verdict and "MEM_FRACTION=.95" not in r.verdict
+    # with unified memory on, no advice to set a fraction of .95 that would shrink the pool
+    r = ask(client, "AlphaFold3, TF_FORCE_UNIFIED_MEMORY=true and XLA_CLIENT_MEM_FRACTION=3.2: what do the numbers mean?",
+            error_log=log)
+    assert "MEM_FRACTION=.95" not in r.verdict
+
+
 def _report_log(output: str, shares: str) -> str:
     return ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out "
             "of memory in memory space hbm. Used 41.09G of 30.75G hbm. Exceeded hbm capacity by 10.34G.\n\n"
