@@ -40,6 +40,9 @@ class _Strict(BaseModel):
 class AskKind(_Strict):
     id: Ask
     cues: list[str] = Field(min_length=1)
+    #: words that contain a cue and mean something else ("examples per core", "por exemplo"): blanked
+    #: out before the cues are looked for
+    unless: list[str] = Field(default_factory=list)
 
 
 class Topic(_Strict):
@@ -191,7 +194,8 @@ class _Matcher:
         self.breaks = re.compile("|".join(intents.clause_breaks), re.IGNORECASE)
         self.negation = {lang: _pattern(words, whole=True) for lang, words in intents.negation.items()}
         self.any_negation = _pattern([w for words in intents.negation.values() for w in words], whole=True)
-        self.asks = [(a.id, _pattern(a.cues)) for a in intents.asks]
+        self.asks = [(a.id, _pattern(a.cues), _pattern(a.unless, whole=True) if a.unless else None)
+                     for a in intents.asks]
         self.topics = [(t.id, _pattern(t.cues), _pattern(t.unless) if t.unless else None)
                        for t in intents.topics]
         self.already = already = _pattern(intents.already)
@@ -295,7 +299,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
                 tried_remedies += [r for r in item.remedies if r not in tried_remedies]
                 break
 
-    asks: list[Ask] = [kind for kind, pattern in m.asks if pattern.search(whole)]
+    asks: list[Ask] = [kind for kind, pattern, unless in m.asks
+                       if pattern.search(whole if unless is None else unless.sub(" ", whole))]
     if tried and "next" not in asks:
         asks.append("next")  # "I did X" is asking what else to do
     asks.append("how")

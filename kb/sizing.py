@@ -129,7 +129,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches")
 
 
 class _Strict(BaseModel):
@@ -196,6 +196,7 @@ class SizingFile(_Strict):
     matmul_snippet: str = ""  # the tiled matmul with those blocks, after limit_snippet, when code is asked
     mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
     shard_snippet: str = ""  # the asker's arrays made sharded over their devices, to fill
+    shard_map_snippet: str = ""  # shard_map with lax.map over the asker's array's local block, to fill
     messages: dict[str, Message]
 
 
@@ -373,6 +374,13 @@ class Sizing:
                 s.from_dims["named"] = s.values["params"]
             s.values["params"] = s.from_dims["params"]
             s.from_model = [k for k in s.from_model if k != "params"]
+        if "params" not in s.values and s.optimizer is not None and s.optimizer.moments:
+            # a table trained with an optimizer that keeps moments ("2^24 rows × 1024 float32 with Adam"):
+            # its elements are the parameters whose state is asked about
+            tables = [math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) for m in _SHAPE.finditer(low)]
+            tables = [n for n in tables if n >= 1e6]
+            if len(tables) == 1:
+                s.values["params"] = float(tables[0])
         self._read_devices(low, s, capacity)
         axis = s.values.get("fsdp_axis")
         if axis and axis > 1 and (not s.devices or (s.devices > axis and s.devices % axis == 0)):
@@ -617,6 +625,10 @@ class Sizing:
             per_slice = self._state_per_slice(text, state.value_bytes, language)
             if per_slice is not None:
                 lines.insert(lines.index(state) + 1, per_slice)
+        lines = self._left_after(text, earlier, lines, language)
+        split = self._microbatches(text, earlier, language)
+        if split is not None:  # "num_microbatches = 8: how many per core, do the activations double?"
+            lines.insert(0, split)
         other = self._shared_on_card(text, shared, requested, language)
         if other is not None:  # "and on an H100, does it pass?": the kernel's block against that card's limit
             lines = [other, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
@@ -1352,6 +1364,77 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="batch_step", text=self._join(parts, language), value_bytes=int(extra),
                             sources=["computed"], cite=DONATION_CITE if saving else TRAINING_CITE)
 
+    def _left_after(self, turn: str, earlier: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
+        """"After the weights plus 384 MiB reserved, how much is left per chip? and with 1921 MiB?":
+        the device's memory less the weights' share less each amount the newest turn names, one line
+        per amount, in place of the weights' line (which said what is left before them)."""
+        said = self.read(turn)
+        if "left" not in said.cues:
+            return lines
+        s = self.read(f"{earlier}\n{turn}" if earlier else turn)
+        memory, devices = s.device_memory, s.devices or 1
+        weights = next((a for a in lines if a.subject == "weights" and a.value_bytes), None)
+        if weights is None:  # a follow-up restating the model: its weights, as the conversation gives them
+            weights = next((a for a in self._answer(f"{earlier}\n{turn}" if earlier else turn, language, True)
+                            if a.subject == "weights" and a.value_bytes), None)
+        if weights is None or not memory or s.gpu:  # (a GPU's pool and what lies outside it: not this sum)
+            return lines
+        total = weights.value_bytes
+        share = total / devices if devices > 1 and (total > memory or "shard_asked" in s.cues
+                                                   or s.values.get("model_axis")) else total
+        low = _plain_digits(turn).lower()
+        amounts = [float(m.group(1)) * (1 << 20) for m in _MIB.finditer(low)]
+        amounts += [float(m.group(1)) * (1 << 30) for m in _GB.finditer(low)]
+        amounts = [a for a in amounts if a > 0 and all(abs(a - x) > 0.01 * x for x in (memory, share, total))]
+        if not amounts or share >= memory:
+            return lines
+        parts = []
+        for extra in amounts:
+            values = dict(memory=format_bytes(memory), share=format_bytes(share), extra=format_bytes(extra))
+            parts.append(self._msg("left_after", language, rest=format_bytes(memory - share - extra), **values)
+                         if share + extra <= memory else
+                         self._msg("left_after_over", language, over=format_bytes(share + extra - memory), **values))
+        text = self._msg("left_after_lead", language, lines=_LIST_SEPARATOR.get(language, "; ").join(parts))
+        line = FigureAnswer(kind=KIND, subject="left_after", text=text, value_bytes=int(memory - share - amounts[0]),
+                            sources=["computed"], cite=weights.cite)
+        return [line, *(a for a in lines if a is not weights)]
+
+    def _microbatches(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """A batch split into the number of microbatches the newest turn states: the examples per
+        microbatch and per device, how much the activations change from the number an earlier turn
+        (or the same one) stated before, and when the optimizer updates."""
+        patterns = self._quantities.get("microbatches", [])
+        if _last(patterns, turn.lower()) is None:
+            return None
+        whole = f"{earlier}\n{turn}" if earlier else turn
+        s = self.read(whole)
+        k, batch = int(s.values.get("microbatches") or 0), s.values.get("batch")
+        if k < 2 or not batch or batch <= k or not float(batch).is_integer():
+            return None
+        batch = int(batch)
+        counts = [int(float(m.group(1))) for _, c in patterns for m in c.finditer(whole.lower())]
+        before = [n for n in counts if n != k and n >= 1]
+        micro = batch / k
+        devices = s.devices if s.devices and s.devices > 1 else None
+        if devices:
+            parts = [self._msg("microbatches", language, batch=batch, k=k, micro=_num(round(micro, 2)),
+                               devices=devices, per_device=_num(round(micro / devices, 2)))]
+        else:
+            parts = [self._msg("microbatches_one", language, batch=batch, k=k, micro=_num(round(micro, 2)))]
+        if batch % k:
+            parts.append(self._msg("microbatches_uneven", language, batch=batch, k=k))
+        elif devices and micro % devices:
+            parts.append(self._msg("microbatches_uneven_devices", language, micro=_num(micro), devices=devices))
+        if before:
+            old = before[-1]
+            parts.append(self._msg("microbatches_change", language, k_old=old, k=k,
+                                   micro_old=_num(round(batch / old, 2)), micro=_num(round(micro, 2)),
+                                   ratio=_num(round(old / k, 2))))
+        calls = re.search(r"multisteps|multi_steps|every_k_schedule", whole.lower())
+        parts.append(self._msg("microbatches_update_calls" if calls else "microbatches_update_step", language, k=k))
+        return FigureAnswer(kind=KIND, subject="microbatches", text=self._join(parts, language),
+                            sources=["computed"], cite=ACCUMULATION_CITE)
+
     def _accumulator(self, s: Stated, language: str) -> FigureAnswer | None:
         """The float32 gradient accumulator that gradient accumulation adds, when it is named
         beside a model size."""
@@ -1549,6 +1632,9 @@ class Sizing:
                 if ("oom" in s.cues and "donation" not in s.cues and keep
                         and need / devices <= (s.device_memory or 0) < (need + keep) / devices):
                     parts.append(self._msg("no_donation", language, extra=format_bytes(keep / devices),
+                                           total=format_bytes((need + keep) / devices)))
+                elif "donation_off" in s.cues and keep:  # "and without donating the state, how much more?"
+                    parts.append(self._msg("without_donation", language, extra=format_bytes(keep / devices),
                                            total=format_bytes((need + keep) / devices)))
         else:
             # "int8 compared with bf16": each dtype named, the widest first; else the last one named
@@ -1864,6 +1950,8 @@ class Sizing:
             return None
         low = (text or "").lower()
         named = {int(m.group(1) or m.group(2)) for m in _AXIS_NAMED.finditer(low)}
+        if "shard_map" in low and self.data.shard_map_snippet:
+            return self._shard_map_code(shapes[-1], dtype_name, n, named, text)
         lines, names = [], []
         for i, dims in enumerate(shapes):
             axis = next((k for k, d in enumerate(dims) if d in named and d % n == 0), None)
@@ -1880,6 +1968,26 @@ class Sizing:
             devices=n, arrays="\n".join(lines), names=", ".join(names), first=names[0],
             total=" + ".join(f"{x}.sum()" for x in names),
             x64='jax.config.update("jax_enable_x64", True)  # float64 arrays\n' if dtype_name == "float64" else "")
+
+    def _shard_map_code(self, dims: list[int], dtype_name: str, n: int, named: set[int], text: str) -> str | None:
+        """`jax.shard_map` over the asker's array on their mesh axis ("轴名 'model'"), split along the
+        axis the text names by its size, else the first one the device count divides, with the
+        `lax.map` batch it gives; None when no axis divides."""
+        split = next((k for k, d in enumerate(dims) if d in named and d % n == 0), None)
+        if split is None:
+            split = next((k for k, d in enumerate(dims) if d % n == 0), None)
+        if split is None:
+            return None
+        found = _MESH_AXIS_NAME.search(text) or _SPEC_AXIS_NAME.search(text)
+        axis = found.group(1) if found else "x"
+        batch = _LAX_MAP_BATCH.search(text)
+        local = [d // n if k == split else d for k, d in enumerate(dims)]
+        total = math.prod(dims) * next((d.bytes for d, _ in self._dtypes if d.name == dtype_name), 4)
+        return self.data.shard_map_snippet.format(
+            devices=n, axis=axis, spec=", ".join(f'"{axis}"' if k == split else "None" for k in range(len(dims))),
+            shape=", ".join(map(str, dims)), split=split, local=", ".join(map(str, local)),
+            share=f"{format_bytes(total / n)} of {format_bytes(total)}", dtype=dtype_name,
+            batch=int(batch.group(1)) if batch else 1)
 
     def _tensor_sharded(self, dims: list[int], dtype_bytes: float, s: Stated, language: str, text: str) -> list[str]:
         """A tensor whose sharding over the devices named is asked about or set ("P('data', None)",
@@ -2777,6 +2885,8 @@ _SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechs
 _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|wollen|will |soll|nur|veux|voudrais|devrait|"
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
+#: between the items of a list in one sentence
+_LIST_SEPARATOR = {"zh": "；", "ja": "、", "ar": "؛ "}
 _MIB = re.compile(r"(?<![a-z0-9_.])(\d{1,6}(?:\.\d+)?)\s*(?:mib|mb|мб|миб)(?![a-z0-9_])")
 #: what a mapped function makes for each element ("an intermediate of (1024,) float32 per point")
 _PER_ITEM_SHAPE = re.compile(
@@ -2869,6 +2979,11 @@ def _params_from_dims(s: Stated) -> dict[str, float] | None:
             "gated": float(gated), "tied": float("tied_embeddings" in s.cues)}
 
 
+#: the mesh axis a question names ("轴名 'model'", "axis name \"data\"", "mesh axis 'tp'") or puts in a spec
+_MESH_AXIS_NAME = re.compile(r"(?:axis|axes|轴名?|軸名?|축 ?이름|축|ось|eje|eixo|axe|achse|mesh)[^'\"\n]{0,24}['\"]([A-Za-z_]\w{0,15})['\"]",
+                             re.IGNORECASE)
+_SPEC_AXIS_NAME = re.compile(r"\bP(?:artitionSpec)?\(\s*(?:None\s*,\s*)*['\"]([A-Za-z_]\w{0,15})['\"]")
+_LAX_MAP_BATCH = re.compile(r"batch_size\s*=\s*(\d{1,6})")
 _AXIS_NAMED = re.compile(r"(\d{2,7})[- ]?(?:axis|dim\w*|achse|axe|eje|eixo|ось|轴|軸|축|अक्ष)|(?:axis|achse|axe|eje|eixo|ось)\s+(?:of\s+)?(\d{2,7})")
 _ACTIVE_PARAMS = re.compile(r"(?<![a-z0-9_.])\d+(?:\.\d+)?\s*(?:b|bn|billion|mrd|млрд|m)\s*(?:params?\s*|parameters?\s*|parâmetros\s*|parámetros\s*|paramètres\s*|параметров\s*|参数\s*)?"
                             r"(?:active|activated|ativos?|activos?|actifs?|aktiv\w*|активн\w*|激活|アクティブ|활성|सक्रिय|نشط\w*)")
@@ -3055,10 +3170,19 @@ def _process_count(text: str) -> int | None:
     return max(found)[1] if found else None
 
 
+#: a power of 2 or 10 written out ("2^24", "2**20", "10^6")
+_POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?![\d.])")
+#: a table's rows by its width, with the word for rows between ("2^24 صف × 1024", "1M rows x 512")
+_ROWS_BY = re.compile(r"(\d{1,10})\s*(?:rows?|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
+                      r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)
+
+
 def _plain_digits(text: str) -> str:
     """Numbers as Python writes them for reading ("50_000_000", "10,000", "10.000", "10 000" with a
     narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)  # "32,5 milliards" -> "32.5 milliards"
+    text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)  # "2^24 rows" -> "16777216 rows"
+    text = _ROWS_BY.sub(r"\1 x \2", text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 
 

@@ -85,7 +85,7 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
 #: concept answer that its words also touch.
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
-                               "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions"})
+                               "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches"})
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})
@@ -453,7 +453,12 @@ class Assistant:
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
             marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language)}
             figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
-        if sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
+        if "snippet" in analysis.asks and any(f.snippet for f in sizes):
+            # code asked for and filled with the asker's own shapes, mesh and devices: it is the
+            # answer, before any short answer's toy code (which is left out)
+            figures = [f.model_copy(update={"snippet": None}) if f.kind == ANSWER else f for f in figures]
+            figures, sizes = [*sizes, *figures], []
+        elif sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
             settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
                        and not self.sizing.asks_to_fit(question))

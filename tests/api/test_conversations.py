@@ -510,3 +510,16 @@ def test_a_kernel_s_shared_memory_asked_again_on_another_card_is_set_against_tha
         "**On the H100, a thread block may use up to 227.00 KiB of shared memory:**")
     assert "it fits, 28.63 KiB to spare" in second["answer"] or "28.63 KiB" in second["answer"]
     assert "75%" not in second["answer"]  # not JAX's pool on the card
+
+
+def test_a_follow_up_changing_the_number_of_microbatches_gets_the_new_split_and_no_code_again(client):
+    first = _ask(client, {"question": "Vou pré-treinar um ByT5 com o T5X numa TPU v3-8. Pensei em BATCH_SIZE = 1024 e "
+                                      "trainer.num_microbatches = 16. Isso dá 64 exemplos por step, 8 por core, e ele "
+                                      "atualiza o gradiente a cada 16 steps, certo?"})
+    assert first["answer"].startswith("**Microbatches:** 1024 exemplos em 16 microbatches dão 64 por microbatch")
+    assert "não uma vez a cada 16 steps" in first["answer"]
+    second = _ask(client, {"question": "E se eu usar num_microbatches = 8? quantos exemplos por core por microbatch, "
+                                       "e a memória de ativação dobra?", "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["language"] == "pt"
+    assert "16 por dispositivo" in second["answer"] and "De 16 para 8 microbatches" in second["answer"]
+    assert "```" not in second["answer"]  # no code was asked for: the earlier turn's code is not shown again

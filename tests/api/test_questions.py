@@ -163,3 +163,18 @@ def test_every_next_step_after_a_tried_item_is_a_short_answer_that_exists():
     known = {a.id for a in load_figures().data.answers}
     named = {then.answer for t in load_intents().intents.tried for then in t.then}
     assert named and named <= known, sorted(named - known)
+
+
+@pytest.mark.parametrize("language, text", [
+    ("pt", "E se eu usar num_microbatches = 8? quantos exemplos por core por microbatch?"),
+    ("en", "How many examples per device does a global batch of 512 give on a v4-32?"),
+    ("es", "Por ejemplo, con batch 8 en una v5e-8, ¿cuánta memoria usan las activaciones?"),
+    ("fr", "Par exemple avec un batch de 64, combien de mémoire par puce ?"),
+])
+def test_training_examples_counted_and_for_example_do_not_ask_for_code(language, text):
+    assert "snippet" not in analyse(text, language).asks
+
+
+def test_an_example_asked_for_is_still_code_asked():
+    assert "snippet" in analyse("give me an example of donate_argnums", "en").asks
+    assert "snippet" in analyse("me dá um exemplo de código com lax.map", "pt").asks

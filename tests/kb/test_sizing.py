@@ -1642,3 +1642,86 @@ def test_a_desktop_s_share_is_kept_out_of_the_split_and_a_proposed_share_is_judg
                  "lassen, der Desktop (Xorg usw.) belegt schon 1100 MiB. Welchen Wert für XLA_PYTHON_CLIENT_MEM_FRACTION "
                  "soll ich pro Prozess setzen? Reicht 0.33?", "de")
     assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.30`" in line.text and "`.33` für jeden geht nicht" in line.text
+
+
+def test_a_batch_split_into_microbatches_gives_each_microbatch_and_each_device_its_examples():
+    # T5X on a v3-8 (8 devices): 1024 in 16 microbatches is 64 per microbatch, 8 per device; the
+    # update is once per step, not once every 16 steps
+    first = ("Pensei em BATCH_SIZE = 1024 e trainer.num_microbatches = 16 numa TPU v3-8. Isso dá 64 exemplos "
+             "por step, 8 por core, e ele atualiza o gradiente a cada 16 steps, certo?")
+    line = next(a for a in SIZING.answer(first, "pt", asked=True) if a.subject == "microbatches")
+    assert "64 por microbatch" in line.text and "8 por dispositivo" in line.text
+    assert "uma vez por step" in line.text and "não uma vez a cada 16 steps" in line.text
+    # the follow-up changes the count: twice the examples per microbatch, so twice the activations
+    second = "E se eu usar num_microbatches = 8? a memória de ativação dobra?"
+    again = SIZING.answer(second, "pt", asked=True, earlier=first)
+    assert again[0].subject == "microbatches"
+    assert "De 16 para 8 microbatches" in again[0].text and "2 × maiores" in again[0].text
+    assert "16 por dispositivo" in again[0].text
+
+
+def test_microbatches_under_multisteps_update_every_k_calls_and_uneven_splits_are_named():
+    text = "global batch 1000, optax.MultiSteps with every_k_schedule=8 on 4 GPUs: how many examples per GPU?"
+    line = next(a for a in SIZING.answer(text, "en", asked=True) if a.subject == "microbatches")
+    assert "125 per microbatch" in line.text and "31.25 per device" in line.text
+    assert "once every 8 calls" in line.text and "is not a multiple of 8" not in line.text
+    assert "do not split evenly over 4 devices" in line.text  # 125 examples
+    # no count of microbatches in the turn: no such line
+    assert not [a for a in SIZING.answer("batch 1024 on a v4-8, does it fit?", "en", asked=True)
+                if a.subject == "microbatches"]
+
+
+def test_what_is_left_per_chip_after_the_weights_and_each_amount_the_turn_names():
+    # 235e9 B of FP8 weights over a v6e-8: 27.36 GiB per chip; with 384 MiB reserved 3.52 GiB stay,
+    # with 1921 MiB 2.02 GiB (31.25 GiB usable per chip)
+    first = "在 v6e-8 上用 TP=8 跑 Qwen3-235B-A22B，加载时要把 FP8 MoE 权重 requantize。"
+    second = "模型 FP8 权重按 235B 参数 × 1 字节算。每颗芯片放完权重再加 384 MiB 预留，还剩多少 HBM？如果还是 1921 MiB 那种呢？"
+    lines = SIZING.answer(second, "zh", asked=True, earlier=first)
+    assert [a.subject for a in lines] == ["left_after"]
+    assert "27.36 GiB" in lines[0].text and "还剩 3.52 GiB" in lines[0].text and "还剩 2.02 GiB" in lines[0].text
+    one = SIZING.answer("Serving a 70B model in bf16 on a v5e-16, weights sharded over the 16 chips. After the weights "
+                        "plus 2 GiB for activations, how much is left per chip for the KV cache?", "en", asked=True)
+    assert one[0].subject == "left_after" and "15.75 GiB − 8.15 GiB" in one[0].text and "5.60 GiB left" in one[0].text
+    # nothing named to take away: the weights' own line, no such sum
+    assert "left_after" not in [a.subject for a in SIZING.answer(
+        "70B in bf16 on a v5e-16 sharded over 16 chips: how much is left per chip?", "en", asked=True)]
+
+
+def test_a_shard_map_skeleton_asked_for_is_filled_with_the_asker_s_mesh_axis_and_array_and_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # the asker's mesh of 8 named 'model', their [128, 3072, 4096] int8 weights split by experts, lax.map of 1;
+    # run here on 4 CPU devices with the device count changed to 4 (the same code, a smaller mesh)
+    text = ("给我一个 shard_map + lax.map(batch_size=1) 的骨架，按我们的 mesh（8 个设备，轴名 'model'），"
+            "int8 权重 [128,3072,4096] 按 expert 轴切。")
+    code = next(x.snippet for x in SIZING.answer(text, "zh", True) if x.snippet)
+    assert 'jax.make_mesh((8,), ("model",))' in code and 'P("model", None, None)' in code
+    assert "[16, 3072, 4096] on each device, 192.00 MiB of 1.50 GiB" in code and "batch_size=1)" in code
+    small = code.replace("make_mesh((8,)", "make_mesh((4,)").replace("(128, 3072, 4096)", "(8, 64, 32)")
+    script = tmp_path / "skeleton.py"
+    script.write_text(small, "utf-8")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "'model', None, None) (2, 64, 32)" in run.stdout  # each device's own block
+
+
+def test_a_table_written_as_a_power_of_two_rows_trained_with_adam_gets_its_state_per_chip_and_without_donation():
+    # 2^24 × 1024 float32 = 64 GiB of parameters; Adam: 16 B per parameter = 256 GiB, over 64 chips 4 GiB;
+    # not donated, the old weights and moments (12 B per parameter) stay beside the new: 3 GiB more per chip
+    text = ("TPU v4-128 (64 chips). الجدول عندي 2^24 صف × 1024 بعد float32 ومعاه Adam (mu و nu)، كله متقسم على "
+            "الـ64 chip. كم ياخذ لكل chip؟ ولو ما سويت donation للـ state كم يزيد؟")
+    state = next(a for a in SIZING.answer(text, "ar", asked=True) if a.subject == "training_state")
+    assert "256.00 GiB" in state.text and "4.00 GiB لكل جهاز" in state.text
+    assert "3.00 GiB إضافية لكل جهاز" in state.text and "7.00 GiB" in state.text
+    en = next(a for a in SIZING.answer("embedding table of 2**24 rows x 1024 in float32, trained with Adam, sharded "
+                                       "over 64 chips of a v4-128: per chip, and without donation?", "en", asked=True)
+              if a.subject == "training_state")
+    assert "4.00 GiB per device" in en.text and "3.00 GiB more per device" in en.text
+    # donation not said to be off: no such line
+    donated = next(a for a in SIZING.answer("table of 2^24 rows x 1024 float32 with Adam sharded over the 64 chips of a "
+                                            "v4-128, state donated: per chip?", "en", asked=True)
+                   if a.subject == "training_state")
+    assert "Without donation" not in donated.text
