@@ -353,6 +353,11 @@ class Assistant:
             if named and not (own and (conversation.asks_for_that_code(question)
                                        or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named
+            elif named and own and not conversation.asks_for_that_code(question):
+                # "a train_step with donation, and a way to see which arrays are still alive": the
+                # conversation's code and each other piece this turn names
+                mine = {f.subject for f in own}
+                own = [*own, *(f for f in named if f.subject not in mine)]
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:
             figures = self.parts.figures.follow_up_answers(context.subject, question, language)
@@ -915,6 +920,13 @@ class Assistant:
         else:  # asked again: the arithmetic an earlier turn gave word for word is not the new figure asked
             new = [f for f in figures if not (f.kind == SIZING and f.text in seen.lines)]
             figures = new if any(f.kind == SIZING for f in new) or not any(f.kind == SIZING for f in figures) else figures
+        # code or a configuration asked for, and every line would be the earlier answer's again, word for
+        # word, none with code to hand over: said so, rather than given twice (a figure or a setting
+        # asked again, "so how many sequences at most?", is its line again; code asked again is given)
+        repeated = (bool(figures) and bool(seen.lines) and analysis is not None and "snippet" in analysis.asks
+                    and "flag" not in analysis.asks and all(f.text in seen.lines and not f.snippet for f in figures))
+        if repeated:
+            figures = []
         shown.lines |= {f.text for f in figures}
         for figure in figures:  # a figure or short answer asked for, with its code when it has some
             lines += [figure.text, *self.parts.snippet_lines(figure.snippet, shown_code)]
@@ -969,9 +981,14 @@ class Assistant:
         # a verdict from the user's numbers with its steps is the answer; the guide's passage is
         # among the sources, not repeated as a card
         cards = [r for r in cards if r.citation not in seen.cards]  # a card an earlier turn showed
+        if repeated:  # (nor passages found by this turn's words in place of the answer it repeats)
+            cards = []
         cards = cards[: 0 if verdict and steps else 1 if steps else MAX_CARDS]
         shown.cards |= {r.citation for r in cards}
-        if not (verdict or figures or steps or cards or lead is not None or stated or line) and seen.lines | seen.cards:
+        if repeated and not (verdict or steps or lead is not None or stated):
+            # code or a setting asked for that the earlier answer already gave all there is of
+            lines += [self._msg("same_as_before", language), ""]
+        elif not (verdict or figures or steps or cards or lead is not None or stated or line) and seen.lines | seen.cards:
             # a follow-up with nothing its earlier answers did not already say: said so, with what
             # would decide it (the next steps), not the same passages again
             lines += [self._msg("nothing_new", language), ""]

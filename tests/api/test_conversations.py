@@ -523,3 +523,29 @@ def test_a_follow_up_changing_the_number_of_microbatches_gets_the_new_split_and_
     assert second["follow_up"] and second["language"] == "pt"
     assert "16 por dispositivo" in second["answer"] and "De 16 para 8 microbatches" in second["answer"]
     assert "```" not in second["answer"]  # no code was asked for: the earlier turn's code is not shown again
+
+
+def test_a_follow_up_asking_for_two_pieces_of_code_gets_both(client):
+    # the table's state first (2^24 × 1024 float32 with Adam over 64 chips: 4 GiB each), then "write me a
+    # train_step with donation for my state, and a way to see which arrays are still alive on the device"
+    first = _ask(client, {"question": "الجدول عندي 2^24 صف × 1024 بعد float32 ومعاه Adam (mu و nu)، كله متقسم على "
+                                      "الـ64 chip في TPU v4-128. كم ياخذ لكل chip؟ ولو ما سويت donation للـ state كم يزيد؟"})
+    assert "4.00 GiB" in first["answer"] and "3.00 GiB" in first["answer"]
+    second = _ask(client, {"question": "اكتب لي train_step مع donation يناسب الـ state حقي، وطريقة أشوف فيها أي arrays "
+                                       "لسا عايشة على الجهاز", "conversation_id": first["conversation_id"]})
+    assert second["language"] == "ar" and second["follow_up"]
+    blocks = second["answer"].split("```python")[1:]
+    assert any("donate_argnums" in b for b in blocks) and any("jax.live_arrays()" in b for b in blocks)
+
+
+def test_a_configuration_asked_for_that_the_earlier_answer_already_holds_is_not_given_again_word_for_word(client, assistant):
+    first = _ask(client, {"question": "Je lance avec launchpad un learner + des acteurs sur une seule A100 40GB. Les process "
+                                      "ont XLA_PYTHON_CLIENT_MEM_FRACTION=.2 et XLA_PYTHON_CLIENT_PREALLOCATE=false. Du coup "
+                                      "avec preallocate=false chaque process peut prendre ce qu'il veut non ?"})
+    assert "**XLA_PYTHON_CLIENT_PREALLOCATE**" in first["answer"]
+    third = _ask(client, {"question": "Écris-moi la config launchpad (PythonProcess env) pour mon setup.",
+                          "conversation_id": first["conversation_id"]})
+    assert third["follow_up"] and third["grounded"] and third["language"] == "fr"
+    assert "**XLA_PYTHON_CLIENT_PREALLOCATE**" not in third["answer"]  # not the same paragraph again
+    said = [message(assistant.catalogue, key, "fr")[:40] for key in ("same_as_before", "nothing_new")]
+    assert third["answer"].startswith(tuple(said)), third["answer"]
