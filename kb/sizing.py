@@ -1105,7 +1105,7 @@ class Sizing:
                               pool90=format_bytes(0.9 * card))
             return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(0.9 * card),
                                 sources=["computed"], cite=POOL_CITE)
-        unified = "tf_force_unified_memory" in (text or "").lower()
+        unified = bool(_UNIFIED_SAID.search((text or "").lower()))
         if unified and 0 < fraction <= 1:  # ".80 with unified memory": the pool stays on the card
             text_ = self._msg("pool_unified_under_one", language, fraction=_num(fraction), card=format_bytes(card),
                               pool=format_bytes(fraction * card), total=format_bytes(4 * card),
@@ -1119,6 +1119,11 @@ class Sizing:
         text_ = self._msg("pool_unified" if unified else "pool_over_one", language, fraction=_num(fraction),
                           card=format_bytes(card), total=format_bytes(fraction * card),
                           host=format_bytes((fraction - 1) * card))
+        ram = s.values.get("host_ram")
+        if unified and ram:  # the host RAM said ("node pe 64 GB RAM"): whether it holds the part beyond the card
+            beyond = (fraction - 1) * card
+            text_ = self._join([text_, self._msg("pool_beyond_host_ok" if beyond <= 0.9 * ram else "pool_beyond_host_short",
+                                                 language, ram=format_bytes(ram), host=format_bytes(beyond))], language)
         if _PLATFORM_ALLOCATOR.search((text or "").lower()):
             # the platform allocator has no pool: neither the fraction nor unified memory applies
             text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
@@ -2875,6 +2880,10 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
+#: CUDA unified memory named, by its setting or in words ("unified memory try karta hu")
+_UNIFIED_SAID = re.compile(r"tf_force_unified_memory|unified[ -]memory|memoria unificada|mem[oó]ria unificada|mémoire unifiée|"
+                           r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"
+                           r"통합 메모리|الذاكرة الموحدة|यूनिफाइड मेमोरी")
 #: a GPU pool setting written out (XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, TF_FORCE_UNIFIED_MEMORY=1)
 _POOL_SETTING = re.compile(r"(?:XLA_(?:PYTHON_)?CLIENT_[A-Z_]+|TF_FORCE_UNIFIED_MEMORY)\s*[=:]\s*[\"']?[\w.]+",
                            re.IGNORECASE)

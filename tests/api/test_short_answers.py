@@ -701,3 +701,16 @@ def test_offloading_to_the_host_failing_with_the_device_half_empty_is_the_pinned
         "crasht mit einem OOM, aber laut Profiler ist das HBM nur halb voll. Ist das überhaupt ein Device-OOM?")]
     assert ids == ["pinned_host_pool"], ids
     assert "optimizer_offload" in {a.id for a in FIGURES.short_answers_of("how do I offload the optimizer state to host?")}
+
+
+@pytest.mark.parametrize("language, question", [
+    ("hi", "bhai inference pe ~80 GB VRAM allocate karne ki koshish kar raha hai. mere paas Tesla V100 16GB hain (4 cards). "
+           "kya 4 GPU mila ke chala sakte hai?"),
+    ("fr", "J'ai 4 A100 40GB sur le nœud, JAX ne peut pas les combiner pour avoir 160 Go pour mon modèle ?"),
+    ("de", "Kann JAX den Speicher meiner zwei RTX 3090 zusammenlegen, damit das Modell mit 40 GB passt?"),
+])
+def test_the_memory_of_several_gpus_asked_to_be_combined_is_said_not_to_pool(client, language, question):
+    answer = client.post("/v1/ask", json={"question": question}).json()
+    assert answer["grounded"] and answer["language"] == language
+    assert any(f["subject"] == "gpus_not_pooled" for f in answer["figures"]), answer["answer"]
+    assert "NamedSharding" in answer["answer"] and "TF_FORCE_UNIFIED_MEMORY=1" in answer["answer"]

@@ -1725,3 +1725,17 @@ def test_a_table_written_as_a_power_of_two_rows_trained_with_adam_gets_its_state
                                             "v4-128, state donated: per chip?", "en", asked=True)
                    if a.subject == "training_state")
     assert "Without donation" not in donated.text
+
+
+def test_unified_memory_named_in_words_gets_the_pool_beyond_the_card_and_the_host_ram_check():
+    # "I'll try unified memory; with MEM_FRACTION=6 what is the cap and how much host RAM? the node has 64 GB":
+    # 6 × 16 GiB = 96 GiB, 80 GiB of it beyond the card, more than 64 GiB of host RAM can hold
+    lines = SIZING.answer("theek hai unified memory try karta hu. agar XLA_PYTHON_CLIENT_MEM_FRACTION=6 rakhu to cap "
+                          "kitna banega aur host RAM kitna chahiye? node pe 64 GB RAM hai",
+                          "hi", asked=True, earlier="mere paas Tesla V100 16GB hain (4 cards).")
+    pool = next(a for a in lines if a.subject == "pool_shares")
+    assert "6 × 16.00 GiB = 96.00 GiB" in pool.text and "80.00 GiB" in pool.text
+    assert "64.00 GiB होस्ट RAM" in pool.text and ".95" not in pool.text
+    roomy = next(a for a in SIZING.answer("with unified memory and XLA_PYTHON_CLIENT_MEM_FRACTION=4 on a V100 16GB, the "
+                                          "node has 128 GB RAM: enough?", "en", asked=True) if a.subject == "pool_shares")
+    assert "48.00 GiB" in roomy.text and "holds those 48.00 GiB" in roomy.text
