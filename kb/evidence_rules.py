@@ -401,6 +401,8 @@ def _holds_whole_batch(shape: Any, batch: Any, devices: Any) -> bool:
 _LAYOUT = re.compile(r"\[(\d+(?:,\d+)*)\]\{(\d+(?:,\d+)*):T\((\d+),(\d+)\)")
 #: The minor-most dimension is named as the cause where its tile pads it at least this many times.
 MINOR_PADDING_MIN = 4
+#: The second-minor one, padded to the tile's rows (8 in f32, 16 or 4 in narrower types), where that is at least this
+SECOND_PADDING_MIN = 2
 
 
 def _padded_minor(shape: Any) -> dict[str, Any]:
@@ -416,9 +418,19 @@ def _padded_minor(shape: Any) -> dict[str, Any]:
         return {}
     minor = dims[layout[0]]
     padded = -(-minor // tile) * tile
-    if padded < MINOR_PADDING_MIN * minor:
+    if padded >= MINOR_PADDING_MIN * minor:
+        return {"padding_minor_dim": minor, "padding_minor_padded": padded}
+    # the second-minor dimension padded to the tile's rows ("bf16[2048,1,2048,128]{0,1,3,2:T(4,128)}":
+    # the size-1 axis stored as 4)
+    rows = int(m.group(3))
+    if len(layout) < 2 or layout[1] >= len(dims) or dims[layout[1]] <= 0:
         return {}
-    return {"padding_minor_dim": minor, "padding_minor_padded": padded}
+    second = dims[layout[1]]
+    stored = -(-second // rows) * rows
+    if stored < SECOND_PADDING_MIN * second:
+        return {}
+    return {"padding_second_dim": second, "padding_second_padded": stored, "padding_second_axis": layout[1],
+            "padding_tile": f"T({rows},{tile})"}
 
 
 PROPOSED_AFTER = 8  # characters after a value where a postposed condition says it is proposed ("=.3으로 하면")

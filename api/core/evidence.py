@@ -162,7 +162,8 @@ def _padding_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     facts["padding_allocation_bytes"] = worst.size_bytes
     facts["padding_unpadded_bytes"] = worst.unpadded_size_bytes
     facts["padding_extra_bytes"] = worst.padding_bytes
-    whole = error.used_bytes or error.available_bytes
+    # of the memory in use, else (a log cut to its program's part) of the program's requirement
+    whole = error.used_bytes or error.available_bytes or error.program_bytes or error.hlo_temp_bytes
     if whole:
         facts["padding_extra_fraction"] = _fraction(worst.padding_bytes, whole)
 

@@ -1409,3 +1409,30 @@ def test_cudnn_that_did_not_start_on_a_nearly_empty_card_is_not_memory(client):
     full = log.replace("23622320128 bytes free", "402653184 bytes free")
     r = ask(client, "conv net dies at the first step. is this out of memory?", full)
     assert r.answer.startswith("**cuDNN failed to start with only 384.00 MiB of the card's 23.65 GiB free (1.6%)")
+
+
+# a program's part of the report only (no "Used X of Y"): one buffer whose size-2 axis is second-minor in
+# its layout, stored as the f32 tile's 8 rows: 4× (1 GiB of data in 4 GiB), and the temporaries 50% used
+SECOND_MINOR_LOG = """Program hbm requirement 14.20G:
+    global            2.36M
+    HLO temp         14.20G (50.1% utilization: Unpadded (7.12G) Padded (14.19G), 0.0% fragmentation (5.52M))
+
+  Largest program allocations in hbm:
+
+  1. Size: 4.00G
+     Shape: f32[8192,2,16384]{0,1,2:T(8,128)}
+     Unpadded size: 1.00G
+     Extra memory due to padding: 3.00G (4.0x expansion)
+     XLA label: broadcast.77 = broadcast(bitcast.3), dimensions={0,2}
+     Allocation type: HLO temp
+     ==========================
+"""
+
+
+def test_a_small_second_minor_axis_padded_to_the_tile_s_rows_is_named_with_its_fix(client):
+    r = ask(client, "what is this 4.0x expansion?", error_log=SECOND_MINOR_LOG)
+    assert r.verdict and "size-2 axis (axis 1)" in r.verdict and "`T(8,128)`" in r.verdict
+    assert "stores it as 8 rows" in r.verdict and "about 1.00 GiB" in r.verdict
+    assert "hbm-newer-tpu" not in ids(r)
+    ko = ask(client, "로그에 4.0x expansion 이라고 나오는데 이게 뭔가요?", error_log=SECOND_MINOR_LOG)
+    assert ko.language == "ko" and "크기 2인 축(축 1)" in ko.verdict
