@@ -142,6 +142,8 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
         facts["largest_allocation_fraction"] = _fraction(facts["largest_allocation_bytes"], capacity)
     if error.free_bytes is not None and error.requested_bytes:
         facts["free_fraction"] = _fraction(error.free_bytes, error.requested_bytes)
+    if error.signature == "tpu_runtime_reserve_program" or error.program_name:
+        facts["program_load"] = True  # a compiled program's reservation at load time, not one array
     if error.exceeded_by_bytes and capacity:
         facts["exceeded_fraction"] = _fraction(error.exceeded_by_bytes, capacity)
 

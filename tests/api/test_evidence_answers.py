@@ -1436,3 +1436,19 @@ def test_a_small_second_minor_axis_padded_to_the_tile_s_rows_is_named_with_its_f
     assert "hbm-newer-tpu" not in ids(r)
     ko = ask(client, "로그에 4.0x expansion 이라고 나오는데 이게 뭔가요?", error_log=SECOND_MINOR_LOG)
     assert ko.language == "ko" and "크기 2인 축(축 1)" in ko.verdict
+
+
+PROGRAM_LOAD_LOG = ("XlaRuntimeError: RESOURCE_EXHAUSTED: Error loading program 'jit_train_step': Attempting to reserve "
+                    "12.20G at the bottom of memory. That was not possible. There are 310.50M free, 0B reserved, and "
+                    "310.50M reservable.")
+
+
+def test_a_program_that_cannot_be_loaded_is_read_as_arrays_from_outside_the_call_filling_the_hbm(client):
+    r = ask(client, "it compiled fine, why does it fail when it starts?", error_log=PROGRAM_LOAD_LOG)
+    assert r.verdict.startswith("This is the compiled program being loaded, not one array")
+    assert "12.20 GiB" in r.verdict and "310.50 MiB" in r.verdict and "`donate_argnums`" in r.verdict
+    assert "rt-fragmentation" not in ids(r)
+    # an array's own failed reservation (no program named) keeps the general reading
+    plain = ask(client, error_log="RESOURCE_EXHAUSTED: Attempting to allocate 12.20G. That was not possible. "
+                                  "There are 310.50M free.")
+    assert not (plain.verdict or "").startswith("This is the compiled program being loaded")
