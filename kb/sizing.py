@@ -51,6 +51,7 @@ LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 BLOCKS_CITE = "scoped-vmem-oom#retune-kernel"
 BUCKETS_CITE = "e1000-compile-hbm-oom#scenario-3c-padding"
 SLICE_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+SMEM_CITE = "scoped-vmem-oom#retune-kernel"  # the kernel's own memory: smaller tables, more calls
 ANALYSIS_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KEPT_CITE = "tensor-lifetime-leaks#memory-profile-timeline"
 MiB = 1 << 20
@@ -626,6 +627,10 @@ class Sizing:
             if per_slice is not None:
                 lines.insert(lines.index(state) + 1, per_slice)
         lines = self._left_after(text, earlier, lines, language)
+        lines = self._data_on_host(text, earlier, lines, language)
+        table = self._smem_table(text, language)
+        if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
+            lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
         split = self._microbatches(text, earlier, language)
         if split is not None:  # "num_microbatches = 8: how many per core, do the activations double?"
             lines.insert(0, split)
@@ -1403,6 +1408,57 @@ class Sizing:
         line = FigureAnswer(kind=KIND, subject="left_after", text=text, value_bytes=int(memory - share - amounts[0]),
                             sources=["computed"], cite=weights.cite)
         return [line, *(a for a in lines if a is not weights)]
+
+    def _data_on_host(self, turn: str, earlier: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
+        """A dataset put on the GPU whole that is larger than the card: no pool share fits it; the data
+        stays on the host and goes over one batch at a time (with what a batch of rows takes)."""
+        s = self.read(f"{earlier}\n{turn}" if earlier else turn)
+        tensor = next((a for a in lines if a.subject == "tensor" and a.value_bytes), None)
+        if (tensor is None or "dataset" not in s.cues or not (s.gpu and s.card_memory)
+                or tensor.value_bytes <= MAX_POOL_SHARE * s.card_memory):
+            return lines
+        shapes = [[int(d) for d in re.findall(r"\d+", m.group(0))] for m in _SHAPE.finditer(_plain_digits(turn).lower())]
+        if not shapes or shapes[-1][0] < DATA_BATCH_ROWS:
+            return lines
+        row = tensor.value_bytes / shapes[-1][0]
+        extra = self._msg("data_on_host", language, card=format_bytes(s.card_memory),
+                          most=format_bytes(MAX_POOL_SHARE * s.card_memory), batch_rows=_grouped(DATA_BATCH_ROWS, language),
+                          batch_size=format_bytes(row * DATA_BATCH_ROWS))
+        return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor else a
+                for a in lines]
+
+    def _smem_table(self, turn: str, language: str) -> FigureAnswer | None:
+        """A table passed by scalar prefetch (or kept in SMEM) with its element count or shape: its
+        bytes against a core's SMEM (about 1 MiB from v4 on), the most entries of its dtype that fit,
+        and, over it, how many pieces or which narrower dtype bring it under."""
+        s = self.read(turn)
+        if "smem_named" not in s.cues:
+            return None
+        low = _plain_digits(turn).lower()
+        counts = [int(float(m.group(1))) for m in _ELEMENT_COUNT.finditer(low)]
+        if not counts:
+            shapes = [math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) for m in _SHAPE.finditer(low)]
+            counts = [n for n in shapes if n >= 1000]
+        if not counts:
+            return None
+        entries = counts[-1]
+        dtype = s.dtype if s.dtype is not None and s.dtype.bytes <= 4 else None
+        size_b, name = (dtype.bytes, dtype.name) if dtype else (4, "int32")
+        size = entries * size_b
+        most = int(SMEM_BYTES // size_b)
+        values = dict(entries=_grouped(entries, language), bytes=_num(size_b), dtype=name, size=format_bytes(size),
+                      smem=format_bytes(SMEM_BYTES), most=_grouped(most, language))
+        if size <= SMEM_BYTES:
+            tail = self._msg("smem_table_fits", language, left=format_bytes(SMEM_BYTES - size))
+        else:
+            parts = math.ceil(size / (SMEM_BYTES * SMEM_TABLE_SHARE))
+            per = math.ceil(entries / parts)
+            tail = self._msg("smem_table_over", language, over=format_bytes(size - SMEM_BYTES), parts=parts,
+                             per=_grouped(per, language), per_size=format_bytes(per * size_b),
+                             half=format_bytes(entries * 2))
+        text = self._join([self._msg("smem_table", language, **values), tail], language)
+        return FigureAnswer(kind=KIND, subject="smem_table", text=text, value_bytes=int(size),
+                            sources=["computed"], cite=SMEM_CITE)
 
     def _microbatches(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
         """A batch split into the number of microbatches the newest turn states: the examples per
@@ -2880,6 +2936,17 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
+#: a count of elements ("300,000 要素", "300000 entries", "1.2M elements")
+_ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|entradas|elementos|éléments|elemente|einträge|"
+                            r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
+#: the most of a card JAX's pool can usefully take (`XLA_PYTHON_CLIENT_MEM_FRACTION=.95`, the CUDA context beside it)
+MAX_POOL_SHARE = 0.95
+#: the rows of a batch moved to the device at a time, in the example a dataset too large for the card gets
+DATA_BATCH_ROWS = 4096
+#: SMEM per TensorCore, about (v4 and later; the compile error states the exact figure), and the share of
+#: it a scalar-prefetched table should keep to, beside the kernel's other scalars
+SMEM_BYTES = 1 << 20
+SMEM_TABLE_SHARE = 0.75
 #: CUDA unified memory named, by its setting or in words ("unified memory try karta hu")
 _UNIFIED_SAID = re.compile(r"tf_force_unified_memory|unified[ -]memory|memoria unificada|mem[oó]ria unificada|mémoire unifiée|"
                            r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"
@@ -3182,8 +3249,14 @@ def _process_count(text: str) -> int | None:
 #: a power of 2 or 10 written out ("2^24", "2**20", "10^6")
 _POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?![\d.])")
 #: a table's rows by its width, with the word for rows between ("2^24 صف × 1024", "1M rows x 512")
-_ROWS_BY = re.compile(r"(\d{1,10})\s*(?:rows?|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
+_ROWS_BY = re.compile(r"(\d{1,10}(?:\.\d+)?)\s*(k|m|mio|mi|million|millions|millones|milhões)?\s*(?:rows?|linhas|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
                       r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)
+
+
+def _rows_by(m: re.Match[str]) -> str:
+    """"100M linhas × 64" as the shape it is, "100000000 x 64"."""
+    scale = {"k": 1e3}.get((m.group(2) or "").lower(), 1e6 if m.group(2) else 1)
+    return f"{int(float(m.group(1)) * scale)} x {m.group(3)}"
 
 
 def _plain_digits(text: str) -> str:
@@ -3191,7 +3264,7 @@ def _plain_digits(text: str) -> str:
     narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)  # "32,5 milliards" -> "32.5 milliards"
     text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)  # "2^24 rows" -> "16777216 rows"
-    text = _ROWS_BY.sub(r"\1 x \2", text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
+    text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 
 

@@ -1739,3 +1739,31 @@ def test_unified_memory_named_in_words_gets_the_pool_beyond_the_card_and_the_hos
     roomy = next(a for a in SIZING.answer("with unified memory and XLA_PYTHON_CLIENT_MEM_FRACTION=4 on a V100 16GB, the "
                                           "node has 128 GB RAM: enough?", "en", asked=True) if a.subject == "pool_shares")
     assert "48.00 GiB" in roomy.text and "holds those 48.00 GiB" in roomy.text
+
+
+def test_a_scalar_prefetch_table_is_sized_against_smem_with_the_most_entries_and_the_pieces_that_fit():
+    # 300,000 int32 = 1.14 MiB over about 1 MiB of SMEM: at most 262,144 entries; two calls of 150,000 fit
+    line = next(a for a in SIZING.answer("Pallas (TPU v5e) で PrefetchScalarGridSpec(num_scalar_prefetch=1) で block "
+                                         "index テーブル (int32, 300,000 要素) を渡したら SMEM 足りない。何要素までいけるの？",
+                                         "ja", asked=True) if a.subject == "smem_table")
+    assert "300,000 × 4 B（int32）= 1.14 MiB" in line.text and "最大 262,144 個" in line.text
+    assert "150,000 要素ずつ 2 回" in line.text and "585.94 KiB" in line.text  # int16: 600,000 B
+    small = next(a for a in SIZING.answer("block table (512, 64) int32 by scalar prefetch into SMEM on v6e: does it fit?",
+                                          "en", asked=True) if a.subject == "smem_table")
+    assert "32,768 × 4 B (int32) = 128.00 KiB" in small.text and "It fits, with about 896.00 KiB left" in small.text
+    # no SMEM named: a table's size is not set against it
+    assert "smem_table" not in [a.subject for a in SIZING.answer("a (512, 64) int32 table on v6e: size?", "en", True)]
+
+
+def test_a_dataset_written_as_millions_of_rows_by_features_larger_than_the_card_stays_on_the_host():
+    # 100M × 64 float32 = 23.84 GiB: about the whole 24 GiB of an RTX 4090 (JAX's pool reaches about 22.80 GiB at
+    # most), so it stays a NumPy array on the host and goes over a batch at a time (4,096 rows = 1 MiB)
+    line = next(a for a in SIZING.answer("Meu X tem 100M linhas × 64 features float32, o ArrayDataset faz jnp.asarray "
+                                         "no dataset inteiro numa RTX 4090. Quanto isso ocupa na GPU?", "pt", True)
+                if a.subject == "tensor")
+    assert "[100000000, 64]" in line.text and "23.84 GiB" in line.text
+    assert "`to_jax=False`" in line.text and "4.096 linhas são 1.00 MiB" in line.text
+    # the same rows on an 80 GB card fit: no such advice
+    big = next(a for a in SIZING.answer("My X has 100M rows x 64 features float32, jnp.asarray on the whole dataset on an "
+                                        "A100 80GB. How much GPU memory?", "en", True) if a.subject == "tensor")
+    assert "to_jax=False" not in big.text
