@@ -130,7 +130,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles")
 
 
 class _Strict(BaseModel):
@@ -628,6 +628,7 @@ class Sizing:
                 lines.insert(lines.index(state) + 1, per_slice)
         lines = self._left_after(text, earlier, lines, language)
         lines = self._data_on_host(text, earlier, lines, language)
+        lines = self._tensor_part(text, lines, language)
         table = self._smem_table(text, language)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
@@ -1427,6 +1428,32 @@ class Sizing:
         return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor else a
                 for a in lines]
 
+    def _tensor_part(self, turn: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
+        """A shape whose axis the text counts with a word ("75 transmits") taken a part at a time ("15
+        transmits at a time"): the intermediate's size for that part."""
+        tensor = next((a for a in lines if a.subject == "tensor" and a.value_bytes), None)
+        if tensor is None:
+            return lines
+        low = _plain_digits(turn).lower()
+        shape = next((m for m in reversed(list(_SHAPE.finditer(low)))
+                      if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) >= 1 << 20), None)
+        if shape is None:
+            return lines
+        dims = [int(d) for d in re.findall(r"\d+", shape.group(0))]
+        counted: dict[str, list[int]] = {}
+        for p in _SIZE_AND_WORD.finditer(low):
+            if p.group(2) not in _NOT_AXIS_WORDS:
+                counted.setdefault(p.group(2), []).append(int(p.group(1)))
+        for word, numbers in counted.items():
+            whole = next((n for n in numbers if n in dims), None)
+            part = next((n for n in numbers if whole and 0 < n < whole), None)
+            if whole and part:
+                extra = self._msg("tensor_part", language, part=part, whole=whole, word=word,
+                                  chunk=format_bytes(tensor.value_bytes * part / whole))
+                return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor
+                        else a for a in lines]
+        return lines
+
     def _smem_table(self, turn: str, language: str) -> FigureAnswer | None:
         """A table passed by scalar prefetch (or kept in SMEM) with its element count or shape: its
         bytes against a core's SMEM (about 1 MiB from v4 on), the most entries of its dtype that fit,
@@ -1910,7 +1937,9 @@ class Sizing:
         shapes = [m for m in _SHAPE.finditer(text or "")]
         if not shapes:
             return None
-        m = shapes[-1]
+        # the last one large enough to matter ("[75, 128, 160000] ... 400x400 = 160000 points": not the 400x400)
+        m = next((x for x in reversed(shapes) if len(re.findall(r"\d+", x.group(0))) >= 2
+                  and math.prod(int(d) for d in re.findall(r"\d+", x.group(0))) >= 1 << 20), shapes[-1])
         dims = [int(d) for d in re.findall(r"\d+", m.group(0))]
         elements = 1
         for d in dims:
@@ -1935,7 +1964,8 @@ class Sizing:
             subject = "scores_tensor"
         elif (dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]  # [..., vocabulary]: logits, when a model is meant
               # a [rows, columns] matrix of a vocabulary's width is logits only where a model is named
-              and (len(dims) >= 3 or {"logits", "attention_named"} & s.cues or s.values.get("vocab"))):
+              and (len(dims) >= 3 or {"logits", "attention_named"} & s.cues or s.values.get("vocab"))
+              and not dtype_name.startswith("complex")):  # (a signal's complex samples are no model's logits)
             parts.append(self._msg("tensor_logits", language, vocab=_num(dims[-1])))
             subject = "logits_tensor"
             seq = dims[-2]
@@ -2452,7 +2482,8 @@ class Sizing:
         named), set against the device named."""
         v = s.values
         vocab, seq = v.get("vocab"), v.get("seq")
-        if "logits" not in s.cues or not (vocab and seq):
+        # asked about, or a large vocabulary named beside an OOM in training (what fills memory then)
+        if not (vocab and seq) or not ("logits" in s.cues or (vocab >= LOGITS_VOCAB_MIN and {"oom", "training"} <= s.cues)):
             return None
         batch, dtype_bytes, dtype_name, assumed = _per_batch(s)
         shown = _num(batch)
@@ -2464,6 +2495,10 @@ class Sizing:
                            twice=format_bytes(2 * size))]
         if s.device_memory:
             parts.append(self._share(s, size, language))
+        tiles = int(v.get("vocab_tiles") or 0)
+        if tiles > 1:  # MaxText's num_vocab_tiling: the loss over that many tiles of the tokens
+            parts.append(self._msg("logits_tiles", language, tiles=tiles, tokens=_num(batch * seq / tiles),
+                                   vocab=_num(vocab), bytes=_num(dtype_bytes), tile=format_bytes(size / tiles)))
         if assumed:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="logits", text=self._join(parts, language),
@@ -2943,6 +2978,8 @@ _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|e
 MAX_POOL_SHARE = 0.95
 #: the rows of a batch moved to the device at a time, in the example a dataset too large for the card gets
 DATA_BATCH_ROWS = 4096
+#: a vocabulary this large named beside an OOM in training: its logits are sized unasked
+LOGITS_VOCAB_MIN = 32000
 #: SMEM per TensorCore, about (v4 and later; the compile error states the exact figure), and the share of
 #: it a scalar-prefetched table should keep to, beside the kernel's other scalars
 SMEM_BYTES = 1 << 20
@@ -3246,11 +3283,29 @@ def _process_count(text: str) -> int | None:
     return max(found)[1] if found else None
 
 
+#: a shape written with its axes' names ("[transmits, channels, points]", "[batch, heads, seq]")
+_NAMED_AXES = re.compile(r"\[\s*([^\W\d][\w]{0,24}(?:\s*,\s*[^\W\d][\w]{0,24}){1,5})\s*\]")
+#: a size and the word it counts ("75 transmits", "160000 puntos"), and how far after the names they are looked for
+_SIZE_AND_WORD = re.compile(r"(?<![\w.x×])(\d{1,9})\s+([^\W\d]{2,24})")
+AXES_WINDOW = 240
+_NOT_AXIS_WORDS = frozenset({"gb", "gib", "mb", "mib", "kb", "kib", "tb", "bytes", "byte", "b", "x", "go", "mo", "de", "of",
+                             "and", "y", "e", "und", "et", "и", "steps", "epochs", "gpus", "gpu", "chips", "cores", "devices"})
 #: a power of 2 or 10 written out ("2^24", "2**20", "10^6")
 _POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?![\d.])")
 #: a table's rows by its width, with the word for rows between ("2^24 صف × 1024", "1M rows x 512")
 _ROWS_BY = re.compile(r"(\d{1,10}(?:\.\d+)?)\s*(k|m|mio|mi|million|millions|millones|milhões)?\s*(?:rows?|linhas|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
                       r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)
+
+
+def _axes_sized(m: re.Match[str], text: str) -> str:
+    """A shape written with its axes' names ("[transmits, channels, points]") as the sizes the text
+    gives them after it ("75 transmits, 128 canales, 400x400 = 160000 puntos"), in that order; as
+    written where it gives fewer."""
+    names = [n.strip() for n in m.group(1).split(",")]
+    after = text[m.end():m.end() + AXES_WINDOW]
+    sizes = [int(p.group(1)) for p in _SIZE_AND_WORD.finditer(after)
+             if p.group(2).lower() not in _NOT_AXIS_WORDS][:len(names)]
+    return f"[{', '.join(map(str, sizes))}]" if len(sizes) == len(names) else m.group(0)
 
 
 def _rows_by(m: re.Match[str]) -> str:
@@ -3264,6 +3319,7 @@ def _plain_digits(text: str) -> str:
     narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)  # "32,5 milliards" -> "32.5 milliards"
     text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)  # "2^24 rows" -> "16777216 rows"
+    text = _NAMED_AXES.sub(lambda m: _axes_sized(m, text), text)  # "[transmits, channels] ... 75 transmits, 128 canales"
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 

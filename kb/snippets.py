@@ -98,7 +98,17 @@ def _load(path: str, remedy_ids: tuple[str, ...]) -> Snippets:
 def snippet_markdown(snippet: Snippet, indent: str = "") -> list[str]:
     """The snippet as the lines of a fenced Markdown code block."""
     body = snippet.code.strip("\n").splitlines()
-    return [f"{indent}```python", *(f"{indent}{line}" if line else "" for line in body), f"{indent}```"]
+    return [f"{indent}```{_fence_language(snippet.code)}", *(f"{indent}{line}" if line else "" for line in body),
+            f"{indent}```"]
+
+
+def _fence_language(code: str) -> str:
+    """`python` for Python; `bash` for a command line (`python3 -m MaxText.train ... \\`), which is no Python."""
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return "bash"
+    return "python"
 
 
 # A snippet line that names the model's figures: `layers, batch, seq = 4, 2, 1024  # your model's figures here`.

@@ -39,6 +39,7 @@ from oomkb.kb.errors import QueryError
 from oomkb.kb.figures import ANSWER, FigureAnswer
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
+from oomkb.kb.commands import load_commands
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
 from oomkb.kb.snippets import fill_limit, fill_share, fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
@@ -131,6 +132,7 @@ class Assistant:
         self.parts = AnswerParts(self.catalogue)
         self.rules = load_rules(self.catalogue)
         self.sizing = load_sizing(self.parts.figures, self.rules.read_count_facts)
+        self.commands = load_commands()
         self.platforms = load_platforms()
         # what each conversation's answers showed, by its turns and language: a follow-up finds its
         # earlier turns' here instead of answering them again (bounded; the same turns give the same)
@@ -458,7 +460,16 @@ class Assistant:
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
             marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language)}
             figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
-        if "snippet" in analysis.asks and any(f.snippet for f in sizes):
+        said_all = "\n".join([*(t.question for t in earlier if t.question), question])
+        command = (self.commands.command(said_all, self._msg("command_from_conversation", language),
+                                         cite=next((f.cite for f in [*sizes, *figures] if f.cite), None))
+                   if self.commands.asks_for_one(question) else None)
+        if command is not None:
+            # "the train command for my setup": the tool's command with the settings the conversation
+            # stated is the answer; other code and the figures already given are not shown again
+            figures, sizes, chosen = [command], [], []
+            analysis = analysis.model_copy(update={"stated": []})
+        elif "snippet" in analysis.asks and any(f.snippet for f in sizes):
             # code asked for and filled with the asker's own shapes, mesh and devices: it is the
             # answer, before any short answer's toy code (which is left out)
             figures = [f.model_copy(update={"snippet": None}) if f.kind == ANSWER else f for f in figures]

@@ -549,3 +549,21 @@ def test_a_configuration_asked_for_that_the_earlier_answer_already_holds_is_not_
     assert "**XLA_PYTHON_CLIENT_PREALLOCATE**" not in third["answer"]  # not the same paragraph again
     said = [message(assistant.catalogue, key, "fr")[:40] for key in ("same_as_before", "nothing_new")]
     assert third["answer"].startswith(tuple(said)), third["answer"]
+
+
+def test_a_command_asked_for_after_a_maxtext_conversation_carries_the_settings_it_stated(client):
+    # gemma2-2b on a v5e-8: the logits (4 × 8192 × 256128 × 4 B = 31.27 GiB) without being named, then one
+    # vocabulary tile (2048 tokens: 1.95 GiB), then "the train command for my setup"
+    first = _ask(client, {"question": "MaxText로 gemma2-2b (vocab_size 256128) 를 v5e-8에서 per_device_batch_size=4, "
+                                      "max_target_length=8192 로 학습하려는데 컴파일에서 HBM OOM 나요. 뭐가 이렇게 먹는 거죠?"})
+    assert "31.27 GiB" in first["answer"]
+    cid = first["conversation_id"]
+    second = _ask(client, {"question": "num_vocab_tiling=16 으로 하면 logits 타일 하나가 얼마나 돼요?", "conversation_id": cid})
+    assert "1.95 GiB" in second["answer"] and "2048" in second["answer"]
+    third = _ask(client, {"question": "그럼 제 설정 그대로 돌릴 train 커맨드 좀 써주세요", "conversation_id": cid})
+    assert third["language"] == "ko" and third["follow_up"]
+    code = third["answer"].split("```bash")[1]
+    for setting in ("python3 -m MaxText.train", "model_name=gemma2-2b", "per_device_batch_size=4",
+                    "max_target_length=8192", "num_vocab_tiling=16"):
+        assert setting in code, code
+    assert "31.27 GiB" not in third["answer"]  # the figures already given are not repeated under it

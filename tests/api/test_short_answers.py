@@ -714,3 +714,13 @@ def test_the_memory_of_several_gpus_asked_to_be_combined_is_said_not_to_pool(cli
     assert answer["grounded"] and answer["language"] == language
     assert any(f["subject"] == "gpus_not_pooled" for f in answer["figures"]), answer["answer"]
     assert "NamedSharding" in answer["answer"] and "TF_FORCE_UNIFIED_MEMORY=1" in answer["answer"]
+
+
+def test_a_vmap_in_batches_asked_for_an_intermediate_that_does_not_fit_gets_lax_map_and_the_sizes(client):
+    answer = client.post("/v1/ask", json={"question": (
+        "Uso vbeam y el tensor intermedio [transmits, channels, points] no me cabe en la GPU: 75 transmits, 128 "
+        "canales, 400x400 = 160000 puntos, complex64, en una RTX A4000 de 16GB. Vi que JAX agregó algo tipo 'vmap por "
+        "lotes'. ¿Cuál es exactamente la API y cuánto ocupa el intermedio si proceso de a 15 transmits?")}).json()
+    assert answer["grounded"] and answer["language"] == "es"
+    assert "11.44 GiB" in answer["answer"] and "2.29 GiB" in answer["answer"]
+    assert "jax.lax.map" in answer["answer"] and "batch_size=" in answer["answer"]

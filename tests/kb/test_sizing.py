@@ -1767,3 +1767,15 @@ def test_a_dataset_written_as_millions_of_rows_by_features_larger_than_the_card_
     big = next(a for a in SIZING.answer("My X has 100M rows x 64 features float32, jnp.asarray on the whole dataset on an "
                                         "A100 80GB. How much GPU memory?", "en", True) if a.subject == "tensor")
     assert "to_jax=False" not in big.text
+
+
+def test_a_shape_written_with_axis_names_is_sized_from_the_counts_given_after_it_and_per_part():
+    # [transmits, channels, points] = [75, 128, 160000] complex64 (8 B): 11.44 GiB; 15 transmits at a time: 2.29 GiB
+    text = ("el tensor intermedio [transmits, channels, points] no me cabe en la GPU: 75 transmits, 128 canales, "
+            "400x400 = 160000 puntos, complex64, en una RTX A4000 de 16GB. ¿cuánto ocupa si proceso de a 15 transmits?")
+    line = next(a for a in SIZING.answer(text, "es", True) if a.subject == "tensor")  # complex samples: not logits
+    assert "[75, 128, 160000]" in line.text and "× 8 B (complex64) = 11.44 GiB" in line.text
+    assert "15 de los 75 transmits" in line.text and "2.29 GiB" in line.text and "batch_size=15" in line.text
+    # fewer counts than names: the names stay as written, nothing is made up
+    assert not [a for a in SIZING.answer("the tensor [batch, heads, seq] with 32 heads is too big, how much?", "en", True)
+                if a.subject == "tensor"]

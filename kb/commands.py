@@ -1,0 +1,81 @@
+"""Launch commands built from the settings a conversation states (`kb/catalogue/commands.yaml`):
+"the train command for my setup" after a MaxText conversation gets `python3 -m MaxText.train ...`
+with the asker's own `key=value` settings and model, and placeholders for what they did not say."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oomkb.kb.catalogue_file import read_model
+from oomkb.kb.figures import FigureAnswer
+
+__all__ = ["Commands", "load_commands"]
+
+FILE = "commands.yaml"
+KIND = "command"
+
+
+class Tool(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    named: list[str] = Field(min_length=1)
+    setting: str
+    model: str | None = None
+    model_setting: str | None = None
+    ignore: list[str] = Field(default_factory=list)
+    template: str
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    asked: list[str] = Field(min_length=1)
+    tools: list[Tool]
+
+
+class Commands:
+    def __init__(self, tools: list[Tool], asked: list[str]):
+        self._asked = [re.compile(p) for p in asked]
+        self._tools = [(t, [re.compile(p) for p in t.named], re.compile(t.setting),
+                        re.compile(t.model) if t.model else None) for t in tools]
+
+    def asks_for_one(self, turn: str) -> bool:
+        """Whether the turn asks for a command line ("write me the train command")."""
+        low = (turn or "").lower()
+        return any(p.search(low) for p in self._asked)
+
+    def command(self, conversation: str, text: str = "", cite: str | None = None) -> FigureAnswer | None:
+        """The command of the tool the conversation names, filled with its settings, under `text` (the
+        line saying what it is, in the asker's language); None when it names no tool or states none
+        of its settings."""
+        low = (conversation or "").lower()
+        for tool, named, setting, model in self._tools:
+            if not any(p.search(low) for p in named):
+                continue
+            settings = {k: v for k, v in setting.findall(low) if k not in tool.ignore}
+            found = model.findall(low) if model is not None else []
+            if found and tool.model_setting:
+                settings = {tool.model_setting: found[-1], **{k: v for k, v in settings.items()
+                                                              if k != tool.model_setting}}
+            if not settings:
+                return None
+            lines = [f"  {k}={v}" for k, v in settings.items()]
+            code = tool.template.format(settings=" \\\n".join(lines)).rstrip() + "\n"
+            return FigureAnswer(kind=KIND, subject=f"{tool.id}_command", text=text, snippet=code,
+                                sources=["conversation"], cite=cite)
+        return None
+
+
+@lru_cache(maxsize=4)
+def _load(folder: str) -> Commands:
+    data = read_model(Path(folder) / FILE, _File)
+    return Commands(data.tools, data.asked)
+
+
+def load_commands(folder: Path | None = None) -> Commands:
+    return _load(str(folder or Path(__file__).parent / "catalogue"))

@@ -1,0 +1,24 @@
+"""Launch commands built from a conversation's own settings (kb/commands.py, kb/catalogue/commands.yaml)."""
+
+from __future__ import annotations
+
+from oomkb.kb.commands import load_commands
+from oomkb.kb.snippets import Snippet, snippet_markdown
+
+COMMANDS = load_commands()
+
+
+def test_a_maxtext_command_takes_the_conversation_s_settings_the_last_value_winning_and_no_env_vars():
+    said = ("MaxText llama3.1-8b on a v5p-64, per_device_batch_size=8, remat_policy=full, "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION=.9\nand with per_device_batch_size=4?\nwrite me the command")
+    assert COMMANDS.asks_for_one("write me the command") and COMMANDS.asks_for_one("커맨드 좀 써주세요")
+    code = COMMANDS.command(said, "line").snippet
+    assert "model_name=llama3.1-8b" in code and "per_device_batch_size=4" in code and "remat_policy=full" in code
+    assert "per_device_batch_size=8" not in code and "mem_fraction" not in code.lower()
+    assert snippet_markdown(Snippet(code=code, check="parse"))[0] == "```bash"
+
+
+def test_no_command_without_the_tool_named_or_any_setting_of_it():
+    assert COMMANDS.command("per_device_batch_size=4 on a v5e-8, the command please") is None
+    assert COMMANDS.command("MaxText OOM on a v5e-8, the command please") is None
+    assert not COMMANDS.asks_for_one("how much memory does it need?")
