@@ -473,7 +473,7 @@ class Sizing:
             f = self.figures.data.generations.get(gen)
             if f is None or f.hbm_public is None:
                 return
-            s.device = f"TPU {gen}"
+            s.device = _tpu_label(gen)
             # what one JAX device has on the hardware: a TensorCore of v2/v3, a whole chip where
             # JAX runs megacore (v4) or the chip has one core; the usable HBM measured per device
             hw = self.figures.gens.get(gen)
@@ -803,9 +803,12 @@ class Sizing:
         if not limit or "vmem_named" not in s.cues or not s.device:
             return None
         hw = self.figures.gens.get(s.device.removeprefix("TPU "))
-        if hw is None or not hw.vmem_bytes or limit <= hw.vmem_bytes:
+        # "raise vmem_limit_bytes above 64 MiB?" on a core of 64 MiB: above the physical VMEM too
+        above = limit == hw.vmem_bytes if hw is not None and _ABOVE_LIMIT.search((text or "").lower()) else False
+        if hw is None or not hw.vmem_bytes or (limit <= hw.vmem_bytes and not above):
             return None
-        text_ = self._msg("limit_over_physical", language, limit=format_bytes(limit), device=s.device,
+        text_ = self._msg("limit_at_physical" if above else "limit_over_physical", language,
+                          limit=format_bytes(limit), device=s.device,
                           physical=format_bytes(hw.vmem_bytes),
                           scoped=format_bytes(hw.scoped_vmem_default_bytes or hw.vmem_bytes))
         return FigureAnswer(kind=KIND, subject="limit_over_physical", text=text_, value_bytes=int(hw.vmem_bytes),
@@ -1330,7 +1333,7 @@ class Sizing:
             if used:
                 # against the log's own capacity where the log is from this generation (older logs
                 # print the raw HBM, "of 8.00G", where a deviceless compile measures 7.48)
-                cap = (log_device[1] if log_device and log_device[1] and log_device[0] == f"TPU {gen}"
+                cap = (log_device[1] if log_device and log_device[1] and log_device[0] == _tpu_label(gen)
                        else per_device)
                 text_ = self._join([text_, self._msg("slice_fits", language, used=format_bytes(used),
                                                      left=format_bytes(cap - used)) if used <= cap
@@ -2971,6 +2974,11 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
+#: a limit wanted above a size ("vmem_limit_bytes فوق 64 MiB", "über 64 MiB", "64 MiB 以上")
+_ABOVE_LIMIT = re.compile(r"(?:above|over|beyond|more than|higher than|past|فوق|أكثر من|أعلى من|более|выше|больше|超过|高于|大于|"
+                          r"über|mehr als|höher als|au-dessus de|au-delà de|plus de|acima de|mais de|além de|por encima de|"
+                          r"más de|से ऊपर|से ज़्यादा|se upar|se zyada)\s*(?:the\s*)?\d+(?:\.\d+)?\s*(?:mib|mb|m)(?![a-z])|"
+                          r"\d+(?:\.\d+)?\s*(?:mib|mb|m)\s*(?:以上|을 넘|를 넘|이상|से ऊपर|से ज़्यादा)")
 #: a count of elements ("300,000 要素", "300000 entries", "1.2M elements")
 _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|entradas|elementos|éléments|elemente|einträge|"
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
@@ -3306,6 +3314,11 @@ def _axes_sized(m: re.Match[str], text: str) -> str:
     sizes = [int(p.group(1)) for p in _SIZE_AND_WORD.finditer(after)
              if p.group(2).lower() not in _NOT_AXIS_WORDS][:len(names)]
     return f"[{', '.join(map(str, sizes))}]" if len(sizes) == len(names) else m.group(0)
+
+
+def _tpu_label(gen: str) -> str:
+    """The device's label for a generation: "TPU v5e", and "TPU7x" as it is (not "TPU TPU7x")."""
+    return gen if gen.upper().startswith("TPU") else f"TPU {gen}"
 
 
 def _rows_by(m: re.Match[str]) -> str:

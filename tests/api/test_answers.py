@@ -82,7 +82,7 @@ def test_a_scoped_limit_that_is_all_the_vmem_says_no_setting_raises_it_and_rules
     assert "это уже вся физическая VMEM ядра, 16.00 MiB" in v4.text and "можно поднять" not in v4.text
     assert v4.remedies == ["vmem-block-sizes"] and set(v4.excludes) == {"vmem-limit-bytes", "vmem-global-limit"}
     v5e, = FIGURES.answer("default scoped VMEM limit of v5e", "en")
-    assert v5e.excludes == [] and "can be raised up to the physical VMEM" in v5e.text
+    assert v5e.excludes == [] and "can be raised to below the physical VMEM" in v5e.text
 
 
 def test_a_vmem_oom_on_v4_gets_smaller_blocks_and_no_64_mib_limit(assistant):

@@ -1779,3 +1779,15 @@ def test_a_shape_written_with_axis_names_is_sized_from_the_counts_given_after_it
     # fewer counts than names: the names stay as written, nothing is made up
     assert not [a for a in SIZING.answer("the tensor [batch, heads, seq] with 32 heads is too big, how much?", "en", True)
                 if a.subject == "tensor"]
+
+
+def test_a_vmem_limit_wanted_above_a_core_s_whole_vmem_is_refused_with_the_margin_to_keep():
+    # "can I raise vmem_limit_bytes above 64 MiB?" on tpu7x, whose core has 64 MiB of VMEM
+    line = next(a for a in SIZING.answer("on tpu7x my kernel's scratch takes the whole VMEM_SIZE = 64 MiB and the compiler "
+                                         "says only 63.94 MiB are available. can I just raise vmem_limit_bytes above 64 MiB?",
+                                         "en", True) if a.subject == "limit_over_physical")
+    assert line.text.startswith("No: 64.00 MiB is already all the VMEM a TPU7x core has")
+    assert "about 90% of 64.00 MiB" in line.text and "TPU TPU7x" not in line.text
+    # a limit asked below the physical VMEM is no such refusal
+    assert not [a for a in SIZING.answer("on tpu7x can I set vmem_limit_bytes to 48 MiB?", "en", True)
+                if a.subject == "limit_over_physical"]
