@@ -629,6 +629,9 @@ class Sizing:
         lines = self._left_after(text, earlier, lines, language)
         lines = self._data_on_host(text, earlier, lines, language)
         lines = self._tensor_part(text, lines, language)
+        growth = self._seq_growth(f"{earlier}\n{text}" if earlier else text, text, language)
+        if growth is not None:  # "at seq 512 it passed, at 16384 it does not compile": what grows with S and S²
+            lines.insert(0, growth)
         table = self._smem_table(text, language)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
@@ -661,6 +664,9 @@ class Sizing:
         beyond = self._size_not_vmem(turn or text, s, language)
         if beyond is not None:  # "~1 GB too much (something about VMEM?)": that size is HBM
             return [beyond]
+        kib = self._kib_flag(turn or text, s, language)
+        if kib is not None:  # "--xla_tpu_scoped_vmem_limit_kib=98304: how many MiB, and 131072?"
+            return [kib]
         over = self._limit_over_physical(turn or text, s, language)
         if over is not None:  # "raise vmem_limit_bytes to 64MB: does that help on v4?"
             return [over]
@@ -803,8 +809,9 @@ class Sizing:
         if not limit or "vmem_named" not in s.cues or not s.device:
             return None
         hw = self.figures.gens.get(s.device.removeprefix("TPU "))
-        # "raise vmem_limit_bytes above 64 MiB?" on a core of 64 MiB: above the physical VMEM too
-        above = limit == hw.vmem_bytes if hw is not None and _ABOVE_LIMIT.search((text or "").lower()) else False
+        # "raise vmem_limit_bytes above 64 MiB?" or "to 131072 KiB" on a core of that much: all of it, nothing
+        # left to the compiler
+        above = hw is not None and limit == hw.vmem_bytes
         if hw is None or not hw.vmem_bytes or (limit <= hw.vmem_bytes and not above):
             return None
         text_ = self._msg("limit_at_physical" if above else "limit_over_physical", language,
@@ -812,6 +819,27 @@ class Sizing:
                           physical=format_bytes(hw.vmem_bytes),
                           scoped=format_bytes(hw.scoped_vmem_default_bytes or hw.vmem_bytes))
         return FigureAnswer(kind=KIND, subject="limit_over_physical", text=text_, value_bytes=int(hw.vmem_bytes),
+                            sources=["computed"], cite=LIMIT_CITE)
+
+    def _kib_flag(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """`--xla_tpu_scoped_vmem_limit_kib` values the turn writes (its own, and others proposed as bare
+        numbers): each in MiB against the VMEM of the core the conversation names."""
+        low = (text or "").lower()
+        if "scoped_vmem_limit_kib" not in low or not (s.device and s.device.startswith("TPU")):
+            return None
+        hw = self.figures.gens.get(s.device.removeprefix("TPU "))
+        if hw is None or not hw.vmem_bytes:
+            return None
+        values = list(dict.fromkeys(int(n) for n in _KIB_VALUE.findall(low) if 1024 <= int(n) <= 1 << 22))
+        if not values:
+            return None
+        physical = hw.vmem_bytes
+        rows = _LIST_SEPARATOR.get(language, "; ").join(self._msg("kib_row_full", language, kib=v, mib=format_bytes(v * 1024)) if v * 1024 >= physical
+                         else self._msg("kib_row_fits", language, kib=v, mib=format_bytes(v * 1024),
+                                        left=format_bytes(physical - v * 1024)) for v in values)
+        text_ = self._msg("kib_flag", language, rows=rows, device=s.device, physical=format_bytes(physical),
+                          scoped=format_bytes(hw.scoped_vmem_default_bytes or physical))
+        return FigureAnswer(kind=KIND, subject="kib_flag", text=text_, value_bytes=int(values[0] * 1024),
                             sources=["computed"], cite=LIMIT_CITE)
 
     def _vmem_capacity_fractions(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -1456,6 +1484,32 @@ class Sizing:
                 return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor
                         else a for a in lines]
         return lines
+
+    def _seq_growth(self, text: str, turn: str, language: str) -> FigureAnswer | None:
+        """Two sequence lengths the conversation states, the newest turn naming one (a run that
+        worked at 512, one that fails at 16384): how much what grows with S, and with S², grew."""
+        patterns = self._quantities.get("seq", [])
+        low, own = _plain_digits(text).lower(), _plain_digits(turn).lower()
+        def lengths(t: str) -> list[int]:
+            found = []
+            for p, c in patterns:
+                for m in c.finditer(t):
+                    raw = m.group(1).replace(" ", "")
+                    value = float(raw[:-1]) * (p.k_scale or 1) if raw.endswith("k") else float(raw)
+                    found.append(int(value * p.scale))
+            return [n for n in found if n >= 128]  # (a run that worked at 512 counts)
+        mine, every = lengths(own), sorted(set(lengths(low)))
+        # (a length that worked beside the one that fails: not a prompt and a context named together)
+        worked = any(p.search(low) for p in self._cues.get("worked_before", []))
+        if not mine or len(every) < 2 or not worked:
+            return None
+        old, new = every[0], every[-1]
+        if new < 4 * old:
+            return None
+        return FigureAnswer(kind=KIND, subject="seq_growth", text=self._msg(
+            "seq_growth", language, old=_num(old), new=_num(new), linear=_num(round(new / old, 2)),
+            square=_num(round((new / old) ** 2, 2)), head_scores=format_bytes(new * new * 2)),
+            sources=["computed"], cite=SCORES_CITE)
 
     def _smem_table(self, turn: str, language: str) -> FigureAnswer | None:
         """A table passed by scalar prefetch (or kept in SMEM) with its element count or shape: its
@@ -2974,11 +3028,8 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 
 
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
-#: a limit wanted above a size ("vmem_limit_bytes فوق 64 MiB", "über 64 MiB", "64 MiB 以上")
-_ABOVE_LIMIT = re.compile(r"(?:above|over|beyond|more than|higher than|past|فوق|أكثر من|أعلى من|более|выше|больше|超过|高于|大于|"
-                          r"über|mehr als|höher als|au-dessus de|au-delà de|plus de|acima de|mais de|além de|por encima de|"
-                          r"más de|से ऊपर|से ज़्यादा|se upar|se zyada)\s*(?:the\s*)?\d+(?:\.\d+)?\s*(?:mib|mb|m)(?![a-z])|"
-                          r"\d+(?:\.\d+)?\s*(?:mib|mb|m)\s*(?:以上|을 넘|를 넘|이상|से ऊपर|से ज़्यादा)")
+#: a bare number of KiB beside the flag that counts them ("=98304", "monter à 131072"): four to seven digits
+_KIB_VALUE = re.compile(r"(?<![\w.])(\d{4,7})(?![\d.]|\s*(?:mib|mb|gib|gb|kib|kb|b\b|bytes|%))")
 #: a count of elements ("300,000 要素", "300000 entries", "1.2M elements")
 _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|entradas|elementos|éléments|elemente|einträge|"
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
@@ -3007,7 +3058,7 @@ _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|woll
                    r"seulement|quiero|querr|debería|solo|sólo|quero|deveria|só|хочу|должен|только|想|只|应该|だけ|ほしい|"
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
 #: between the items of a list in one sentence
-_LIST_SEPARATOR = {"zh": "；", "ja": "、", "ar": "؛ "}
+_LIST_SEPARATOR = {"zh": "；", "ja": "、", "ar": "؛ ", "fr": " ; "}
 _MIB = re.compile(r"(?<![a-z0-9_.])(\d{1,6}(?:\.\d+)?)\s*(?:mib|mb|мб|миб)(?![a-z0-9_])")
 #: what a mapped function makes for each element ("an intermediate of (1024,) float32 per point")
 _PER_ITEM_SHAPE = re.compile(

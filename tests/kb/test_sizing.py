@@ -1791,3 +1791,22 @@ def test_a_vmem_limit_wanted_above_a_core_s_whole_vmem_is_refused_with_the_margi
     # a limit asked below the physical VMEM is no such refusal
     assert not [a for a in SIZING.answer("on tpu7x can I set vmem_limit_bytes to 48 MiB?", "en", True)
                 if a.subject == "limit_over_physical"]
+
+
+def test_the_scoped_vmem_flag_s_kib_are_read_as_mib_against_the_core_s_vmem():
+    # 98304 KiB = 96 MiB on a v6e core of 128 MiB; 131072 KiB = 128 MiB, all of it: refused
+    line = SIZING.answer("on a v6e-128: LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib=98304, how many MiB is that "
+                         "and can I go to 131072 for more margin?", "en", True)[0]
+    assert line.subject == "kib_flag"
+    assert "98304 KiB = 96.00 MiB, leaving 32.00 MiB" in line.text
+    assert "131072 KiB = 128.00 MiB, all of the core's VMEM or more" in line.text and "changes nothing in HBM" in line.text
+
+
+def test_a_sequence_that_worked_and_a_longer_one_that_fails_get_the_linear_and_the_square_growth():
+    line = SIZING.answer("MaxText sur v6e-128 : max_target_length=16384, la compile AOT demande 57.5 GiB/chip. À seq 512 "
+                         "sur v6e-64 ça passait. C'est quoi qui explose ?", "fr", True)[0]
+    assert line.subject == "seq_growth" and "32× plus grand" in line.text and "1024×" in line.text
+    assert "16384 × 16384 × 2 o = 512.00 MiB" in line.text
+    # two lengths without one that worked (a prompt and a context): no such line
+    assert "seq_growth" not in [a.subject for a in SIZING.answer(
+        "serving llama 8B on v5e-8 with prompts of 1024 tokens and a context of 32768 tokens: KV cache size?", "en", True)]
