@@ -212,6 +212,9 @@ class Figures:
                  if not _model_version(low, m)]
         kept = [s for s in spans
                 if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
+        # a bare family ("v5-256") beside a full name of that family ("(v5e)"): that one, not the family's alias
+        kept = [s for s in kept if not (re.fullmatch(r"v\d", low[s[0]:s[1]]) and any(
+            o[2] != s[2] and o[2].lower().startswith(low[s[0]:s[1]]) for o in kept))]
         ordered: list[str] = []
         for _, _, name in sorted(kept):
             if name not in ordered:

@@ -483,7 +483,7 @@ class Sizing:
             else:
                 s.device_memory = parse_size(str(f.hbm_public.value))
             s.memory_label = format_bytes(s.device_memory)  # one unit in every figure: GiB
-            slices = [m for m in _SLICE.finditer(low) if gen in self.figures.generations_in(m.group(1))]
+            slices = [m for m in _SLICE.finditer(low) if gen in self._slice_generations(m.group(1), low)]
             if slices and f.slice_counts is not None:
                 n = int(slices[-1].group(2))
                 cores = int(f.cores_per_chip.value) if f.cores_per_chip else 1
@@ -1323,10 +1323,53 @@ class Sizing:
         low = (text or "").lower()
         out: list[tuple[str, str, int]] = []
         for m in _SLICE.finditer(low):
-            gens = self.figures.generations_in(m.group(1))
+            gens = self._slice_generations(m.group(1), low)
             if gens and (gens[0], int(m.group(2))) not in [(x[1], x[2]) for x in out]:  # v5e-8 is v5litepod-8
                 out.append((m.group(0), gens[0], int(m.group(2))))
         return out
+
+    @staticmethod
+    def writes_shape(text: str) -> bool:
+        """Whether `text` writes out an array's shape of at least a million elements ("[128,3072,4096]")."""
+        return any(math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) >= 1 << 20
+                   for m in _SHAPE.finditer(_plain_digits(text or "").lower()))
+
+    def topology_named(self, text: str) -> str | None:
+        """The libtpu topology of the one slice `text` names ("v4-8" -> "v4:2x2x1"), for code that
+        compiles for it deviceless; None where it names none or several."""
+        named = {(gen, n) for _, gen, n in self._slices_in(text)}
+        if len(named) != 1:
+            return None
+        gen, n = named.pop()
+        hw, shape = self.figures.gens.get(gen), self._slice_shape(gen, n)
+        if hw is None or shape is None or shape[0] < 1 or shape[0] & (shape[0] - 1):
+            return None  # (a chip count that is no power of two: no grid guessed)
+        doublings = shape[0].bit_length() - 1
+        if hw.topology_dims == 3:  # 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8 ...
+            if doublings < 2:
+                return None
+            grid = [2, 2, 1]
+            for n in range(doublings - 2):
+                grid[2 if n == 0 else (2, 1, 0)[(n - 1) % 3]] *= 2
+        else:  # 2x2, 2x4, 4x4, 4x8 ... (2x2 the smallest libtpu compiles for)
+            if doublings < 2:
+                return None
+            grid = [1, 1]
+            for n in range(doublings):
+                grid[n % 2] *= 2
+            grid = sorted(grid)
+        return f"{hw.topology_prefix}:{'x'.join(map(str, grid))}"
+
+    def _slice_generations(self, written: str, low: str) -> list[str]:
+        """The generations a slice's prefix names; a bare family ("v5-256") is the one of that family
+        the text names in full ("v5-256 (v5e)"), where it names exactly one."""
+        gens = self.figures.generations_in(written)
+        if written.rstrip("0123456789") == "v" and gens:  # "v5": v5e or v5p, as the text says
+            family = [g for g in self.figures.generations_in(low) if g.lower().startswith(written) and g != written]
+            named = [g for g in family if re.search(rf"(?<![a-z0-9]){re.escape(g.lower())}(?![a-z0-9])", low)]
+            if len(set(named)) == 1:
+                return named[:1]
+        return gens
 
     def _slice_shape(self, gen: str, n: int) -> tuple[int, int, int, int] | None:
         """A slice of `gen` whose name says `n`: its chips, the JAX devices per chip (one where JAX

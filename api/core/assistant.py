@@ -90,6 +90,10 @@ SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})
+#: Arithmetic on a written-out array whose code is that array made sharded over the devices
+SHARDING_CODE_SUBJECTS = frozenset({"tensor"})
+#: The topology the catalogue's deviceless-compile code is written for; replaced by the slice a conversation names.
+DEFAULT_TOPOLOGY = "v5e:2x2"
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -415,13 +419,21 @@ class Assistant:
             sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity,
                                        requested=requested)
             asked_size = asked_size or bool(sizes)
-        if not sizes and earlier_text and "snippet" in analysis.asks:
+        # code this turn names by its name ("a snippet that AOT-compiles ..."), unless it writes out the
+        # array that code is to be made of ("a shard_map skeleton for [128, 3072, 4096]")
+        named_code = [] if self.sizing.writes_shape(question) else self.parts.figures.code_named(question, language)
+        if not sizes and earlier_text and "snippet" in analysis.asks and not named_code:
             # "now the exact code for it": the conversation's arithmetic that carries its code, again,
             # with the code (a kernel's vmem_limit_bytes computed from its blocks)
             sizes = [a for a in self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True,
                                                    capacity=capacity, requested=requested) if a.snippet]
             asked_size = asked_size or bool(sizes)
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
+        if named_code and "snippet" in analysis.asks:
+            # code this turn names ("a snippet that AOT-compiles our step") is not replaced by sharding code
+            # made of an array an earlier turn wrote
+            sizes = [a.model_copy(update={"snippet": None}) if a.snippet and a.subject in SHARDING_CODE_SUBJECTS
+                     else a for a in sizes]
         own_code = "snippet" in analysis.asks and any(a.snippet for a in sizes)
         if own_code:  # code made from the asker's own arrays and devices is the code asked for, not a stock example
             figures = [f for f in figures if not (f.kind == ANSWER and f.snippet)]
@@ -609,6 +621,12 @@ class Assistant:
                                         *answer_cites, *(f.cite for f in sizes if f.cite)])))
         note = (self._msg(note_key, language, language_name=language_name(detected or "", language))
                 if note_key else None)
+        topology = self.sizing.topology_named(question) or self.sizing.topology_named(said_all)
+        if topology and topology != DEFAULT_TOPOLOGY:
+            # code that compiles deviceless for "v5e:2x2" is given for the slice the conversation names
+            figures = [f.model_copy(update={"text": f.text.replace(DEFAULT_TOPOLOGY, topology),
+                                            "snippet": f.snippet.replace(DEFAULT_TOPOLOGY, topology) if f.snippet else None})
+                       if DEFAULT_TOPOLOGY in f.text or DEFAULT_TOPOLOGY in (f.snippet or "") else f for f in figures]
         shown_now = Shown(answers={f.subject for f in figures if f.kind == ANSWER})
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],

@@ -567,3 +567,23 @@ def test_a_command_asked_for_after_a_maxtext_conversation_carries_the_settings_i
                     "max_target_length=8192", "num_vocab_tiling=16"):
         assert setting in code, code
     assert "31.27 GiB" not in third["answer"]  # the figures already given are not repeated under it
+
+
+def test_code_named_in_a_follow_up_is_given_for_the_slice_it_names_not_the_earlier_arithmetic_s_code(client):
+    first = _ask(client, {"question": "our train_step dies with CompileTimeHbmOom on v4-8, global batch 512 x seq 4096, "
+                                      "the biggest buffer is bf16[2097152,1024]. the same config is fine on v5p-8."})
+    third = _ask(client, {"question": "can u give me a snippet that AOT-compiles our jitted train_step(state, batch) for "
+                                      "the v4-8 mesh and prints the per-device memory, so we know before burning a retry?",
+                          "conversation_id": first["conversation_id"]})
+    code = third["answer"].split("```python")[1]
+    assert 'get_topology_desc("v4:2x2x1", "tpu")' in code and "memory_analysis()" in code
+    assert "v5e:2x2" not in third["answer"] and "make((2097152, 1024)" not in third["answer"]
+
+
+def test_the_topology_named_for_deviceless_compiles_follows_the_slice():
+    from oomkb.kb.sizing import load_sizing
+    sizing = load_sizing()
+    names = {t: sizing.topology_named(f"on a {t}") for t in ("v4-8", "v4-32", "v5e-8", "v5p-8", "v6e-64", "v3-8")}
+    assert names == {"v4-8": "v4:2x2x1", "v4-32": "v4:2x2x4", "v5e-8": "v5e:2x4", "v5p-8": "v5p:2x2x1",
+                     "v6e-64": "v6e:8x8", "v3-8": "v3:2x2"}
+    assert sizing.topology_named("v4-8 and v5e-8") is None  # two slices: none chosen

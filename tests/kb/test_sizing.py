@@ -1810,3 +1810,13 @@ def test_a_sequence_that_worked_and_a_longer_one_that_fails_get_the_linear_and_t
     # two lengths without one that worked (a prompt and a context): no such line
     assert "seq_growth" not in [a.subject for a in SIZING.answer(
         "serving llama 8B on v5e-8 with prompts of 1024 tokens and a context of 32768 tokens: KV cache size?", "en", True)]
+
+
+def test_a_bare_v5_slice_is_the_v5_generation_the_text_names_in_full():
+    lines = SIZING.answer("en una v3-8 me entra per_device_train_batch_size=128, pero en un pod v5-256 (v5e) sólo "
+                          "corre con 2. ¿qué pasa?", "es", True)
+    v5 = next(a for a in lines if a.subject == "slice v5-256")
+    assert "256 chips" in v5.text and "15.75 GiB" in v5.text and "95.74" not in v5.text
+    alone = next(a for a in SIZING.answer("on a v5-256 slice, how much HBM per chip?", "en", True) if a.subject.startswith("slice"))
+    assert "95.74 GiB" in alone.text  # "v5" alone is v5p's alias
+    assert SIZING.figures.generations_in("pod v5-256 (v5e)") == ["v5e"]
