@@ -719,10 +719,13 @@ class Sizing:
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
             out.append(kept)
-        elif tensor is not None and ((asked and not out) or tensor.subject != "tensor" or (
+        elif tensor is not None and ((asked and not out) or tensor.subject != "tensor"
+                                     or (asked and _TYPED_SHAPE.search(turn or text)) or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)
                 or (asked and turn is not None and turn != text and _SHAPE.search(turn))):
             out.append(tensor)  # (a follow-up that writes a shape out asks about it: "(32, 6144, 5120), how much?")
+            if asked and _TYPED_SHAPE.search(turn or text):  # a buffer copied from a dump asked about, first;
+                out = [tensor, *(a for a in out if a is not tensor and a.subject != "weights")]  # not the model's weights
         batch = self._input_batch(turn or text, s, language)
         data = self._dataset(text, s, language) if batch is None else batch
         if data is not None and batch is not None:
@@ -2047,6 +2050,9 @@ class Sizing:
         if len(dims) < 2 or elements < 1 << 20:
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        typed = _TYPED_PREFIX.search((text or "")[max(0, m.start() - 6):m.start() + 1])
+        if typed:  # XLA's own spelling before the shape ("u32[32,14336,4096]"): that element type
+            dtype_name, dtype_bytes = _XLA_TYPES[typed.group(1).lower()]
         added = _added_shapes(text or "", shapes)
         if len(added) >= 2:  # "a 4000 x 2000 x 10 x 10 array plus a 20000 x 20000 matrix": both, and their sum
             return self._tensors_sum(added, dtype_bytes, dtype_name, s, language, text)
@@ -2087,7 +2093,8 @@ class Sizing:
             subject = "padded_tensor" if subject == "tensor" else subject
             held = _padded_bytes(dims, dtype_bytes, size)  # what HBM holds of each copy
         layers = s.values.get("layers")
-        if layers and layers > 1 and subject != "logits_tensor":  # the logits are the head's, not each layer's
+        # (not when the shape already counts the layers: "u32[32,14336,4096]" of a 32-layer model)
+        if layers and layers > 1 and subject != "logits_tensor" and not (typed and dims[0] == layers):
             if "kv_pair" in s.cues:  # "K and V one each": two per layer
                 parts.append(self._msg("tensor_layers_kv", language, layers=_num(layers), size=format_bytes(held),
                                        total=format_bytes(2 * held * layers)))
@@ -2101,7 +2108,7 @@ class Sizing:
             copies = k + math.ceil(steps / k)
             parts.append(self._msg("tensor_steps", language, steps=_num(steps), total=format_bytes(held * steps),
                                    k=k, copies=copies, best=format_bytes(held * copies)))
-        if s.dtype is None:
+        if s.dtype is None and not typed:
             parts.append(self._msg("assumed", language, what="float32"))
         # the code shards every array the conversation wrote out ("that matrix and the 4000-axis of
         # the big array"), each once, in the order written
@@ -3073,6 +3080,16 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 #: a bare number of KiB beside the flag that counts them ("=98304", "monter à 131072"): four to seven digits
 _KIB_VALUE = re.compile(r"(?<![\w.])(\d{4,7})(?![\d.]|\s*(?:mib|mb|gib|gb|kib|kb|b\b|bytes|%))")
+#: a shape in XLA's spelling, element type first ("u32[32,14336,4096]"): a buffer the asker copied from a dump
+_TYPED_SHAPE = re.compile(r"(?<![a-z0-9_])(?:f32|s32|u32|bf16|f16|s16|u16|s8|u8|pred|f64|s64|u64|c64)\[\d+(?:\s*,\s*\d+)+\]",
+                          re.IGNORECASE)
+#: XLA's element types as its shapes write them ("u32[...]", "bf16[...]"), and their bytes
+_XLA_TYPES = {"f32": ("float32", 4), "s32": ("int32", 4), "u32": ("uint32", 4), "bf16": ("bfloat16", 2),
+              "f16": ("float16", 2), "s16": ("int16", 2), "u16": ("uint16", 2), "s8": ("int8", 1), "u8": ("uint8", 1),
+              "pred": ("bool", 1), "f64": ("float64", 8), "s64": ("int64", 8), "u64": ("uint64", 8),
+              "c64": ("complex64", 8), "f8e4m3fn": ("float8_e4m3fn", 1), "f8e5m2": ("float8_e5m2", 1)}
+_TYPED_PREFIX = re.compile(r"(?<![a-z0-9_])(f32|s32|u32|bf16|f16|s16|u16|s8|u8|pred|f64|s64|u64|c64|f8e4m3fn|f8e5m2)\[$",
+                           re.IGNORECASE)
 #: a count of elements ("300,000 要素", "300000 entries", "1.2M elements")
 _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|entradas|elementos|éléments|elemente|einträge|"
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")

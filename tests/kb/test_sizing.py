@@ -1820,3 +1820,13 @@ def test_a_bare_v5_slice_is_the_v5_generation_the_text_names_in_full():
     alone = next(a for a in SIZING.answer("on a v5-256 slice, how much HBM per chip?", "en", True) if a.subject.startswith("slice"))
     assert "95.74 GiB" in alone.text  # "v5" alone is v5p's alias
     assert SIZING.figures.generations_in("pod v5-256 (v5e)") == ["v5e"]
+
+
+def test_a_buffer_copied_from_a_dump_in_xla_s_spelling_is_sized_in_its_own_element_type():
+    # threefry's u32[32,14336,4096] of a Mistral-7B-shaped init on 8 GPUs: 7.00 GiB whole, 896 MiB per device
+    lines = SIZING.answer("sharded init на 8 GPU (размеры как у Mistral 7B: 32 слоя, MLP 14336, embed 4096), в OOM-дампе "
+                          "буфер threefry2x32 u32[32,14336,4096] целиком на каждом устройстве. Сколько он весит сейчас и "
+                          "сколько будет на устройство после?", "ru", True)
+    assert [a.subject for a in lines] == ["tensor"]  # not the model's weights, which were not asked
+    assert "× 4 Б (uint32) = 7.00 GiB" in lines[0].text and "896.00 MiB" in lines[0].text
+    assert "224.00 GiB" not in lines[0].text and "float32" not in lines[0].text  # the 32 layers are in the shape
