@@ -503,6 +503,12 @@ class Assistant:
             figures = [f.model_copy(update={"text": join_sentences([self._msg("still_after_answer", language), f.text],
                                                                      language)})
                        if i == 0 else f for i, f in enumerate(again)]
+        elif (context.follow_up and not figures and not sizes and not chosen and not outcome.verdict and not req_log_new
+              and "figure" in analysis.asks and not {"snippet", "flag"} & set(analysis.asks)):
+            # a figure asked that the conversation's own figures do not give: said so, with what sizes it,
+            # not the earlier answer again
+            figures = [FigureAnswer(kind=ANSWER, subject="figure_not_computed",
+                                    text=self._msg("figure_not_computed", language))]
         elif (context.follow_up and context.subject and not figures and not sizes and not chosen
               and not outcome.verdict and not req_log_new and {"how", "next", "flag", "snippet"} & set(analysis.asks)
               and "why" not in analysis.asks):

@@ -587,3 +587,14 @@ def test_the_topology_named_for_deviceless_compiles_follows_the_slice():
     assert names == {"v4-8": "v4:2x2x1", "v4-32": "v4:2x2x4", "v5e-8": "v5e:2x4", "v5p-8": "v5p:2x2x1",
                      "v6e-64": "v6e:8x8", "v3-8": "v3:2x2"}
     assert sizing.topology_named("v4-8 and v5e-8") is None  # two slices: none chosen
+
+
+def test_a_figure_asked_in_a_follow_up_that_the_conversation_cannot_give_is_said_so_not_answered_by_a_repeat(client, assistant):
+    first = _ask(client, {"question": "Servus, NTK mit neural_tangents für MNIST auf zwei RTX 3090 mit je 24G. Zwei Karten = "
+                                      "48G sollten doch locker reichen??"})
+    assert any(f["subject"] == "gpus_not_pooled" for f in first["figures"])  # the cards' memory does not add up
+    second = _ask(client, {"question": "ok. und wenn ich erstmal nur 20000 train-beispiele nehm — wie groß sind dann "
+                                       "k_train_train und ein einzelner block?", "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and second["language"] == "de"
+    assert second["answer"].startswith(message(assistant.catalogue, "figure_not_computed", "de")[:40])
+    assert "zusammengelegt" not in second["answer"]  # the earlier answer is not pasted again
