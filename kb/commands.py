@@ -28,6 +28,16 @@ class Tool(BaseModel):
     model: str | None = None
     model_setting: str | None = None
     ignore: list[str] = Field(default_factory=list)
+    #: how one setting is written (`{key}`, `{KEY}` upper-cased, `{value}`), and what joins them
+    line: str = "  {key}={value}"
+    joiner: str = " \\\n"
+    #: other values the template names ({name}): the first group of the last match in the conversation,
+    #: formatted by `fill_format`; the placeholder in `fill_default` where the conversation has none
+    fills: dict[str, str] = Field(default_factory=dict)
+    fill_format: dict[str, str] = Field(default_factory=dict)
+    fill_default: dict[str, str] = Field(default_factory=dict)
+    #: settings the conversation implies in words (regex -> key=value), where it does not write them out
+    implied: dict[str, str] = Field(default_factory=dict)
     template: str
 
 
@@ -62,10 +72,19 @@ class Commands:
             if found and tool.model_setting:
                 settings = {tool.model_setting: found[-1], **{k: v for k, v in settings.items()
                                                               if k != tool.model_setting}}
+            for pattern, pair in tool.implied.items():
+                key, value = pair.split("=", 1)
+                if key not in settings and re.search(pattern, low):
+                    settings[key] = value
             if not settings:
                 return None
-            lines = [f"  {k}={v}" for k, v in settings.items()]
-            code = tool.template.format(settings=" \\\n".join(lines)).rstrip() + "\n"
+            lines = [tool.line.format(key=k, KEY=k.upper(), value=v) for k, v in settings.items()]
+            fills = {}
+            for name, pattern in tool.fills.items():
+                hits = re.findall(pattern, conversation or "", re.IGNORECASE)
+                fills[name] = (tool.fill_format.get(name, "{}").format(hits[-1]) if hits
+                               else tool.fill_default.get(name, f"${name.upper()}"))
+            code = tool.template.format(settings=tool.joiner.join(lines), **fills).rstrip() + "\n"
             return FigureAnswer(kind=KIND, subject=f"{tool.id}_command", text=text, snippet=code,
                                 sources=["conversation"], cite=cite)
         return None

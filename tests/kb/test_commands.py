@@ -22,3 +22,14 @@ def test_no_command_without_the_tool_named_or_any_setting_of_it():
     assert COMMANDS.command("per_device_batch_size=4 on a v5e-8, the command please") is None
     assert COMMANDS.command("MaxText OOM on a v5e-8, the command please") is None
     assert not COMMANDS.asks_for_one("how much memory does it need?")
+
+
+def test_a_slurm_script_carries_the_conversation_s_environment_host_ram_and_script():
+    said = ("V100 16GB (4 cards), ~80 GB needed\ntheek hai unified memory try karta hu, XLA_PYTHON_CLIENT_MEM_FRACTION=6, "
+            "node pe 64 GB RAM hai\naccha 128 GB RAM wale node pe shift, mere liye SLURM script likh do run_alphafold.py ke saath")
+    assert COMMANDS.asks_for_one("mere liye SLURM script likh do run_alphafold.py ke saath")
+    code = COMMANDS.command(said).snippet
+    assert "#SBATCH --gres=gpu:1" in code and "#SBATCH --mem=128G" in code  # the last host RAM named
+    assert "export XLA_PYTHON_CLIENT_MEM_FRACTION=6" in code and "export TF_FORCE_UNIFIED_MEMORY=1" in code
+    assert "srun python run_alphafold.py" in code
+    assert not COMMANDS.asks_for_one("my training script runs out of memory")  # a script named is no script asked for
