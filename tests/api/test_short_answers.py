@@ -724,3 +724,13 @@ def test_a_vmap_in_batches_asked_for_an_intermediate_that_does_not_fit_gets_lax_
     assert answer["grounded"] and answer["language"] == "es"
     assert "11.44 GiB" in answer["answer"] and "2.29 GiB" in answer["answer"]
     assert "jax.lax.map" in answer["answer"] and "batch_size=" in answer["answer"]
+
+
+@pytest.mark.parametrize("language, question", [
+    ("en", "splash attention with a NumpyMask built inside jit, 32K context on v4: the largest allocation is the mask, why?"),
+    ("ar", "عم جرّب splash attention مع NumpyMask جوّا jit وطول السلسلة 32K: كيف الماسك لحاله أكبر من ذاكرة الشريحة؟"),
+])
+def test_a_splash_mask_materialised_whole_gets_the_lazy_masks_built_outside_jit(client, language, question):
+    answer = client.post("/v1/ask", json={"question": question}).json()
+    assert answer["language"] == language and any(f["subject"] == "splash_mask_dense" for f in answer["figures"])
+    assert "CausalMask" in answer["answer"] and "make_splash_mha" in answer["answer"]
