@@ -1477,10 +1477,6 @@ def test_arrays_added_up_are_sized_each_and_together_in_the_dtype_said():
 
 
 def test_code_to_shard_the_asker_s_arrays_is_made_from_their_shapes_and_runs(tmp_path):
-    import os
-    import subprocess
-    import sys
-
     text = ("on 4 GPUs I have a 2048 x 1024 matrix and a 1000 x 4096 x 2 array. give me the code to shard them "
             "(the 4096-axis of the second) with jax.jit + NamedSharding")
     a = [x for x in SIZING.answer(text, "en", True) if x.snippet]
@@ -1488,12 +1484,7 @@ def test_code_to_shard_the_asker_s_arrays_is_made_from_their_shapes_and_runs(tmp
     code = a[0].snippet
     assert 'make((2048, 1024), jnp.float32, P("x", None))' in code
     assert 'make((1000, 4096, 2), jnp.float32, P(None, "x", None))' in code  # the axis named by its size
-    script = tmp_path / "shard.py"
-    script.write_text(code, "utf-8")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "(512, 1024)" in run.stdout  # each of the 4 devices holds a quarter of the first array
+    assert "(512, 1024)" in _run_on_cpu_devices(code, tmp_path)  # each of the 4 devices holds a quarter of the first array
 
 
 def test_one_fraction_set_in_each_of_several_processes_sums_their_pools_and_contexts():
@@ -1688,10 +1679,6 @@ def test_what_is_left_per_chip_after_the_weights_and_each_amount_the_turn_names(
 
 
 def test_a_shard_map_skeleton_asked_for_is_filled_with_the_asker_s_mesh_axis_and_array_and_runs(tmp_path):
-    import os
-    import subprocess
-    import sys
-
     # the asker's mesh of 8 named 'model', their [128, 3072, 4096] int8 weights split by experts, lax.map of 1;
     # run here on 4 CPU devices with the device count changed to 4 (the same code, a smaller mesh)
     text = ("给我一个 shard_map + lax.map(batch_size=1) 的骨架，按我们的 mesh（8 个设备，轴名 'model'），"
@@ -1700,12 +1687,7 @@ def test_a_shard_map_skeleton_asked_for_is_filled_with_the_asker_s_mesh_axis_and
     assert 'jax.make_mesh((8,), ("model",))' in code and 'P("model", None, None)' in code
     assert "[16, 3072, 4096] on each device, 192.00 MiB of 1.50 GiB" in code and "batch_size=1)" in code
     small = code.replace("make_mesh((8,)", "make_mesh((4,)").replace("(128, 3072, 4096)", "(8, 64, 32)")
-    script = tmp_path / "skeleton.py"
-    script.write_text(small, "utf-8")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "'model', None, None) (2, 64, 32)" in run.stdout  # each device's own block
+    assert "'model', None, None) (2, 64, 32)" in _run_on_cpu_devices(small, tmp_path)  # each device's own block
 
 
 def test_a_table_written_as_a_power_of_two_rows_trained_with_adam_gets_its_state_per_chip_and_without_donation():
@@ -1830,3 +1812,18 @@ def test_a_buffer_copied_from_a_dump_in_xla_s_spelling_is_sized_in_its_own_eleme
     assert [a.subject for a in lines] == ["tensor"]  # not the model's weights, which were not asked
     assert "× 4 Б (uint32) = 7.00 GiB" in lines[0].text and "896.00 MiB" in lines[0].text
     assert "224.00 GiB" not in lines[0].text and "float32" not in lines[0].text  # the 32 layers are in the shape
+
+
+def _run_on_cpu_devices(code: str, folder, devices: int = 4) -> str:
+    """`code` run as a script on `devices` CPU devices; its standard output (the run must succeed)."""
+    import os
+    import subprocess
+    import sys
+
+    script = folder / "snippet.py"
+    script.write_text(code, "utf-8")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
