@@ -1162,8 +1162,14 @@ class Sizing:
         ram = s.values.get("host_ram")
         if unified and ram:  # the host RAM said ("node pe 64 GB RAM"): whether it holds the part beyond the card
             beyond = (fraction - 1) * card
-            text_ = self._join([text_, self._msg("pool_beyond_host_ok" if beyond <= 0.9 * ram else "pool_beyond_host_short",
+            short = beyond > 0.9 * ram
+            text_ = self._join([text_, self._msg("pool_beyond_host_short" if short else "pool_beyond_host_ok",
                                                  language, ram=format_bytes(ram), host=format_bytes(beyond))], language)
+            if short:  # the most that RAM allows, a tenth of it left to the host
+                most = math.floor((card + 0.9 * ram) / card * 10) / 10
+                text_ = self._join([text_, self._msg("pool_unified_most", language, most=_num(most),
+                                                     card=format_bytes(card), pool=format_bytes(most * card),
+                                                     host=format_bytes((most - 1) * card))], language)
         if _PLATFORM_ALLOCATOR.search((text or "").lower()):
             # the platform allocator has no pool: neither the fraction nor unified memory applies
             text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
@@ -2898,6 +2904,8 @@ class Sizing:
         if share > MAX_SHARES:
             return None  # the one process needs the card: not a question of shares
         left = round(MAX_SHARES - share, 2)
+        if left < MIN_OTHER_SHARE or _UNIFIED_SAID.search((text or "").lower()):
+            return None  # nothing left for other processes (one process), or unified memory: not a split of the card
 
         text_ = self._msg("pool_share_short", language, card=f"{_num(round(card, 2))} GB", fraction=_fraction(s.pool_share),
                           pool=f"{_num(round(s.pool_share * card, 1))} GB", need=f"{_num(need)} GB",
@@ -3095,6 +3103,8 @@ _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|e
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
 #: the most of a card JAX's pool can usefully take (`XLA_PYTHON_CLIENT_MEM_FRACTION=.95`, the CUDA context beside it)
 MAX_POOL_SHARE = 0.95
+#: the least share left for other processes that makes a split of the card worth proposing
+MIN_OTHER_SHARE = 0.05
 #: the rows of a batch moved to the device at a time, in the example a dataset too large for the card gets
 DATA_BATCH_ROWS = 4096
 #: a vocabulary this large named beside an OOM in training: its logits are sized unasked
@@ -3104,13 +3114,14 @@ LOGITS_VOCAB_MIN = 32000
 SMEM_BYTES = 1 << 20
 SMEM_TABLE_SHARE = 0.75
 #: CUDA unified memory named, by its setting or in words ("unified memory try karta hu")
-_UNIFIED_SAID = re.compile(r"tf_force_unified_memory|unified[ -]memory|memoria unificada|mem[oó]ria unificada|mémoire unifiée|"
+_UNIFIED_SAID = re.compile(r"tf_force_unified_memory|colabfold|run_docker\.py|unified[ -]memory|memoria unificada|mem[oó]ria unificada|mémoire unifiée|"
                            r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"
                            r"통합 메모리|الذاكرة الموحدة|यूनिफाइड मेमोरी")
 #: a GPU pool setting written out (XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, TF_FORCE_UNIFIED_MEMORY=1)
 _POOL_SETTING = re.compile(r"(?:XLA_(?:PYTHON_)?CLIENT_[A-Z_]+|TF_FORCE_UNIFIED_MEMORY)\s*[=:]\s*[\"']?[\w.]+",
                            re.IGNORECASE)
-_FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*[=:]\s*[\"']?(\d+(?:\.\d+)?|\.\d+)")  # (".80" too)
+_FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*(?:[=:]\s*[\"']?|\s(?:de|from|von|от|с|de)\s+\d+(?:\.\d+)?\s+"
+                           r"(?:a|to|auf|à|до|на|para|para o)\s+)(\d+(?:\.\d+)?|\.\d+)")  # (".80" too; "de 4 a 10": the new value)
 _SWITCH = re.compile(r"switch|move to|moving to|upgrad|instead|rather than|wechsel|umsteig|passer (?:à|a|sur)|pasar a|"
                      r"cambiar a|mudar para|trocar para|перейти|переход|перейду|换成|换到|改用|换 |切り替え|乗り換え|"
                      r"바꾸|바꿔|옮기|स्विच|बदल|الانتقال|انتقل|أنتقل|التحويل")

@@ -1827,3 +1827,17 @@ def _run_on_cpu_devices(code: str, folder, devices: int = 4) -> str:
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
 
+
+
+def test_alphafold_s_run_docker_fraction_raised_in_words_is_read_as_unified_memory_against_the_host_ram():
+    # "from 4 to 10 in docker/run_docker.py" on a 16 GB card with 128 GB of RAM: 160 GiB, 144 GiB in host RAM,
+    # more than the RAM holds; at most about 8.2 (131.2 GiB, 115.2 GiB of it in RAM)
+    line = next(a for a in SIZING.answer("tengo una Quadro RTX 5000 (16 GB) y 128 GB de RAM. alguien dice que subir "
+                                         "XLA_PYTHON_CLIENT_MEM_FRACTION de 4 a 10 en docker/run_docker.py le funcionó. "
+                                         "¿qué significa ese 10?", "es", True) if a.subject == "pool_shares")
+    assert "10 × 16.00 GiB = 160.00 GiB" in line.text and "144.00 GiB" in line.text
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=8.2`" in line.text and ".95" not in line.text
+    # a ColabFold run at .5: unified memory is on there, so .5 keeps the pool on the card (not a split of shares)
+    colab = [a for a in SIZING.answer("ColabFold on a 16 GB GPU with 25 GB RAM, XLA_PYTHON_CLIENT_MEM_FRACTION=.5, OOM at "
+                                      "~14 GB. what now?", "en", True) if a.subject == "pool_shares"]
+    assert colab and "0 GB" not in colab[0].text
