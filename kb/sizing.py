@@ -88,10 +88,11 @@ _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐
                        r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
                        r"((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
 # what a dtype said just after them is the dtype of: the training state, or the activations
-_STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|weights|grads?|gradients?|mu|nu|moments?|master|"
+_STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|param_dtype|p(?=\s*=)|weights|grads?|gradients?|mu|nu|moments?|master|"
                           r"参数|权重|梯度|パラメータ|重み|勾配|파라미터|가중치|그래디언트|параметр\w*|вес[аы]?|"
                           r"градиент\w*|pesos|poids|gewichte|gradientes|पैरामीटर|वेट्स|الأوزان|المعاملات)(?![a-z])")
 _ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성화|एक्टिवेशन|التنشيط|carry|input|输入|入力|입력|"
+                               r"(?<![a-z])c\s*=|compute|(?<![a-z_])o\s*=|"  # (jmp's "p=f32,c=bfloat16": the compute dtype)
                                r"вход|entrada|entrée|eingabe|cache|缓存|キャッシュ|캐시|кэш")
 # a batch size and the temporaries measured at it ("batch=8 ... temp 6.00 GiB")
 _BATCH_TEMP = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"

@@ -1841,3 +1841,11 @@ def test_alphafold_s_run_docker_fraction_raised_in_words_is_read_as_unified_memo
     colab = [a for a in SIZING.answer("ColabFold on a 16 GB GPU with 25 GB RAM, XLA_PYTHON_CLIENT_MEM_FRACTION=.5, OOM at "
                                       "~14 GB. what now?", "en", True) if a.subject == "pool_shares"]
     assert colab and "0 GB" not in colab[0].text
+
+
+def test_a_jmp_policy_s_param_dtype_sizes_the_state_and_replicas_only_are_read_as_data_parallel():
+    # "mp p=f32,c=bfloat16": float32 parameters (bf16 is the compute dtype): 8.03B × 16 B = 119.66 GiB, over a
+    # v5p chip's 95.74 GiB when every chip holds it all (replicas only), 29.91 GiB each fully sharded over 4
+    line = next(a for a in SIZING.answer("Levanter com llama 8B (8.03B params) numa v5p-8, mp p=f32,c=bfloat16, AdamW. se eu "
+                                         "tirar o FSDP todo (só réplica), cabe?", "pt", True) if a.subject == "training_state")
+    assert "119.66 GiB" in line.text and "23.92 GiB acima" in line.text and "29.91 GiB" in line.text
