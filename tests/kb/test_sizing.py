@@ -1849,3 +1849,14 @@ def test_a_jmp_policy_s_param_dtype_sizes_the_state_and_replicas_only_are_read_a
     line = next(a for a in SIZING.answer("Levanter com llama 8B (8.03B params) numa v5p-8, mp p=f32,c=bfloat16, AdamW. se eu "
                                          "tirar o FSDP todo (só réplica), cabe?", "pt", True) if a.subject == "training_state")
     assert "119.66 GiB" in line.text and "23.92 GiB acima" in line.text and "29.91 GiB" in line.text
+
+
+def test_pallas_operand_dtypes_written_after_their_block_shapes_are_read():
+    # x (1024, 2048) bf16 + w (2048, 1024) bf16 + out (1024, 1024) f32 = 12 MiB, double-buffered 24 MiB,
+    # and the f32 accumulator 4 MiB: 28 MiB (the log's 28.13M), so a 29 MiB limit
+    line = next(a for a in SIZING.answer("v5e の Pallas matmul、BlockSpecは x: (1024, 2048) bf16, w: (2048, 1024) bf16, "
+                                         "out: (1024, 1024) f32、scratch_shapes=[pltpu.VMEM((1024, 1024), jnp.float32)] の"
+                                         "アキュムレータ。vmem_limit_bytes を何にすればいいですか？", "ja", True)
+                if a.subject == "pallas_blocks")
+    assert "出力 1024×1024 float32（4.00 MiB）" in line.text and "合計 28.00 MiB" in line.text
+    assert "vmem_limit_bytes=29 * 1024 * 1024" in line.text
