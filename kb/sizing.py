@@ -77,6 +77,10 @@ _COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "second": 2, "third": 3, "fourt
 _WORD_COUNT = re.compile(r"(?<![a-zà-ÿа-я])(" + "|".join(_COUNT_WORDS) + r")\s+(?:[a-zà-ÿа-я]+[\s-]+){0,2}?"
                          r"(?:runs?|processes|process|jobs?|scripts?|experiments?|trainings?|processos|procesos|"
                          r"processus|prozesse|experimentos|процесс\w*|запуск\w*|скрипт\w*)(?![a-z])")
+#: jobs counted after the noun ("잡 두 개", "作业两个", "ジョブを2つ"), Korean and Chinese counts included
+_CJK_COUNTS = {"두": 2, "세": 3, "네": 4, "两": 2, "二": 2, "三": 3, "四": 4, "2つ": 2, "二つ": 2, "3つ": 3, "三つ": 3}
+_COUNTED_AFTER = re.compile(r"(?:잡|작업|프로세스|job|jobs|作业|任务|进程|ジョブ|プロセス)\s*(?:을|를|が|を)?\s*"
+                            r"(\d{1,2}|두|세|네|两|二|三|四|2つ|二つ|3つ|三つ)\s*(?:개|个|つ)?")
 #: a share proposed for each of several processes (".33 each")
 _SHARE_EACH = re.compile(r"(?<![\d])(0?\.\d{2})\s*(?:each|apiece|per process|for each|jeweils|chacun|cada uno|cada|"
                          r"каждому|на каждый|各|ずつ|씩|हर एक|لكل)")
@@ -2758,6 +2762,8 @@ class Sizing:
         low_text = (text or "").lower()
         if sum(any(p.search(low_text) for p in patterns) for _, patterns in self._gpus) >= 2:
             return None  # two different cards ("a 4090 and a 2070"): each has its own share, not one card's split
+        if not (_PROCESSES.search(low_text) or _process_count(text or "")):
+            return None  # several sizes but no processes sharing the card (measurements, two cards' figures)
         card = s.card_memory / (1 << 30)  # in the unit the question writes ("80GB" is read as 80)
         def each(part: str) -> list[float]:
             """The needs `part` states, one stated for "3 runs, each ~5 GiB at its peak" counted 3 times."""
@@ -3104,6 +3110,12 @@ _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|e
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
 #: the most of a card JAX's pool can usefully take (`XLA_PYTHON_CLIENT_MEM_FRACTION=.95`, the CUDA context beside it)
 MAX_POOL_SHARE = 0.95
+#: words that say several programs share a card (processes, workers, runs, a trainer and an eval ...)
+_PROCESSES = re.compile(r"(?<![a-z])(?:process(?:es)?|workers?|runs|jobs|instances|services|trainers?|training|eval\w*|"
+                        r"inference server|sampler|learner|actors?|server|notebooks?|sessions?|xdist|pytest|"
+                        r"procesos?|processos?|processus|prozess\w*|instanz\w*|trainings?|entrenamiento\w*|treino\w*|"
+                        r"entraînement\w*|процесс\w*|воркер\w*|обучени\w*)(?![a-z])|进程|训练|推理服务|プロセス|学習|"
+                        r"ワーカー|프로세스|학습|워커|प्रोसेस|ट्रेनिंग|عملي(?:ة|ات)|تدريب")
 #: the least share left for other processes that makes a split of the card worth proposing
 MIN_OTHER_SHARE = 0.05
 #: the rows of a batch moved to the device at a time, in the example a dataset too large for the card gets
@@ -3399,6 +3411,8 @@ def _process_counts(text: str) -> list[int]:
     found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
     if "xdist" in low or "pytest" in low:
         found += [(m.start(), int(m.group(1))) for m in _XDIST_COUNT.finditer(low)]
+    found += [(m.start(), _CJK_COUNTS.get(m.group(1)) or int(m.group(1))) for m in _COUNTED_AFTER.finditer(low)
+              if (_CJK_COUNTS.get(m.group(1)) or m.group(1).isdigit())]
     out: list[int] = []
     for _, n in sorted(found):
         if n >= 2 and n not in out:
@@ -3411,6 +3425,8 @@ def _process_count(text: str) -> int | None:
     low = text.lower()
     found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
     found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
+    found += [(m.start(), _CJK_COUNTS.get(m.group(1)) or int(m.group(1))) for m in _COUNTED_AFTER.finditer(low)
+              if (_CJK_COUNTS.get(m.group(1)) or m.group(1).isdigit())]
     return max(found)[1] if found else None
 
 

@@ -1860,3 +1860,14 @@ def test_pallas_operand_dtypes_written_after_their_block_shapes_are_read():
                 if a.subject == "pallas_blocks")
     assert "出力 1024×1024 float32（4.00 MiB）" in line.text and "合計 28.00 MiB" in line.text
     assert "vmem_limit_bytes=29 * 1024 * 1024" in line.text
+
+
+def test_card_shares_need_processes_sharing_the_card_and_jobs_counted_after_the_noun_are_counted():
+    # two cards' figures ("60GB on the 80GB one, 30GB on the 40GB one"): no split of one card among processes
+    assert "pool_shares" not in [a.subject for a in SIZING.answer(
+        "Rodo o mesmo modelo numa A100 80GB e numa A100 40GB. Na de 80GB o nvidia-smi mostra uns 60GB usados, na de 40GB "
+        "uns 30GB. Qual XLA_PYTHON_CLIENT_MEM_FRACTION eu coloco na de 80GB?", "pt", True)]
+    # "two AF3 jobs on one A100 80GB, both at 0.5": 2 × 40 GiB pools and their contexts are over the card
+    line = next(a for a in SIZING.answer("MIG 대신 A100 80GB 한 장에 AF3 잡 두 개를 같이 돌리려고 두 잡 모두 "
+                                         "XLA_CLIENT_MEM_FRACTION=0.5로 주면 어때요?", "ko", True) if a.subject == "pool_shares")
+    assert "40.00 GiB" in line.text and "프로세스 2개" in line.text and "800.00 MiB 초과" in line.text
