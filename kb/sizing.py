@@ -383,8 +383,7 @@ class Sizing:
         if "params" not in s.values and s.optimizer is not None and s.optimizer.moments:
             # a table trained with an optimizer that keeps moments ("2^24 rows × 1024 float32 with Adam"):
             # its elements are the parameters whose state is asked about
-            tables = [math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) for m in _SHAPE.finditer(low)]
-            tables = [n for n in tables if n >= 1e6]
+            tables = [math.prod(dims) for _, dims in _big_shapes(low)]
             if len(tables) == 1:
                 s.values["params"] = float(tables[0])
         self._read_devices(low, s, capacity)
@@ -1345,8 +1344,7 @@ class Sizing:
     @staticmethod
     def writes_shape(text: str) -> bool:
         """Whether `text` writes out an array's shape of at least a million elements ("[128,3072,4096]")."""
-        return any(math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) >= 1 << 20
-                   for m in _SHAPE.finditer(_plain_digits(text or "").lower()))
+        return bool(_big_shapes(_plain_digits(text or "").lower()))
 
     def topology_named(self, text: str) -> str | None:
         """The libtpu topology of the one slice `text` names ("v4-8" -> "v4:2x2x1"), for code that
@@ -1523,11 +1521,10 @@ class Sizing:
         if tensor is None:
             return lines
         low = _plain_digits(turn).lower()
-        shape = next((m for m in reversed(list(_SHAPE.finditer(low)))
-                      if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) >= 1 << 20), None)
-        if shape is None:
+        big = _big_shapes(low)
+        if not big:
             return lines
-        dims = [int(d) for d in re.findall(r"\d+", shape.group(0))]
+        dims = big[-1][1]
         counted: dict[str, list[int]] = {}
         for p in _SIZE_AND_WORD.finditer(low):
             if p.group(2) not in _NOT_AXIS_WORDS:
@@ -1578,8 +1575,7 @@ class Sizing:
         low = _plain_digits(turn).lower()
         counts = [int(float(m.group(1))) for m in _ELEMENT_COUNT.finditer(low)]
         if not counts:
-            shapes = [math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) for m in _SHAPE.finditer(low)]
-            counts = [n for n in shapes if n >= 1000]
+            counts = [math.prod(_dims_of(m)) for m in _SHAPE.finditer(low) if math.prod(_dims_of(m)) >= 1000]
         if not counts:
             return None
         entries = counts[-1]
@@ -2052,16 +2048,16 @@ class Sizing:
         if not shapes:
             return None
         # the last one large enough to matter ("[75, 128, 160000] ... 400x400 = 160000 points": not the 400x400)
-        m = next((x for x in reversed(shapes) if len(re.findall(r"\d+", x.group(0))) >= 2
-                  and math.prod(int(d) for d in re.findall(r"\d+", x.group(0))) >= 1 << 20), shapes[-1])
-        dims = [int(d) for d in re.findall(r"\d+", m.group(0))]
+        m = next((x for x in reversed(shapes) if len(_dims_of(x)) >= 2 and math.prod(_dims_of(x)) >= 1 << 20),
+                 shapes[-1])
+        dims = _dims_of(m)
         elements = 1
         for d in dims:
             elements *= d
         if len(dims) < 2 or elements < 1 << 20:
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
-        typed = _TYPED_PREFIX.search((text or "")[max(0, m.start() - 6):m.start() + 1])
+        typed = _TYPED_PREFIX.search((text or "")[max(0, m.start() - 10):m.start() + 1])
         if typed:  # XLA's own spelling before the shape ("u32[32,14336,4096]"): that element type
             dtype_name, dtype_bytes = _XLA_TYPES[typed.group(1).lower()]
         added = _added_shapes(text or "", shapes)
@@ -3095,16 +3091,15 @@ def _analysis_in_units(text: str) -> dict[str, float]:
 _MODEL_SIZE = re.compile(r"\d{3,4}\s*\(\s*$")  # "4090(" just before a size: the card's own
 #: a bare number of KiB beside the flag that counts them ("=98304", "monter à 131072"): four to seven digits
 _KIB_VALUE = re.compile(r"(?<![\w.])(\d{4,7})(?![\d.]|\s*(?:mib|mb|gib|gb|kib|kb|b\b|bytes|%))")
-#: a shape in XLA's spelling, element type first ("u32[32,14336,4096]"): a buffer the asker copied from a dump
-_TYPED_SHAPE = re.compile(r"(?<![a-z0-9_])(?:f32|s32|u32|bf16|f16|s16|u16|s8|u8|pred|f64|s64|u64|c64)\[\d+(?:\s*,\s*\d+)+\]",
-                          re.IGNORECASE)
 #: XLA's element types as its shapes write them ("u32[...]", "bf16[...]"), and their bytes
 _XLA_TYPES = {"f32": ("float32", 4), "s32": ("int32", 4), "u32": ("uint32", 4), "bf16": ("bfloat16", 2),
               "f16": ("float16", 2), "s16": ("int16", 2), "u16": ("uint16", 2), "s8": ("int8", 1), "u8": ("uint8", 1),
               "pred": ("bool", 1), "f64": ("float64", 8), "s64": ("int64", 8), "u64": ("uint64", 8),
               "c64": ("complex64", 8), "f8e4m3fn": ("float8_e4m3fn", 1), "f8e5m2": ("float8_e5m2", 1)}
-_TYPED_PREFIX = re.compile(r"(?<![a-z0-9_])(f32|s32|u32|bf16|f16|s16|u16|s8|u8|pred|f64|s64|u64|c64|f8e4m3fn|f8e5m2)\[$",
-                           re.IGNORECASE)
+_XLA_TYPE_NAMES = "|".join(sorted(_XLA_TYPES, key=len, reverse=True))
+_TYPED_PREFIX = re.compile(rf"(?<![a-z0-9_])({_XLA_TYPE_NAMES})\[$", re.IGNORECASE)
+#: a shape in XLA's spelling, element type first ("u32[32,14336,4096]"): a buffer the asker copied from a dump
+_TYPED_SHAPE = re.compile(rf"(?<![a-z0-9_])(?:{_XLA_TYPE_NAMES})\[\d+(?:\s*,\s*\d+)+\]", re.IGNORECASE)
 #: a count of elements ("300,000 要素", "300000 entries", "1.2M elements")
 _ELEMENT_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:elements?|entries|entradas|elementos|éléments|elemente|einträge|"
                             r"элемент\w*|записей|要素|个元素|元素|요소|개 원소|원소|तत्व|عنصر|عناصر)")
@@ -3453,6 +3448,16 @@ def _axes_sized(m: re.Match[str], text: str) -> str:
     sizes = [int(p.group(1)) for p in _SIZE_AND_WORD.finditer(after)
              if p.group(2).lower() not in _NOT_AXIS_WORDS][:len(names)]
     return f"[{', '.join(map(str, sizes))}]" if len(sizes) == len(names) else m.group(0)
+
+
+def _dims_of(m: re.Match[str]) -> list[int]:
+    """The dimensions of a shape `_SHAPE` matched."""
+    return [int(d) for d in re.findall(r"\d+", m.group(0))]
+
+
+def _big_shapes(low: str) -> list[tuple[re.Match[str], list[int]]]:
+    """The shapes `low` writes out with at least a million elements, in order, with their dimensions."""
+    return [(m, dims) for m in _SHAPE.finditer(low) if len(dims := _dims_of(m)) >= 2 and math.prod(dims) >= 1 << 20]
 
 
 def _tpu_label(gen: str) -> str:
