@@ -18,6 +18,9 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # an array meant for the host made with jnp.* on a TPU host: made whole on the first chip first
+    ("TPU v5e-8 で jnp.zeros((30 * 2**30,), dtype=jnp.uint8, device=jax.devices('cpu')[0]) としてホスト側に大きな配列を"
+     "作りたいのに、TPU 側の OOM で落ちます。8 チップあるのになぜ？", "ja", "created_on_default_device", "jax.default_device"),
     # everything built on device 0 before sharding, the other cores empty
     ("v3-8 上训练：jax.devices()[0] 的 bytes_in_use 快满了，其他 7 个 core 基本是空的，为什么？",
      "zh", "one_device_fills", "NamedSharding"),
