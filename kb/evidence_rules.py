@@ -88,6 +88,9 @@ class Rule(BaseModel):
     not_memory: bool = Field(default=False, description=(
         "the verdict says the error is not memory running out (a library that did not start): no "
         "out-of-memory diagnosis line and no measuring of memory after it"))
+    not_failure: bool = Field(default=False, description=(
+        "the verdict says the text read is a warning, not the failure (a pass's estimate that still "
+        "fits): no \"ran out of memory\" diagnosis line after it"))
     with_next_verdict: bool = Field(
         default=False, description="its verdict is followed by the next holding rule's (a second, "
                                    "separate finding, such as what the largest buffer is)")
@@ -174,6 +177,7 @@ class Outcome(BaseModel):
     settled: set[str] = Field(default_factory=set, description="tried items the verdict judges")
     superseded: set[str] = Field(default_factory=set, description="sizing subjects the rules' figures supersede")
     not_memory: bool = Field(default=False, description="the verdict's rule says memory is not the cause")
+    not_failure: bool = Field(default=False, description="the verdict's rule says the text is not the failure")
 
 
 class EvidenceRules:
@@ -221,6 +225,7 @@ class EvidenceRules:
                     findings += 1
                     out.settled |= set(rule.settles)
                     out.not_memory = out.not_memory or rule.not_memory
+                    out.not_failure = out.not_failure or rule.not_failure
             out.superseded |= set(rule.supersedes)
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)

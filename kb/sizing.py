@@ -36,6 +36,7 @@ FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
 _DECIMAL_SHARE = re.compile(r"(?<![\d.])0?\.(\d{1,3})(?![\d.])")  # ".9", "0.87" (a share of the card)
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
+POOL_SEEN_EXTRA = 2.5  # GiB above a pool that nvidia-smi may show with it (the CUDA context, cuBLAS/cuDNN)
 HIGH_POOL_SHARE = 0.9  # a pool this large leaves little of the card to CUDA's own allocations
 BUCKET_MIN = 128       # the smallest length bucket (a TPU lane's width)
 SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus this, rounded up to .05
@@ -66,6 +67,7 @@ _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|f
 # processes of the same kind counted ("3 runs", "три процесса", "3个实验"), each with the one need stated
 _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(?:jax[\s-]+|python[\s-]+|training[\s-]+|pytest[\s-]+|"
                             r"eval[\s-]+|inference[\s-]+|trainings?-)*(?:runs?|processes|jobs|experiments?|trials|scripts?|workers?|"
+                            r"(?:[a-z]+[\s-]+)?(?:servers|instances|services)|"
                             r"воркер\w*|ワーカー|워커|वर्कर|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
@@ -135,7 +137,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels")
 
 
 class _Strict(BaseModel):
@@ -242,6 +244,24 @@ class Stated:
     from_dims: dict[str, float] | None = None
 
 
+#: a count said to be the parameters ("3.3B params", "7 млрд параметров"): a total
+_PARAMS_WORD = re.compile(r"\s*(?:params?|parameters?|parâmetros|parámetros|paramètres|параметр\w*|个?参数|パラメータ|파라미터|पैरामीटर|معامل\w*|معلمة)")
+#: between a total and its parts ("3.3B params: PaliGemma 3B + 300M action expert", "7B (6.7B + ...")
+_PARTS_AFTER = re.compile(r"[:(=（]|\+")
+
+
+def _total_before_parts(patterns, text: str, hit: tuple[int, float]) -> tuple[int, float]:
+    """The parameter count to use where the last one read is a part of a total said just before it
+    ("~3.3B params: PaliGemma 3B + 300M action expert" is 3.3B, not 3B); else `hit`."""
+    totals = [(m.start(1), float(m.group(1)) * p.scale) for p, compiled in patterns for m in compiled.finditer(text)
+              if m.start(1) < hit[0] and _PARAMS_WORD.match(text, m.end())]
+    if not totals:
+        return hit
+    at, value = max(totals)
+    between = text[at:hit[0]]
+    return (at, value) if len(between) <= 60 and _PARTS_AFTER.search(between) and value > hit[1] else hit
+
+
 def _last(patterns, text: str) -> tuple[int, float] | None:
     """(position, value) of the last match of any pattern in `text`."""
     best = None
@@ -332,6 +352,8 @@ class Sizing:
         sizes_text = _ACTIVE_PARAMS.sub(lambda m: " " * len(m.group(0)), sizes_text)
         for name, patterns in self._quantities.items():
             hit = _last(patterns, sizes_text)
+            if name == "params" and hit is not None:
+                hit = _total_before_parts(patterns, sizes_text, hit)
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]
@@ -388,8 +410,9 @@ class Sizing:
                 s.values["params"] = float(tables[0])
         self._read_devices(low, s, capacity)
         axis = s.values.get("fsdp_axis")
-        if axis and axis > 1 and (not s.devices or (s.devices > axis and s.devices % axis == 0)):
+        if axis and axis > 1 and (not s.devices or s.devices < axis or (s.devices > axis and s.devices % axis == 0)):
             # the state sharded over the FSDP axis only: other slices or a data axis hold copies of it
+            # (and "--fsdp-devices 4" after "2× A100": the devices it now runs on)
             s.devices = int(axis)
         return s
 
@@ -507,13 +530,12 @@ class Sizing:
             return
         memory = counted.get("gpu_memory_named_bytes")
         label = None
-        for gpu, patterns in self._gpus:
-            if any(p.search(low) for p in patterns):
-                # a card with one size: its public memory, not a figure the question gives for
-                # something else ("8x H100 ... ~11GB of params on each GPU")
-                label, memory = gpu.names[0].upper(), parse_size(gpu.memory)
-                s.shared_per_block = int(gpu.shared_kib * 1024) if gpu.shared_kib else None
-                break
+        card = _own_card(low, self._gpus)
+        if card is not None:
+            # a card with one size: its public memory, not a figure the question gives for
+            # something else ("8x H100 ... ~11GB of params on each GPU")
+            label, memory = card.names[0].upper(), parse_size(card.memory)
+            s.shared_per_block = int(card.shared_kib * 1024) if card.shared_kib else None
         if memory is None and _ANY_GPU.search(low):
             # a card the table does not know (an MX250, a GTX 1650) with nvidia-smi's total quoted
             # ("2048MiB"): that total, the largest figure in MiB the text quotes
@@ -639,6 +661,9 @@ class Sizing:
         table = self._smem_table(text, language)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
+        scaled = self._batch_scaled(text, earlier, language) if earlier else None
+        if scaled is not None:  # "batch 1024 needed >215 GB; at 256, does it fit?": that need scaled
+            lines.insert(0, scaled)
         split = self._microbatches(text, earlier, language)
         if split is not None:  # "num_microbatches = 8: how many per core, do the activations double?"
             lines.insert(0, split)
@@ -699,6 +724,9 @@ class Sizing:
         # a shape asked about and nothing else computed: its size; unasked, a shape that says what it
         # is (attention scores, logits) or takes a good share of the device named (the
         # f32[8,16,8192,8192] that fills a chip)
+        trajectory = self._trajectory(text, s, language)
+        if trajectory is not None:  # "721×1440 grid, 227 channels, float32: 40 steps, and 120?"
+            return [trajectory]
         chunks = self._chunks(text, turn or text, s, language)
         if chunks is not None:  # the chunk size asked for, not the whole array's size again
             return [chunks]
@@ -757,6 +785,8 @@ class Sizing:
             shares = self._pool_per_process(text, s, language)
         if shares is None:
             shares = self._pool_shares(text, s, language, turn)
+        if shares is None:  # "2 servers on this card, what fraction each?": one even share
+            shares = self._pool_even_split(turn or text, s, language)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
         if shares is None:
@@ -767,8 +797,12 @@ class Sizing:
             shares = self._pool_beside(turn or text, s, language)
         if shares is None:
             shares = self._pool_leave(turn or text, s, language)
+        if shares is None:  # "the docs say ~60GB; my L40 has 48": no pool setting can fit it
+            shares = self._need_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_beyond_card(turn or text, s, language)
+        if shares is None:
+            shares = self._pool_for_need(turn or text, s, language)
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language, turn)
@@ -780,6 +814,8 @@ class Sizing:
             out.insert(0, ceiling)
             ceiling = None
         out += [line for line in (ceiling, shares, self._buckets(s, language)) if line is not None]
+        if shares is not None and shares.subject == "need_beyond_card":  # said first; the share's room is beside it
+            out = [shares, *(a for a in out if a.subject != "pool_outside" and a is not shares)]
         # slices compared ("so a v4-8 has half the HBM of a v3-8?") are a question about their memory
         if batch is None and (("memory_named" in s.cues and asked and not s.values.get("params"))
                               or "pooled_sum" in s.cues  # "8 cores of 8 GB, so 64 GB?": per device, not a pool
@@ -1204,6 +1240,129 @@ class Sizing:
                                    language, ram=format_bytes(host), host=format_bytes(beyond)))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=self._join(parts, language),
                             value_bytes=int(fraction * s.card_memory), sources=["computed"], cite=POOL_CITE)
+
+    def _batch_scaled(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """A need an earlier turn stated at one batch, and a new batch this turn proposes: the need
+        scaled by the batch's ratio, as a bound (only what grows with the batch shrinks)."""
+        before, now = self.read(earlier), self.read(f"{earlier}\n{turn}")
+        old_batch, new_batch = before.values.get("batch"), self.read(turn).values.get("batch")
+        memory = now.device_memory
+        if not (old_batch and new_batch and memory and new_batch < old_batch):
+            return None
+        low = _plain_digits(earlier).lower()
+        needs = [float(m.group(1)) for m in _GB.finditer(low)
+                 if _NEED_NEAR.search(low[max(0, m.start() - 40): m.start()])
+                 and float(m.group(1)) * (1 << 30) > memory]
+        if not needs:
+            return None
+        need, ratio = needs[-1], new_batch / old_batch
+        scaled = need * ratio * (1 << 30)
+        values = dict(before=_num(old_batch), after=_num(new_batch), ratio=f"{ratio:.3g}", need=f"{_num(need)} GB",
+                      scaled=format_bytes(scaled), memory=now.memory_label or format_bytes(memory))
+        text_ = (self._msg("batch_scaled_fits", language, left=format_bytes(memory - scaled), **values)
+                 if scaled <= memory else self._msg("batch_scaled_over", language, **values))
+        return FigureAnswer(kind=KIND, subject="batch_scaled", text=text_, value_bytes=int(scaled),
+                            sources=["computed"], cite=TRAINING_CITE)
+
+    def _trajectory(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A rollout's outputs kept step after step: a grid (H × W) with its channels in the dtype
+        said, per step and for each step count the text names, against the device."""
+        channels, low = s.values.get("channels"), _plain_digits(text or "").lower()
+        grid = _GRID.search(low)
+        counts = sorted({int(m.group(1)) for _, compiled in self._quantities.get("steps", []) for m in compiled.finditer(low)})
+        if not (channels and grid and counts):
+            return None
+        h, w = int(grid.group(1)), int(grid.group(2))
+        size = s.dtype.bytes if s.dtype else 4
+        step = h * w * channels * size
+        totals = _LIST_SEPARATOR.get(language, "; ").join(
+            self._msg("trajectory_row", language, steps=_num(n), total=format_bytes(n * step)) for n in counts)
+        memory = s.device_memory
+        if not memory:  # no device named: nothing to hold it against
+            return None
+        text_ = self._msg("trajectory", language, h=_num(h), w=_num(w), channels=_num(channels), bytes=_num(size),
+                          dtype=s.dtype.name if s.dtype else "float32", step=format_bytes(step), totals=totals,
+                          memory=s.memory_label or format_bytes(memory), device=s.device or "", fit=_num(memory // step))
+        return FigureAnswer(kind=KIND, subject="trajectory", text=text_, value_bytes=int(counts[-1] * step),
+                            sources=["computed"], cite=TRAINING_CITE)
+
+    def _pool_for_need(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The fraction a use measured on the GPU named needs, where the text asks which fraction
+        ("22.4G at seq 2048: with JAX's defaults does it fit, what MEM_FRACTION would I need?"): the
+        largest use it states against the default pool, and the fraction that holds it."""
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues):
+            return None
+        low = _plain_digits(text or "").lower()
+        if not _FRACTION_ASKED.search(low):
+            return None
+        card = s.card_memory / (1 << 30)
+        others = [float(m.group(1)) for m in _GB.finditer(low)
+                  if _CARD_BEFORE.search(low[max(0, m.start() - 12): m.start()]) and float(m.group(1)) < 0.98 * card]
+        if others and _SAME_AS.search(low):  # "make the 80GB behave like the 40GB": the other card's pool
+            other_pool = GPU_POOL_SHARE * others[0]
+            fraction = math.floor(other_pool / card * 1000) / 1000
+            text_ = self._msg("pool_like_other", language, other=f"{_num(others[0])} GB",
+                              other_pool=f"{_num(other_pool)} GiB", card=format_bytes(s.card_memory),
+                              exact=f"{other_pool / card:.4f}".rstrip("0").lstrip("0"),
+                              fraction=f"{fraction:.3f}".rstrip("0").lstrip("0"), pool=format_bytes(fraction * s.card_memory))
+            return FigureAnswer(kind=KIND, subject="pool_like_other", text=text_,
+                                value_bytes=int(fraction * s.card_memory), sources=["computed"], cite=POOL_CITE)
+        uses = [float(m.group(1)) for m in _GB.finditer(low)
+                if not _CARD_BEFORE.search(low[max(0, m.start() - 12): m.start()])
+                and not _FREE_AFTER.match(low, m.end()) and not _HOST_NEAR.search(low[m.end(): m.end() + 12])]
+        # (not the card's size again, nor a card's default pool as nvidia-smi shows it with the CUDA
+        # context, this card's or another's named: that is no one's need)
+        uses = [u for u in uses if 0.3 * card <= u < card and abs(u - card) > 0.02 * card
+                and not _a_pool_seen(u, low, card)]
+        if not uses:
+            return None
+        need = max(uses)
+        default = GPU_POOL_SHARE * s.card_memory
+        values = dict(need=f"{_num(need)} GB", card=format_bytes(s.card_memory), default_pool=format_bytes(default))
+        if need * (1 << 30) <= default:
+            text_ = self._msg("pool_for_need_default", language, **values)
+            fraction = GPU_POOL_SHARE
+        else:
+            fraction = math.ceil(need / card * 100) / 100
+            key = "pool_for_need_tight" if fraction > 0.95 else "pool_for_need"
+            text_ = self._msg(key, language, fraction=_fraction(fraction), pool=format_bytes(fraction * s.card_memory),
+                              left=format_bytes((1 - fraction) * s.card_memory), **values)
+        return FigureAnswer(kind=KIND, subject="pool_for_need", text=text_, value_bytes=int(fraction * s.card_memory),
+                            sources=["computed"], cite=POOL_CITE)
+
+    def _need_beyond_card(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A need the text states (documented, measured elsewhere, asked for by the failing run) that
+        is more than the whole GPU it runs on ("the docs say ~60GB" on a 48 GB L40): no pool setting
+        fits it; what does, and the unified-memory fraction that would reach it."""
+        if not (s.gpu and s.card_memory and {"oom", "fits", "mem_fraction"} & s.cues):
+            return None
+        low = _plain_digits(text or "").lower()
+        card = s.card_memory / (1 << 30)
+        needs = []
+        for m in _GB.finditer(low):
+            before, after = low[max(0, m.start() - 40): m.start()], low[m.end(): m.end() + 20]
+            if _CARD_BEFORE.search(before[-12:]) or _HOST_NEAR.search(before[-16:] + " " + after[:12]):
+                continue  # a card's own size ("H100 80GB"), host RAM ("64 GB of RAM")
+            if _NEED_NEAR.search(before) or _NEED_NEAR.search(after):
+                needs.append(float(m.group(1)))
+        # (not the cards' sum, "4x16 GB = 64 GB": several cards never pool; nor a need that a
+        # fraction above 1 with unified memory already reaches)
+        needs = [n for n in needs if card < n <= 8 * card
+                 and not (round(n / card) >= 2 and abs(n / card - round(n / card)) < 0.02)]
+        beyond_one = [float(m.group(1)) for m in _FRACTION_ABOVE_ONE.finditer(low)]
+        if not needs or (beyond_one and max(beyond_one) * card >= min(needs)):
+            return None
+        need = min(needs)  # (the documented need and a larger use measured elsewhere: the smaller)
+        fraction = math.ceil(need * 1.05 / card * 10) / 10
+        values = dict(need=f"{_num(need)} GB", card=format_bytes(s.card_memory), device=s.device or "GPU",
+                      fraction=_num(fraction), beyond=format_bytes(fraction * s.card_memory - s.card_memory))
+        if _UNIFIED_SAID.search(low):
+            text_ = self._msg("need_beyond_card_unified", language,
+                              default_pool=format_bytes(GPU_POOL_SHARE * s.card_memory), **values)
+        else:
+            text_ = self._msg("need_beyond_card", language, pool=format_bytes(0.95 * s.card_memory), **values)
+        return FigureAnswer(kind=KIND, subject="need_beyond_card", text=text_, value_bytes=int(need * (1 << 30)),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _pool_for_jax(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A size the text gives to JAX itself on the GPU named ("I want JAX to reserve only 20 GiB and
@@ -1788,6 +1947,11 @@ class Sizing:
                                            per_param=_num((2 + base_opt.moments) * base_bytes),
                                            state=format_bytes(base), saving=format_bytes(base - need)))
             total = state
+            if "ema" in s.cues and "ema_off" not in s.cues:  # "and EMA is on too": one more copy of the weights
+                ema_bytes = 2 if need == half and half < state else 4
+                need, total = need + params * ema_bytes, total + params * ema_bytes
+                parts.append(self._msg("training_ema", language, ema=format_bytes(params * ema_bytes), params=count,
+                                       bytes=ema_bytes, need=format_bytes(need)))
             # a log of the user's own run and a model known by its name only, its state sharded to a
             # small share of each device: the log says what fills the device, not this arithmetic
             if (s.from_log and "params" in s.from_model and devices > 1 and "optimizer_state" not in s.cues
@@ -1882,7 +2046,11 @@ class Sizing:
         per = need / devices
         out: list[str] = []
         shown = format_bytes(need)
-        if need <= memory:
+        sharded = devices > 1 and training and (s.values.get("fsdp_axis") or "shard_asked" in s.cues)
+        if need <= memory and sharded:  # sharded, as the text says ("--fsdp-devices 2"): what each device keeps
+            out.append(self._msg("fits_sharded_said", language, device=device, memory=label, devices=devices,
+                                 per_device=format_bytes(per), left=format_bytes(memory - per)))
+        elif need <= memory:
             out.append(self._msg("fits_one", language, device=device, memory=label, need=shown,
                                  left=format_bytes(memory - need)))
             if devices > 1:  # "and per card with FSDP over the 4?"
@@ -2732,7 +2900,8 @@ class Sizing:
         the last one the maximum rounded up to a multiple of 128 where the next power of two would
         pad far beyond it. Each bucket is one compile (per batch size), whatever the inputs."""
         longest = s.values.get("seq")
-        if not {"buckets", "variable_lengths"} & s.cues or not longest or longest < 2 * BUCKET_MIN:
+        if (not {"buckets", "variable_lengths"} & s.cues or "buckets_given" in s.cues
+                or not longest or longest < 2 * BUCKET_MIN):
             return None
         top = -(-int(longest) // BUCKET_MIN) * BUCKET_MIN
         buckets, b = [], BUCKET_MIN
@@ -2837,6 +3006,36 @@ class Sizing:
                           most=most)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(per),
                             sources=["computed"], cite=POOL_CITE)
+
+    def _pool_even_split(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The one XLA_PYTHON_CLIENT_MEM_FRACTION for each of N processes sharing the GPU named, asked
+        without a share set ("2 policy servers on this one GPU, exactly what fraction each?"): the
+        card less N CUDA contexts and a margin, split N ways, rounded down to .05; against the need
+        each one has where the text states it."""
+        low = _plain_digits(text or "").lower()
+        counts = _process_counts(low)
+        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and not s.pool_share
+                and len(counts) == 1 and _FRACTION_ASKED.search(low)):
+            return None
+        n, card = counts[0], s.card_memory
+        fraction = math.floor((card - n * 2 * CUDA_CONTEXT) / n / card * 20) / 20
+        if fraction <= 0:
+            return None
+        per = fraction * card
+        needs = [float(m.group(1)) * (1 << 30) for m in _GB.finditer(low)
+                 if _NEED_NEAR.search(low[max(0, m.start() - 40): m.start()] + " " + low[m.end(): m.end() + 20])
+                 and float(m.group(1)) * (1 << 30) < card and not _a_pool_seen(float(m.group(1)), low, card / (1 << 30))]
+        values = dict(n=n, card=format_bytes(card), fraction=_fraction(fraction), per=format_bytes(per),
+                      pools=format_bytes(n * per), left=format_bytes(card - n * per), context=format_bytes(CUDA_CONTEXT))
+        parts = [self._msg("pool_even_split", language, **values)]
+        if needs:
+            need = min(needs)
+            parts.append(self._msg("pool_even_need_fits", language, need=format_bytes(need), per=format_bytes(per))
+                         if need <= per else
+                         self._msg("pool_even_need_short", language, need=format_bytes(need),
+                                   most=int(card // (need + 2 * CUDA_CONTEXT))))
+        return FigureAnswer(kind=KIND, subject="pool_even_split", text=self._join(parts, language),
+                            value_bytes=int(per), sources=["computed"], cite=POOL_CITE)
 
     def _pool_split(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """Several JAX processes on one card that something else already holds part of (a desktop's
@@ -3150,6 +3349,30 @@ _USE_WORDS = (r"(?:tak|use|usar|utiliser|utilisi|nutzen|verwenden|использ
 _SIZE_TO_USE = re.compile(rf"(?<![\d.])(\d{{1,5}}(?:\.\d+)?)\s*(gb|gib|tb|go|гб)(?![a-z0-9])(?!\s*(?:of\s+)?(?:ram|swap|host|cpu))"
                           rf"[^.\n?]{{0,20}}?{_USE_WORDS}"
                           rf"|{_USE_WORDS}[^.\n?\d]{{0,20}}?(?<![\d.])(\d{{1,5}}(?:\.\d+)?)\s*(gb|gib|tb|go|гб)(?![a-z0-9])")
+#: a size said to be needed, used or asked for ("the docs say ~60GB", "tries to reserve 86.9 GB")
+_NEED_NEAR = re.compile(
+    r"need|require|requirement|documentation|\bdocs?\b|\bsays?\b|consum|\bused?\b|\buses\b|\btook\b|peak|reserv|"
+    r"\ballocat|\basks? for|\bwants?\b|chahiye|zaroorat|zarurat|jarurat|يحتاج|تحتاج|محتاج|بتقول|تقول|استهلك|يستهلك|بيستهلك|يحجز|بيحجز|"
+    r"нужн|требу|потребл|занима|занял|съел|использ|резерв|выдел|需要|消耗|占用|用了|申请|分配|必要|消費|使用|確保|要求|"
+    r"필요|사용|소모|먹|할당|예약|चाहिए|ज़रूरत|जरूरत|लेता|लिया|लगता|इस्तेमाल|precis|consom|consum|\busa\b|\busou\b|"
+    r"aloca|exige|requer|necesit|\busó\b|asignar|requier|\bpide\b|braucht|benötig|verbrauch|belegt|reserviert|"
+    r"anforder|besoin|utilise|allouer|demande")
+#: which fraction to set is asked ("what MEM_FRACTION would I need", "qual fração", "比例设多少")
+_FRACTION_ASKED = re.compile(
+    r"(?:what|which|how much|welche\w*|wie ?viel|quel\w*|qual|cuál|cual|какую|какой|сколько|多少|どの|いくつ|얼마|몇|कितना|कितनी|كم|كام|ايه)"
+    r"[^.?!\n]{0,40}(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|доля|долю|比例|割合|비율|फ़्रैक्शन|النسبة)"
+    r"|(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|доля|долю|比例|割合|비율)[^.?!\n]{0,40}"
+    r"(?:\?|多少|いくつ|얼마|몇|कितना|كم|كام)")
+#: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
+_SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"
+                      r"так же|как на|как у)\b|一样|相同|同じ|같[게이은]|जैसा|जैसी|مثل")
+#: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
+_GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
+#: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")
+_FRACTION_ABOVE_ONE = re.compile(r"mem_fraction\W{0,4}([1-9]\d?(?:\.\d+)?)(?![\d])")
+#: a card's own size just before a figure ("H100 80GB", "a100-40gb"), and host memory beside one
+_CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|placa|tarjeta|карт\w*|显卡|卡)\s*$")
+_HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
@@ -3162,6 +3385,30 @@ _BEFORE_MIB = re.compile(r"(?:before (?:the )?(?:start|launch|running|it starts)
                          r"desktop|xorg|gnome-shell|escritorio|área de trabalho|bureau|рабочий стол|桌面|デスクトップ|"
                          r"데스크톱|डेस्कटॉप|سطح المكتب)[^\n\d]{0,40}?(\d{3,6})\s*mib(?![a-z])")
 _CARD_TOTAL = re.compile(r"(?<![\d.])(\d{2,3}(?:\.\d+)?)\s*gib\s*(?:de\s+|of\s+|in\s+)?(?:total|всего|insgesamt|au total|en total|合計|总共|전체)")
+
+
+#: a card said to be the asker's own ("my 4090", "mein L40", "на моей 3090", "我的4090")
+_MY_CARD = re.compile(r"(?:\bmy|\bour|\bmein\w*|\bunser\w*|\bma|\bmon|\bmes|\bmi|\bmis|\bmeu|\bminha|\bмо[яейю]\w*|\bнаш\w*|我的|我们的|私の|自分の|내|우리|मेरा|मेरी|मेरे|عندي|لدي)\s+(?:\w+\s+)?$")
+
+
+def _a_pool_seen(size: float, low: str, card: float) -> bool:
+    """Whether `size` (GiB) is a card's default pool as nvidia-smi shows it with the CUDA context:
+    this card's (`card` GiB) or another's whose size the text names ("on the 40GB one, 30GB")."""
+    cards = [card, *(float(m.group(1)) for m in _GB.finditer(low)
+                     if _CARD_BEFORE.search(low[max(0, m.start() - 12): m.start()]))]
+    return any((GPU_POOL_SHARE - 0.02) * c <= size <= GPU_POOL_SHARE * c + POOL_SEEN_EXTRA for c in cards)
+
+
+def _own_card(low: str, gpus) -> Gpu | None:
+    """The card the text runs on, of those it names: the one it calls its own ("on my 4090"),
+    else the first named ("on an L40 48GB ... someone ran it on an H100 at 62 GB")."""
+    named = []
+    for gpu, patterns in gpus:
+        hits = [m.start() for p in patterns for m in p.finditer(low)]
+        if hits:
+            mine = any(_MY_CARD.search(low[max(0, h - 24): h]) for h in hits)
+            named.append((not mine, min(hits), gpu))
+    return min(named, key=lambda n: n[:2])[2] if named else None
 
 
 def _card_total(low: str, nominal: float) -> int | None:

@@ -86,7 +86,8 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: fits, a chunk size): no remedy guessed from the question's topic leads beside it, and no
 #: concept answer that its words also touch.
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
-                               "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches"})
+                               "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
+                               "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled"})
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})
@@ -646,6 +647,7 @@ class Assistant:
                                else outcome.verdict,
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
                                filled=frozenset(outcome.snippets), not_memory=outcome.not_memory,
+                               not_failure=outcome.not_failure,
                                quiet=quiet, seen=seen, shown=shown_now,
                                asked_again=asked_size or bool({"snippet", "flag", "figure"} & set(analysis.asks)))
         response = AskResponse(
@@ -932,7 +934,8 @@ class Assistant:
     def _compose(self, language, note, diagnosis, facts, report, remedies, results, citations,
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
                  evidence_verdict=False, quiet=False, filled=frozenset(), seen: Shown | None = None,
-                 shown: Shown | None = None, asked_again: bool = False, not_memory: bool = False) -> str:
+                 shown: Shown | None = None, asked_again: bool = False, not_memory: bool = False,
+                 not_failure: bool = False) -> str:
         """The answer's Markdown. `seen`: what the conversation's earlier answers showed, not shown
         again unless `asked_again` (the turn asks for a figure, a flag or code); `shown`: filled with
         what this answer shows."""
@@ -943,6 +946,13 @@ class Assistant:
             lines += [f"_{note}_", ""]
         if verdict in seen.lines:  # the same verdict on the same evidence, given one turn before
             verdict = None
+        if analysis is not None and "flag" in analysis.asks and verdict:
+            # "which XLA flag writes that dump?": the flag's line is the answer, before what the log says
+            flags = [f for f in figures if f.kind == "setting_default" and f.text not in seen.lines]
+            for figure in flags:
+                lines += [figure.text, ""]
+                shown.lines.add(figure.text)
+            figures = [f for f in figures if f not in flags]
         if verdict:  # the answer to "what now?", from the user's own numbers, comes first
             lines += [f"**{verdict}**", ""]
             shown.lines.add(verdict)
@@ -968,10 +978,12 @@ class Assistant:
         if figures:
             lines.append("")
         # `quiet`: a short answer says it all; a diagnosis line without figures adds nothing
-        # (nor after a verdict that says memory is not the cause: cuDNN that did not start)
-        line = None if quiet or not_memory else self._diagnosis_line(diagnosis, facts, report, language)
-        # a warning with its own verdict (the donation warning) is not "no known OOM message"
-        if line and not ((verdict or evidence_verdict) and report is None
+        # (nor after a verdict that says memory is not the cause: cuDNN that did not start; nor "ran
+        # out of memory" after one that says the warning read is not the failure)
+        line = None if quiet or not_memory or not_failure else self._diagnosis_line(diagnosis, facts, report, language)
+        # a warning with its own verdict (the donation warning), or a log whose figures the arithmetic
+        # above already read, is not "no known OOM message"
+        if line and not ((verdict or evidence_verdict or any(f.kind == SIZING for f in figures)) and report is None
                          and str(facts.get("category") or "unknown") == "unknown"
                          and (diagnosis is None or diagnosis.category == "unknown")):
             lines += [f"**{self._msg('diagnosis', language)}:** {line}", ""]

@@ -611,6 +611,8 @@ def test_a_remat_warning_whose_peak_fits_the_pool_is_not_called_the_failure(clie
     r = ask(client, "AlphaFold multimer on an A100 40GB keeps OOMing. does JAX only let me use 12 GB?", error_log=log)
     assert r.verdict.startswith("XLA's rematerialization pass aimed at 12.46 GiB and reached 21.28 GiB, which still fits")
     assert "30.00 GiB" in r.verdict and "MEM_FRACTION=.95" not in r.verdict
+    # the warning is not the failure: no "ran out of memory" diagnosis line after that verdict
+    assert "**Diagnosis:**" not in r.answer
     # with unified memory on, no advice to set a fraction of .95 that would shrink the pool
     r = ask(client, "AlphaFold3, TF_FORCE_UNIFIED_MEMORY=true and XLA_CLIENT_MEM_FRACTION=3.2: what do the numbers mean?",
             error_log=log)
@@ -1453,3 +1455,12 @@ def test_a_program_that_cannot_be_loaded_is_read_as_arrays_from_outside_the_call
     plain = ask(client, error_log="RESOURCE_EXHAUSTED: Attempting to allocate 12.20G. That was not possible. "
                                   "There are 310.50M free.")
     assert not (plain.verdict or "").startswith("This is the compiled program being loaded")
+
+
+def test_the_flag_asked_for_comes_before_what_the_pasted_warning_says(client):
+    # a donation warning pasted, and the question is only which XLA flag writes the buffer-assignment dump
+    log = "UserWarning: Some donated buffers were not usable: ShapedArray(float32[64,64])"
+    r = ask(client, "Which XLA flag gives me the BufferAssignment dump so I can check what really got aliased?",
+            error_log=log)
+    assert r.answer.startswith("**xla_dump_to**") and "XLA_FLAGS=--xla_dump_to=" in r.answer
+    assert r.verdict and r.answer.index("XLA_FLAGS=--xla_dump_to=") < r.answer.index("donat")

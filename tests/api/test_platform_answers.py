@@ -46,3 +46,11 @@ def test_an_h100_fragmentation_question_hears_of_the_pool_not_of_the_tpu_runtime
                                   "Already tried XLA_PYTHON_CLIENT_PREALLOCATE=false, it got worse. Fragmentation?"})
     assert r["answer"].startswith("The 60 GB you see is JAX's default pool on a 80.00 GiB card")
     assert "defragments" not in r["answer"] and "xla_tpu" not in r["answer"]
+
+
+def test_a_pallas_kernel_on_a_gpu_gets_no_vmem_step(client):
+    # Pallas on an H100 lowers to Triton: its blocks live in shared memory, and VMEM exists on TPU only
+    r = _ask(client, {"question": "My Pallas GPU kernel on an H100 fails: the autotuner finds no block config that "
+                                  "fits. How do I pick smaller blocks?"})
+    assert "vmem_limit_bytes" not in r["answer"] and "pltpu" not in r["answer"]
+    assert load_platforms().tpu_only("raise `vmem_limit_bytes` with pltpu.CompilerParams")

@@ -45,7 +45,7 @@ def test_weights_alone_and_a_full_fine_tune_asked_together_get_both_then_the_fol
     second = _ask(client, {"question": "and with the weights in bf16 and adamw's mu/nu in bf16 too, per chip?",
                            "conversation_id": first["conversation_id"]})
     assert second["follow_up"]
-    assert second["answer"].startswith("**Training state:**") and "13.49 GiB each" in second["answer"]
+    assert second["answer"].startswith("**Training state:**") and "13.49 GiB per device" in second["answer"]
     assert "**Weights:**" not in second["answer"]  # not the weights again
     assert "### What to do" not in second["answer"]  # the figure recomputed is the answer
     assert "`nu`" in second["answer"]  # optax has no nu_dtype: said, since nu in bf16 was asked

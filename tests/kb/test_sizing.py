@@ -1871,3 +1871,102 @@ def test_card_shares_need_processes_sharing_the_card_and_jobs_counted_after_the_
     line = next(a for a in SIZING.answer("MIG 대신 A100 80GB 한 장에 AF3 잡 두 개를 같이 돌리려고 두 잡 모두 "
                                          "XLA_CLIENT_MEM_FRACTION=0.5로 주면 어때요?", "ko", True) if a.subject == "pool_shares")
     assert "40.00 GiB" in line.text and "프로세스 2개" in line.text and "800.00 MiB 초과" in line.text
+
+
+def test_the_card_the_asker_runs_on_is_the_first_named_or_the_one_called_their_own():
+    # another user's H100 and its 62 GB are what someone else measured: the L40 is the asker's card
+    s = SIZING.read("I run GenCast inference on an NVIDIA L40 with 48GB and get OOM; a colleague ran it on an H100 "
+                    "and it took about 62GB. Any setting for the L40?")
+    assert s.device == "L40" and s.card_memory == 48 * GiB
+    # "works on the A100 but not on my 4090": the card called the asker's own wins over the first named
+    assert SIZING.read("It runs fine on an A100 at work but on my 4090 at home it OOMs").device == "RTX 4090"
+
+
+def test_a_total_said_before_its_parts_is_the_parameter_count():
+    assert SIZING.read("a 3.3B params model (backbone 3B + 300M head), full fine-tune").values["params"] == 3.3e9
+    assert SIZING.read("7B params: 6.5B decoder + 500M vision tower").values["params"] == 7e9
+    # a later turn naming another size is not a part of the first one
+    assert SIZING.read("a 7B params model fits. and a 13B model?").values["params"] == 13e9
+
+
+def test_an_ema_and_the_fsdp_devices_flag_size_the_state_per_gpu_and_a_follow_up_changes_both():
+    first = ("Full fine-tune of a 3.3B params model on 2x A100 80GB with --fsdp-devices 2, XLA_PYTHON_CLIENT_MEM_FRACTION=0.95. "
+             "Params, grads and both AdamW moments in f32, EMA enabled. How much does the train state take per GPU "
+             "and what is left for activations?")
+    a = next(x for x in SIZING.answer(first, "en", True) if x.subject == "training_state")
+    # 3.3e9 × 16 B = 49.17 GiB, the EMA 3.3e9 × 4 B = 12.29 GiB: 61.47 GiB, over 2 GPUs 30.73 GiB each,
+    # and 76 GiB (95% of 80) less that leaves 45.27 GiB
+    assert "49.17 GiB" in a.text and "12.29 GiB" in a.text and "61.47 GiB" in a.text
+    assert "30.73 GiB per device" in a.text and "45.27 GiB" in a.text
+    second = "ok and with --fsdp-devices 4 and the EMA off, what is it per GPU?"
+    b = next(x for x in SIZING.answer(second, "en", True, earlier=first) if x.subject == "training_state")
+    assert "12.29 GiB per device" in b.text and "EMA" not in b.text and "4 devices" in b.text
+
+
+def test_a_need_beyond_the_whole_card_says_no_fraction_fits_and_what_unified_memory_would_take():
+    a = SIZING.answer("Running GenCast 0.25 deg inference on an L40 48GB: OOM. Tried XLA_PYTHON_CLIENT_MEM_FRACTION=0.95 "
+                      "and PREALLOCATE=false. The docs say it needs about 60GB of GPU memory. Any other setting?",
+                      "en", True)
+    assert a[0].subject == "need_beyond_card"
+    assert "60 GB is more than the whole card (48.00 GiB, L40)" in a[0].text
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=1.4" in a[0].text  # 60 × 1.05 / 48, rounded up to a tenth
+    assert "pool_outside" not in [x.subject for x in a]  # the .95 share's room is beside the point
+    # unified memory already on, the fraction left at its default: that is what is missing
+    u = SIZING.answer("AlphaFold3 on an H100 80GB, it tries to reserve about 86.9 GB and OOMs. I set "
+                      "TF_FORCE_UNIFIED_MEMORY=true already.", "en", True)
+    assert u[0].subject == "need_beyond_card" and "unified memory is on" in u[0].text
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=1.2" in u[0].text and "60.00 GiB" in u[0].text
+
+
+def test_the_fraction_a_measured_use_needs_and_the_fraction_that_matches_another_card():
+    lines = {a.subject: a.text for a in SIZING.answer(
+        "On my RTX 3090 24GB it now peaks at 22.4G at seq 2048. With the JAX defaults, does it fit? "
+        "What MEM_FRACTION would I need?", "en", True)}
+    # 75% × 24 = 18 GiB < 22.4; 22.4 / 24 = .933, rounded up to .94
+    assert "18.00 GiB, less than 22.4 GB" in lines["pool_for_need"]
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.94" in lines["pool_for_need"]
+    like = {a.subject: a.text for a in SIZING.answer(
+        "Same model on an A100 80GB and an A100 40GB. Which exact XLA_PYTHON_CLIENT_MEM_FRACTION on the 80GB one makes "
+        "it behave like the 40GB one in memory?", "en", True)}
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.375" in like["pool_like_other"]  # 0.75 × 40 / 80
+    # the card's own default pool seen in nvidia-smi is no one's need
+    seen = [a.subject for a in SIZING.answer("On an A100 80GB nvidia-smi shows 61GB used. Which fraction should I set?",
+                                             "en", True)]
+    assert "pool_for_need" not in seen
+
+
+def test_a_rollout_kept_step_after_step_is_sized_per_step_and_for_each_count_named():
+    a = next(x for x in SIZING.answer(
+        "GraphCast on an RTX 4090 24G. Each step outputs a 721x1440 grid with 227 channels in float32. How big is a "
+        "40 steps trajectory, and 120 steps?", "en", True) if x.subject == "trajectory")
+    # 721 × 1440 × 227 × 4 B = 899.05 MiB per step; 40 steps 35.12 GiB, 120 steps 105.36 GiB; 18 GiB holds 20
+    assert "899.05 MiB" in a.text and "40 steps: 35.12 GiB" in a.text and "120 steps: 105.36 GiB" in a.text
+    assert "about 20 steps" in a.text
+
+
+def test_a_need_said_at_one_batch_is_scaled_when_a_follow_up_proposes_a_smaller_one():
+    earlier = ("Training on a v5p-128, batch global 1024 at resolution 1024 and the compiler says it needs more than "
+               "215 GB per chip.")
+    a = SIZING.answer("What if I go to batch global 256, should it fit in the chip? Do the math.", "en", True,
+                      earlier=earlier)
+    assert a[0].subject == "batch_scaled"
+    assert "1024 → 256" in a[0].text and "215 GB × 0.25 = 53.75 GiB" in a[0].text and "should fit" in a[0].text
+
+
+def test_buckets_the_program_already_uses_are_not_proposed_again():
+    subjects = [a.subject for a in SIZING.answer("AlphaFold3 with --buckets=256,512,1024,4608: 4184 tokens go to bucket "
+                                                 "4608 and it OOMs on an H100", "en", True)]
+    assert "buckets" not in subjects
+
+
+def test_one_fraction_for_each_of_several_processes_asked_without_a_share_set():
+    lines = {a.subject: a.text for a in SIZING.answer(
+        "I want to run 2 inference servers on one RTX A6000 48GB. What MEM_FRACTION exactly should I give each?",
+        "en", True)}
+    # (48 GiB less 2 contexts and a margin) / 2, rounded down to .05: .45, a 21.60 GiB pool each
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=.45` in each" in lines["pool_even_split"]
+    assert "21.60 GiB" in lines["pool_even_split"]
+    # with a need stated for each ("each needs ~8GB"), each share is sized to it instead
+    each = {a.subject: a.text for a in SIZING.answer(
+        "2 policy servers on one RTX 6000 Ada 48GB, each needs 8GB. XLA_PYTHON_CLIENT_MEM_FRACTION for each?", "en", True)}
+    assert "pool_even_split" not in each and each["pool_shares"].count("XLA_PYTHON_CLIENT_MEM_FRACTION=.20") == 2
