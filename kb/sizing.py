@@ -2212,7 +2212,12 @@ class Sizing:
     def _tensor(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """The bytes of the last shape the text writes out ([32, 2048, 4096], 32x2048x4096), in the
         dtype it names (else float32, said); per layer times the layers it names."""
-        shapes = [m for m in _SHAPE.finditer(text or "")]
+        # (not an image's resolution, "SDXL at 1024x1024", "512×512 px": that is the input's size in
+        # pixels, not an array the text sizes)
+        said_resolution = _RESOLUTION.search((text or "").lower())
+        shapes = [m for m in _SHAPE.finditer(text or "")
+                  if not (len(_dims_of(m)) == 2 and m.group(0)[0].isdigit() and (
+                      said_resolution or _PIXELS_AFTER.match((text or "").lower(), m.end())))]
         if not shapes:
             return None
         # the last one large enough to matter ("[75, 128, 160000] ... 400x400 = 160000 points": not the 400x400)
@@ -3370,6 +3375,10 @@ _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como e
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")
 _FRACTION_ABOVE_ONE = re.compile(r"mem_fraction\W{0,4}([1-9]\d?(?:\.\d+)?)(?![\d])")
+#: an image's resolution said ("resolution 1024", "分辨率", "解像度"), and pixels after a size ("512x512 px")
+_RESOLUTION = re.compile(r"resolution|resoluci[oó]n|resolu[cç][aã]o|résolution|auflösung|разрешени|分辨率|解像度|해상도|"
+                         r"रिज़ॉल्यूशन|ريزوليوشن|دقة الصورة")
+_PIXELS_AFTER = re.compile(r"\s*(?:px|pixels?|пикс\w*|像素|ピクセル|픽셀|पिक्सेल|بكسل|images?|imágenes|imagens|bilder)(?![a-z])")
 #: a card's own size just before a figure ("H100 80GB", "a100-40gb"), and host memory beside one
 _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|placa|tarjeta|карт\w*|显卡|卡)\s*$")
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")

@@ -1970,3 +1970,11 @@ def test_one_fraction_for_each_of_several_processes_asked_without_a_share_set():
     each = {a.subject: a.text for a in SIZING.answer(
         "2 policy servers on one RTX 6000 Ada 48GB, each needs 8GB. XLA_PYTHON_CLIENT_MEM_FRACTION for each?", "en", True)}
     assert "pool_even_split" not in each and each["pool_shares"].count("XLA_PYTHON_CLIENT_MEM_FRACTION=.20") == 2
+
+
+def test_an_image_resolution_is_not_an_array_to_size():
+    assert "tensor" not in [a.subject for a in SIZING.answer(
+        "SDXL on a v5p-128 at resolution 1024: give me AOT code for my train_step at batch 256 and 1024x1024", "en", True)]
+    assert "tensor" not in [a.subject for a in SIZING.answer("a 2048x2048 px image batch of 64 on a v5e", "en", True)]
+    # a matrix written the same way is one
+    assert "tensor" in [a.subject for a in SIZING.answer("how big is a 32768x32768 float32 matrix?", "en", True)]
