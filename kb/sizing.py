@@ -88,7 +88,22 @@ _SHARE_EACH = re.compile(r"(?<![\d])(0?\.\d{2})\s*(?:each|apiece|per process|for
                          r"каждому|на каждый|各|ずつ|씩|हर एक|لكل)")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096 (not a
 # layout's tile, T(8,128))
-_SHAPE = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
+_SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
+#: more elements than any device or host holds: dates, IDs or versions written with "x", not an array
+MAX_ELEMENTS = 1 << 50
+
+
+class _Shapes:
+    """The shapes a text writes out (`_SHAPE_WRITTEN`), less those too large to be an array."""
+
+    def finditer(self, text: str):
+        return (m for m in _SHAPE_WRITTEN.finditer(text) if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) <= MAX_ELEMENTS)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return next(self.finditer(text), None)
+
+
+_SHAPE = _Shapes()
 # a dtype written right after the (KV) cache ("kv cache bf16", "KV 缓存 int8", "cache int8 me")
 _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}"
                        r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
@@ -3739,7 +3754,10 @@ def _plain_digits(text: str) -> str:
 
 def _grouped(n: float, language: str) -> str:
     """A whole number with the reader's digit grouping (200 000 in French, 2,00,000 in Hindi)."""
-    return format_decimal(int(n), locale=language)
+    try:
+        return format_decimal(int(n), locale=language)
+    except (ArithmeticError, ValueError):  # (beyond babel's decimal precision: the digits as they are)
+        return str(int(n))
 
 
 def _num(x: float) -> str:

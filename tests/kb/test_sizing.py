@@ -1978,3 +1978,9 @@ def test_an_image_resolution_is_not_an_array_to_size():
     assert "tensor" not in [a.subject for a in SIZING.answer("a 2048x2048 px image batch of 64 on a v5e", "en", True)]
     # a matrix written the same way is one
     assert "tensor" in [a.subject for a in SIZING.answer("how big is a 32768x32768 float32 matrix?", "en", True)]
+
+
+def test_numbers_joined_by_x_beyond_any_array_are_not_sized_and_do_not_break_the_answer():
+    # IDs or dates joined with "x" multiply to more elements than any memory holds: no shape, no error
+    text = "run 1234567890x1234567890x1234567890x99999 failed again on my A100 80GB, OOM"
+    assert "tensor" not in [a.subject for a in SIZING.answer(text, "fr", True)]
