@@ -1464,3 +1464,14 @@ def test_the_flag_asked_for_comes_before_what_the_pasted_warning_says(client):
             error_log=log)
     assert r.answer.startswith("**xla_dump_to**") and "XLA_FLAGS=--xla_dump_to=" in r.answer
     assert r.verdict and r.answer.index("XLA_FLAGS=--xla_dump_to=") < r.answer.index("donat")
+
+
+def test_a_remat_warning_whose_peak_is_more_than_the_whole_card_says_no_fraction_fits(client):
+    log = ("W external/xla/xla/service/hlo_rematerialization.cc:3005] Can't reduce memory use below 16.10GiB "
+           "(17287042662 bytes) by rematerialization; only reduced to 30.50GiB (32749125632 bytes), down from "
+           "33.02GiB (35454976000 bytes) originally")
+    r = ask(client, "AlphaFold-Multimer on my RTX 3090 24GB dies on a 1400-residue complex. I have two of them, can it use both?",
+            error_log=log)
+    # 30.50 GiB > the 24 GiB card: the pass's 16.10 GiB target is not the room, and no fraction helps
+    assert r.verdict.startswith("The step needs about 30.50 GiB at its peak") and "whole 24.00 GiB card" in r.verdict
+    assert "18.00 GiB" in r.verdict and "Other GPUs in the machine do not add to it" in r.verdict
