@@ -152,7 +152,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization")
 
 
 class _Strict(BaseModel):
@@ -424,6 +424,10 @@ class Sizing:
             if len(tables) == 1:
                 s.values["params"] = float(tables[0])
         self._read_devices(low, s, capacity)
+        share = s.values.get("mem_utilization")
+        if share and 0.3 <= share < 1 and s.device_memory:  # "only 90% of the HBM": what the server may use
+            s.memory_label = f"{format_bytes(s.device_memory * share)} = {round(share * 100)}% × {format_bytes(s.device_memory)}"
+            s.device_memory = int(s.device_memory * share)
         axis = s.values.get("fsdp_axis")
         if axis and axis > 1 and (not s.devices or s.devices < axis or (s.devices > axis and s.devices % axis == 0)):
             # the state sharded over the FSDP axis only: other slices or a data axis hold copies of it
@@ -504,11 +508,13 @@ class Sizing:
             at = self.figures.last_generation_at(low)
             # the one named last ("v4-128 and v5p-64 ... and the 32B on a v4-512?": v4), not the last new name
             gen = (self.figures.generations_in(low[at:]) or gens)[0] if at >= 0 else gens[-1]
-            if len(gens) > 1 and _SWITCH.search(low[max(0, at - 40):at]):
+            turn_start = low.rfind("\n", 0, at) + 1  # (a conversation's turns are lines)
+            before = [g for g in self.figures.generations_in(low[turn_start:at]) if g != gen]
+            if len(gens) > 1 and before and _SWITCH.search(low[max(0, at - 40):at]):
                 # "on a v2-8 ... is switching to a v3-8 pointless?": the last one named is considered,
-                # the device the text runs on is named before it
-                before = [g for g in self.figures.generations_in(low[:at]) if g != gen]
-                gen = before[-1] if before else gens[-2]
+                # the device the text runs on is named before it in the same turn (a later turn's
+                # "if I switch to a v3-8 instead, how much per core?" asks about the v3-8)
+                gen = before[-1]
             logged = [g for g in gens if capacity and self._usable(g) and abs(self._usable(g) - capacity) <= 0.01 * capacity]
             if logged and gen not in logged:  # the log says which of the generations named it ran on
                 gen = logged[-1]
@@ -2019,12 +2025,15 @@ class Sizing:
             # (not when the KV cache has a dtype of its own: the dtypes are then the cache's and the weights')
             dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1 and not s.kv_dtype
                       else [s.dtype] if s.dtype else [])
+            # none named: a checkpoint known by its name is published in bfloat16; anything else is
+            # created by JAX's initializers in float32 (Flax, Haiku and Equinox default to it)
+            default = (2, "bfloat16") if s.model else (4, "float32")
             if not dtypes:
-                assumed.append("bfloat16")
-            total = need = params * max((d.bytes for d in dtypes), default=2)
+                assumed.append(default[1])
+            total = need = params * max((d.bytes for d in dtypes), default=default[0])
             if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None
-            for dtype_bytes, dtype_name in [(d.bytes, d.name) for d in dtypes] or [(2, "bfloat16")]:
+            for dtype_bytes, dtype_name in [(d.bytes, d.name) for d in dtypes] or [default]:
                 weights = params * dtype_bytes
                 parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
                                        dtype=dtype_name, weights=format_bytes(weights)))

@@ -1984,3 +1984,21 @@ def test_numbers_joined_by_x_beyond_any_array_are_not_sized_and_do_not_break_the
     # IDs or dates joined with "x" multiply to more elements than any memory holds: no shape, no error
     text = "run 1234567890x1234567890x1234567890x99999 failed again on my A100 80GB, OOM"
     assert "tensor" not in [a.subject for a in SIZING.answer(text, "fr", True)]
+
+
+def test_a_serving_cache_of_concurrent_requests_within_the_memory_share_it_may_use():
+    earlier = "Llama-3.1-8B on a v6e-4 with tensor-parallel-size=4 under vLLM TPU, bf16."
+    a = next(x for x in SIZING.answer("With max_model_len=32768 and 32 requests at full length, how much KV per chip, "
+                                      "and does it fit if it may only use 90% of the HBM?", "en", True, earlier=earlier)
+             if x.subject == "kv_cache")
+    # 2 × 32 layers × 32 × 32768 × 8 KV heads × 128 × 2 B = 128 GiB, 32 GiB per chip of 4; 90% of
+    # 31.25 GiB less the 3.74 GiB shard of the weights leaves 24.39 GiB: 24 sequences of 1 GiB per chip
+    assert "batch 32 × 32768" in a.text and "128.00 GiB" in a.text and "32.00 GiB per device" in a.text
+    assert "28.13 GiB = 90% × 31.25 GiB" in a.text and "24 sequences" in a.text
+
+
+def test_a_later_turn_switching_slices_is_sized_on_the_new_slice():
+    earlier = "GPT-J-6B on a TPU v2-8 OOMs while building the network"
+    a = SIZING.answer("if i switch to a v3-8 instead, how much per core do the weights take and what is left?", "en",
+                      True, earlier=earlier)
+    assert "15.48 GiB (TPU v3)" in a[0].text and "12.69 GiB" in a[0].text  # 22.35 GiB float32 / 8 cores = 2.79
