@@ -160,6 +160,9 @@ class ParsedError(BaseModel):
     preallocated_temp_allocation_bytes: int | None = None
     total_allocation_bytes: int | None = None
     remat_limit_bytes: int | None = None
+    schedule_arguments_bytes: int | None = Field(
+        None, description="XLA:GPU's scheduler: the jitted function's inputs and outputs (\"exceeds the base limit\")")
+    schedule_limit_bytes: int | None = Field(None, description="XLA:GPU's scheduler: the memory it schedules for")
     pool_limit_bytes: int | None = Field(None, description="the GPU allocator pool's limit (BFC stats)")
     pool_in_use_bytes: int | None = Field(None, description="what the GPU allocator pool had in use (BFC stats)")
     remat_reduced_to_bytes: int | None = None

@@ -25,6 +25,7 @@ _ERROR_FIELDS = (
     "instruction", "custom_call_target", "opcode", "largest_free_block_bytes", "error_code",
     "pool_limit_bytes", "pool_in_use_bytes", "total_allocation_bytes", "parameter_allocation_bytes",
     "maybe_live_out_allocation_bytes", "preallocated_temp_allocation_bytes", "remat_limit_bytes",
+    "schedule_arguments_bytes", "schedule_limit_bytes",
     "remat_reduced_to_bytes",
 )
 

@@ -1475,3 +1475,14 @@ def test_a_remat_warning_whose_peak_is_more_than_the_whole_card_says_no_fraction
     # 30.50 GiB > the 24 GiB card: the pass's 16.10 GiB target is not the room, and no fraction helps
     assert r.verdict.startswith("The step needs about 30.50 GiB at its peak") and "whole 24.00 GiB card" in r.verdict
     assert "18.00 GiB" in r.verdict and "Other GPUs in the machine do not add to it" in r.verdict
+
+
+def test_the_scheduler_line_beside_the_allocator_s_keeps_the_failed_request_apart(client):
+    # the scheduler's inputs-and-outputs figure is not the allocation that failed after it
+    log = ("E external/xla/xla/service/gpu/gpu_hlo_schedule.cc:795] The byte size of input/output arguments "
+           "(12884901888) exceeds the base limit (9663676416). This indicates an error in the calculation!\n"
+           "W external/xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying "
+           "to allocate 2.50GiB (rounded to 2684354560)requested by op")
+    r = ask(client, "my RL training on a 12GB card dies right away, what is wrong?", error_log=log)
+    assert r.diagnosis.requested_bytes == 2684354560 and r.diagnosis.schedule_arguments_bytes == 12884901888
+    assert "inputs and outputs alone take 12.00 GiB" in r.verdict and "9.00 GiB" in r.verdict
