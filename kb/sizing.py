@@ -34,7 +34,7 @@ __all__ = ["Sizing", "Stated", "load_sizing"]
 
 FILE = "sizing.yaml"
 KIND = "sizing"  # the FigureAnswer kind of these lines
-_DECIMAL_SHARE = re.compile(r"(?<![\d.])0?\.(\d{1,3})(?![\d.])")  # ".9", "0.87" (a share of the card)
+_DECIMAL_SHARE = re.compile(r"(?<![\d.])0?\.(\d{1,3})(?!\d|\.\d)")  # ".9", "0.87" (a share of the card)
 GPU_POOL_SHARE = 0.75  # JAX's default GPU pool (the figures' XLA_PYTHON_CLIENT_MEM_FRACTION default)
 POOL_SEEN_EXTRA = 2.5  # GiB above a pool that nvidia-smi may show with it (the CUDA context, cuBLAS/cuDNN)
 HIGH_POOL_SHARE = 0.9  # a pool this large leaves little of the card to CUDA's own allocations
@@ -117,11 +117,11 @@ _ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성�
                                r"вход|entrada|entrée|eingabe|cache|缓存|キャッシュ|캐시|кэш")
 # a batch size and the temporaries measured at it ("batch=8 ... temp 6.00 GiB")
 _BATCH_TEMP = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
-                         r"(\d{1,5})(?![\d.])[^;；\n]{0,60}?(?:temp\w*|temporar\w*|临时|一時|임시)\s*[=:]?\s*"
+                         r"(\d{1,5})(?!\d|\.\d)[^;；\n]{0,60}?(?:temp\w*|temporar\w*|临时|一時|임시)\s*[=:]?\s*"
                          r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)")
 #: a peak measured at a batch size ("batch 8 -> 21.3 GiB", "bs=16: peak 29.7 GiB")
 _BATCH_PEAK = re.compile(r"(?<![a-z_])(?:per-device |per device )?(?:batch|bs|批|バッチ|배치|батч)\w*\s*(?:size)?\s*[=:]?\s*"
-                         r"(\d{1,5})(?![\d.])\s*(?:->|→|=>|:|=|,|时|で|에서)?\s*(?:peak\w*\s*[=:]?\s*)?"
+                         r"(\d{1,5})(?!\d|\.\d)\s*(?:->|→|=>|:|=|,|时|で|에서)?\s*(?:peak\w*\s*[=:]?\s*)?"
                          r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
 # a whole number as people write it: 10000, 10.000, 10,000, 10 000, 10k (not part of a name: A100, v4)
 _WHOLE = re.compile(r"(?<![\w.,])(\d{1,3}(?:[.,\u202f\xa0 ]\d{3})+|\d+)(\s*k(?![a-z]))?(?![\d]|[.,]\d)")
@@ -410,7 +410,7 @@ class Sizing:
             s.values.update(_block_shapes(low))
         if {"block_m", "block_k", "block_n"} <= s.values.keys():
             s.operand_dtypes = self._operand_dtypes(low)
-        s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?![\d.])", low)]
+        s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?!\d|\.\d)", low)]
         s.from_dims = _params_from_dims(s)
         if s.from_dims is not None:
             if s.values.get("params"):  # the count a name or the text said ("22b.sh"), replaced
@@ -745,6 +745,9 @@ class Sizing:
         # a shape asked about and nothing else computed: its size; unasked, a shape that says what it
         # is (attention scores, logits) or takes a good share of the device named (the
         # f32[8,16,8192,8192] that fills a chip)
+        raw = self._raw_bytes(turn or text, s, language) if asked else None
+        if raw is not None:  # "[1606439424, 1606437376, ...]: how many GiB per chip?"
+            out.insert(0, raw)
         trajectory = self._trajectory(text, s, language)
         if trajectory is not None:  # "721×1440 grid, 227 channels, float32: 40 steps, and 120?"
             return [trajectory]
@@ -1005,7 +1008,7 @@ class Sizing:
         named = _fractions_named(text, self._cues.get("mem_fraction", []))
         if len(named) == 1 and "default_asked" in s.cues and abs(named[0] - GPU_POOL_SHARE) > 0.005:
             named = [GPU_POOL_SHARE, *named]  # "with 0.88 vs the default": both pools
-        if len(named) >= 2:
+        if len(named) >= 2 and (_process_count(text or "") or 0) < 2:  # (not one share per process: ".57 and .26")
             rows = [self._msg("pool_fraction_row", language, fraction=_fraction(f).rstrip("0"), pool=format_bytes(int(card * f)),
                               left=format_bytes(int(card * (1 - f)))) for f in named]
             # a margin of 1 GiB outside the pool, in steps of .05 (never above .95)
@@ -1284,6 +1287,23 @@ class Sizing:
                  if scaled <= memory else self._msg("batch_scaled_over", language, **values))
         return FigureAnswer(kind=KIND, subject="batch_scaled", text=text_, value_bytes=int(scaled),
                             sources=["computed"], cite=TRAINING_CITE)
+
+    def _raw_bytes(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """Byte counts the text quotes bare (memory_stats' "bytes_in_use": 1606439424), asked in GiB:
+        each one converted, against the device named."""
+        low = (text or "").lower()
+        if not (_BYTES_SAID.search(low) and _GIB_ASKED.search(low)):
+            return None
+        values = list(dict.fromkeys(int(m.group(1)) for m in _BARE_BYTES.finditer(low)))[:4]
+        if not values:
+            return None
+        rows = _LIST_SEPARATOR.get(language, "; ").join(f"{v} B = {format_bytes(v)}" for v in values)
+        parts = [self._msg("raw_bytes", language, rows=rows)]
+        if s.device_memory and not s.gpu:
+            parts.append(self._msg("raw_bytes_share", language, memory=format_bytes(s.device_memory),
+                                   percent=f"{max(values) / s.device_memory:.1%}"))
+        return FigureAnswer(kind=KIND, subject="raw_bytes", text=self._join(parts, language), value_bytes=max(values),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _trajectory(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A rollout's outputs kept step after step: a grid (H × W) with its channels in the dtype
@@ -3395,6 +3415,10 @@ _FRACTION_ASKED = re.compile(
 #: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
 _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"
                       r"так же|как на|как у)\b|一样|相同|同じ|같[게이은]|जैसा|जैसी|مثل")
+#: bytes said as such (memory_stats' keys, "bytes", "バイト"), a conversion to GiB asked, and a bare count of them
+_BYTES_SAID = re.compile(r"bytes_in_use|bytes_limit|peak_bytes|memory_stats|\bbytes\b|バイト|字节|байт|octets|बाइट|بايت|바이트")
+_GIB_ASKED = re.compile(r"gib|\bgb\b|giga|гб|гиб|ギガ|기가|जीबी|جيجا")
+_BARE_BYTES = re.compile(r"(?<![\d.,\w])(\d{9,13})(?![\d.\w])(?!\s*(?:kib|mib|gib|kb|mb|gb|params?|parameters?|tokens?))")
 #: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")
@@ -3713,7 +3737,7 @@ AXES_WINDOW = 240
 _NOT_AXIS_WORDS = frozenset({"gb", "gib", "mb", "mib", "kb", "kib", "tb", "bytes", "byte", "b", "x", "go", "mo", "de", "of",
                              "and", "y", "e", "und", "et", "и", "steps", "epochs", "gpus", "gpu", "chips", "cores", "devices"})
 #: a power of 2 or 10 written out ("2^24", "2**20", "10^6")
-_POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?![\d.])")
+_POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?!\d|\.\d)")
 #: a table's rows by its width, with the word for rows between ("2^24 صف × 1024", "1M rows x 512")
 _ROWS_BY = re.compile(r"(\d{1,10}(?:\.\d+)?)\s*(k|m|mio|mi|million|millions|millones|milhões)?\s*(?:rows?|linhas|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
                       r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)

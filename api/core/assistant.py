@@ -591,6 +591,10 @@ class Assistant:
         if excluded:  # ("vmem_limit_bytes to 64 MiB" on a core with 16 MiB of VMEM)
             remedies = [r for r in remedies if r.id not in excluded]
             lead = None if lead is not None and lead.id in excluded else lead
+        if outcome.not_memory and outcome.verdict:
+            # the verdict says memory is not the cause (cuDNN that did not start with the card free):
+            # no step that saves memory after it, which would contradict it
+            remedies, lead = [], None
         # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
         if self._gpu_conversation(facts, earlier, question):
             tpu_only = self.platforms.tpu_only

@@ -2002,3 +2002,18 @@ def test_a_later_turn_switching_slices_is_sized_on_the_new_slice():
     a = SIZING.answer("if i switch to a v3-8 instead, how much per core do the weights take and what is left?", "en",
                       True, earlier=earlier)
     assert "15.48 GiB (TPU v3)" in a[0].text and "12.69 GiB" in a[0].text  # 22.35 GiB float32 / 8 cores = 2.79
+
+
+def test_bare_byte_counts_asked_in_gib_are_converted_per_device():
+    a = next(x for x in SIZING.answer("On a v6e-4, memory_stats()['bytes_in_use'] gives [1606439424, 1606437376]. "
+                                      "How many GiB per chip is that?", "en", True) if x.subject == "raw_bytes")
+    assert "1606439424 B = 1.50 GiB" in a.text and "31.25 GiB" in a.text and "4.8%" in a.text
+
+
+def test_a_setting_that_ends_a_sentence_is_still_read():
+    # "…=0.65." and "per_device_batch_size=4.": the full stop is not a decimal point
+    lines = {a.subject: a.text for a in SIZING.answer(
+        "8x A100 80GB per node; JAX-Toolbox sets XLA_PYTHON_CLIENT_MEM_FRACTION=0.65. How much stays outside JAX per "
+        "GPU for NCCL, compared with the default?", "en", True)}
+    assert "`.65` gives the pool 52.00 GiB and leaves 28.00 GiB" in lines["pool_fractions"]
+    assert SIZING.read("MaxText with per_device_batch_size=4. on a v5e").values["batch"] == 4
