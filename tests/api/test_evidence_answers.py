@@ -1487,3 +1487,12 @@ def test_the_scheduler_line_beside_the_allocator_s_keeps_the_failed_request_apar
     r = ask(client, "my RL training on a 12GB card dies right away, what is wrong?", error_log=log)
     assert r.diagnosis.requested_bytes == 2684354560 and r.diagnosis.schedule_arguments_bytes == 12884901888
     assert "inputs and outputs alone take 12.00 GiB" in r.verdict and "9.00 GiB" in r.verdict
+
+
+def test_the_buffers_a_donation_could_not_use_are_sized_and_said_safe_to_ignore(client):
+    log = ("UserWarning: Some donated buffers were not usable: ShapedArray(bfloat16[1024,4096]), "
+           "ShapedArray(bfloat16[4096,1024]), ...")
+    r = ask(client, "I get this warning with my optimizer; can I ignore it, and how much memory does it cost me?",
+            error_log=log)
+    # 2 × 1024 × 4096 × 2 B = 16 MiB
+    assert "The 2 buffers it lists take 16.00 MiB" in r.verdict and "can be ignored while the step fits" in r.verdict
