@@ -3407,11 +3407,10 @@ _NEED_NEAR = re.compile(
     r"aloca|exige|requer|necesit|\busó\b|asignar|requier|\bpide\b|braucht|benötig|verbrauch|belegt|reserviert|"
     r"anforder|besoin|utilise|allouer|demande")
 #: which fraction to set is asked ("what MEM_FRACTION would I need", "qual fração", "比例设多少")
+_FRACTION_WORDS = r"(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|доля|долю|比例|割合|비율|फ़्रैक्शन|النسبة)"
 _FRACTION_ASKED = re.compile(
     r"(?:what|which|how much|welche\w*|wie ?viel|quel\w*|qual|cuál|cual|какую|какой|сколько|多少|どの|いくつ|얼마|몇|कितना|कितनी|كم|كام|ايه)"
-    r"[^.?!\n]{0,40}(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|доля|долю|比例|割合|비율|फ़्रैक्शन|النسبة)"
-    r"|(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|доля|долю|比例|割合|비율)[^.?!\n]{0,40}"
-    r"(?:\?|多少|いくつ|얼마|몇|कितना|كم|كام)")
+    rf"[^.?!\n]{{0,40}}{_FRACTION_WORDS}|{_FRACTION_WORDS}[^.?!\n]{{0,40}}(?:\?|多少|いくつ|얼마|몇|कितना|كم|كام)")
 #: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
 _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"
                       r"так же|как на|как у)\b|一样|相同|同じ|같[게이은]|जैसा|जैसी|مثل")
