@@ -766,7 +766,7 @@ class Sizing:
         kept = self._policy_weight_dots(turn_cues, s, language)
         if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
             return [kept]
-        line = self._batch_line(text, s, language)
+        line = self._batch_line(text, s, language) or self._count_line(text, turn or text, s, language)
         if line is not None:  # "what per-device batch fits, from these two measurements?"
             return [line]
         tensor = self._tensor(text, s, language)
@@ -1060,6 +1060,44 @@ class Sizing:
                           args=f"{_num(args or 0)} GiB", device=s.device or "", memory=f"{_num(round(memory, 2))} GiB",
                           best=_num(best), peak=f"{_num(round(peak, 2))} GiB")
         return FigureAnswer(kind=KIND, subject="batch_line", text=text_, value_bytes=int(peak * (1 << 30)),
+                            sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _count_line(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A peak measured at two values of a count other than the batch ("n_steps=25: peak 19.6 GiB,
+        50: 38.4 GiB"): the line through them, at each value the newest turn names, and the most that
+        fits the device."""
+        if not s.device_memory:
+            return None
+        low = _plain_digits(text or "").lower()
+        named = _COUNT_NAMED.search(low)
+        if not named:
+            return None
+        pairs: dict[int, float] = {}
+        for m in _COUNT_PEAK.finditer(low, named.start()):
+            pairs.setdefault(int(m.group(1)), float(m.group(2)))
+        if len(pairs) < 2:
+            return None
+        (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
+        slope = (t2 - t1) / (b2 - b1)
+        if slope <= 0:
+            return None
+        fixed, memory, name = t1 - slope * b1, s.device_memory / (1 << 30), named.group(1)
+        best = math.floor((memory - fixed) / slope)
+        asked = [int(m.group(1)) for m in _COUNT_ASKED.finditer(_plain_digits(turn or "").lower())
+                 if int(m.group(1)) not in pairs] if turn != text else []
+        rows = []
+        for value in dict.fromkeys(asked):
+            peak = fixed + slope * value
+            verdict = (self._msg("vmem_fits", language, left=format_bytes((memory - peak) * (1 << 30))) if peak <= memory
+                       else self._msg("vmem_over", language, over=format_bytes((peak - memory) * (1 << 30))))
+            rows.append(self._msg("count_line_row", language, value=_num(value),
+                                  peak=format_bytes(peak * (1 << 30)), verdict=verdict))
+        gib = lambda x: format_bytes(x * (1 << 30))  # noqa: E731
+        text_ = self._msg("count_line", language, name=name, b1=_num(b1), t1=gib(t1), b2=_num(b2), t2=gib(t2),
+                          slope=gib(slope), fixed=gib(fixed), rows=_LIST_SEPARATOR.get(language, "; ").join(rows),
+                          memory=s.memory_label or gib(memory), device=s.device or "", best=_num(max(best, 0)))
+        text_ = text_.replace(" . ", " ").replace(". .", ".").replace("。。", "。")
+        return FigureAnswer(kind=KIND, subject="count_line", text=text_, value_bytes=int(t2 * (1 << 30)),
                             sources=["computed"], cite=ANALYSIS_CITE)
 
     def _batch_line_peaks(self, s: Stated, language: str, b1: int, t1: float, b2: int, t2: float,
@@ -3418,6 +3456,14 @@ _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como e
 _BYTES_SAID = re.compile(r"bytes_in_use|bytes_limit|peak_bytes|memory_stats|\bbytes\b|バイト|字节|байт|octets|बाइट|بايت|바이트")
 _GIB_ASKED = re.compile(r"gib|\bgb\b|giga|гб|гиб|ギガ|기가|जीबी|جيجا")
 _BARE_BYTES = re.compile(r"(?<![\d.,\w])(\d{9,13})(?![\d.\w])(?!\s*(?:kib|mib|gib|kb|mb|gb|params?|parameters?|tokens?))")
+#: a count other than the batch named with its value ("n_steps=25", "25 steps", "seq_len 512"), the peaks
+#: measured at its values after it ("25 でピーク 19.6 GiB、50 で 38.4 GiB"), and the values a later turn asks about
+_COUNT_NAMED = re.compile(r"(?<![a-z])(n_steps|num_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|"
+                          r"unroll|rollout_steps|ステップ数|步数|스텝 수|шаг\w*)\s*[=:]?\s*\d")
+_COUNT_PEAK = re.compile(r"(?<![\w.])(\d{1,6})(?!\d|\.\d)\s*(?:steps?|ステップ|步|스텝)?\s*(?:で|では|に|에서|时|時|at|:|->|→|=>|,|、)?\s*"
+                         r"(?:の|的)?\s*(?:peak\w*|ピーク|峰值|피크|пик)?\s*(?:は|が|=|:|of|is|at|de|von|à|a|в)?\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
+_COUNT_ASKED = re.compile(r"(?:n_steps|num_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|unroll|"
+                          r"ステップ数|步数|스텝 수)\s*[=:]?\s*(\d{1,6})(?!\d|\.\d)|(?<![\w.])(\d{1,6})\s*(?:steps|ステップ|步|스텝|шаг\w*)")
 #: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")

@@ -1498,3 +1498,15 @@ def test_the_buffers_a_donation_could_not_use_are_sized_and_said_safe_to_ignore(
             error_log=log)
     # 2 × 1024 × 4096 × 2 B = 16 MiB
     assert "The 2 buffers it lists take 16.00 MiB" in r.verdict and "can be ignored while the step fits" in r.verdict
+
+
+def test_the_cuda_driver_refusing_memory_below_the_pool_s_limit_is_a_full_card_not_fragmentation(client):
+    log = ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1044] failed to allocate 2.00GiB (2147483648 bytes) "
+           "from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+           "W external/xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to "
+           "allocate 2.00GiB (rounded to 2147483648)requested by op\n"
+           "Limit:                 18253611008\nInUse:                  3221225472\nLargestFreeBlock:                0")
+    r = ask(client, "two JAX jobs on one 24GB card, the second one dies though its pool is nearly empty. why?",
+            error_log=log)
+    assert r.verdict.startswith("The CUDA driver itself refused the 2.00 GiB")
+    assert "3.00 GiB of its 17.00 GiB limit" in r.verdict and "fragment" not in r.verdict

@@ -2017,3 +2017,11 @@ def test_a_setting_that_ends_a_sentence_is_still_read():
         "GPU for NCCL, compared with the default?", "en", True)}
     assert "`.65` gives the pool 52.00 GiB and leaves 28.00 GiB" in lines["pool_fractions"]
     assert SIZING.read("MaxText with per_device_batch_size=4. on a v5e").values["batch"] == 4
+
+
+def test_two_peaks_measured_at_a_count_give_its_line_and_the_value_a_follow_up_asks():
+    earlier = "Unrolled GNN message passing on an A100 40GB: n_steps=25 peaks at 19.6 GiB, 50 at 38.4 GiB, nearly linear."
+    lines = {a.subject: a.text for a in SIZING.answer("and with n_steps=200?", "en", True, earlier=earlier)}
+    # (38.4 - 19.6) / 25 = 0.752 GiB per step, 0.8 GiB fixed: 151.2 GiB at 200; 30 GiB of pool holds 38
+    text = lines["count_line"]
+    assert "770.05 MiB per unit of n_steps" in text and "at 200: 151.20 GiB" in text and "at most 38 fit" in text
