@@ -18,6 +18,10 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # memory that grows epoch after epoch while nvidia-smi shows the pool from the start: a growth, not the pool
+    ("My JAX training loop on an A100 takes a bit more memory after every epoch and OOMs after about 30 epochs; "
+     "nvidia-smi shows 75% full from the start so it tells me nothing. How do I find which buffer grows?", "en",
+     "memory_grows", "live_arrays"),
     # an array meant for the host made with jnp.* on a TPU host: made whole on the first chip first
     ("TPU v5e-8 で jnp.zeros((30 * 2**30,), dtype=jnp.uint8, device=jax.devices('cpu')[0]) としてホスト側に大きな配列を"
      "作りたいのに、TPU 側の OOM で落ちます。8 チップあるのになぜ？", "ja", "created_on_default_device", "jax.default_device"),
