@@ -147,6 +147,9 @@ def test_a_device_count_is_read_from_the_question_only_never_from_the_log(assist
     assert rules.read_count_facts({"x": 1}, "the same on 4 devices?")["devices_named"] == 4
     assert "devices_named" not in rules.read_count_facts({"x": 1}, "batch 32, seq 2048, what now?")
     assert "devices_named" not in rules.read_count_facts({"x": 1}, "")
+    # a batch said per card ("每卡 batch 2") is not the global batch a per-device buffer could hold whole
+    assert "batch_named" not in rules.read_count_facts({"x": 1}, "v5e-8 上 8 路 fsdp，每卡 batch 2，一编译就 oom")
+    assert rules.read_count_facts({"x": 1}, "v5e-8 上 8 路 fsdp，batch 16")["batch_named"] == 16
 
 
 def test_a_log_naming_devices_gives_no_device_count(client):
