@@ -1083,8 +1083,8 @@ class Sizing:
             return None
         fixed, memory, name = t1 - slope * b1, s.device_memory / (1 << 30), named.group(1)
         best = math.floor((memory - fixed) / slope)
-        asked = [int(m.group(1)) for m in _COUNT_ASKED.finditer(_plain_digits(turn or "").lower())
-                 if int(m.group(1)) not in pairs] if turn != text else []
+        said = [int(m.group(1) or m.group(2)) for m in _COUNT_ASKED.finditer(_plain_digits(turn or "").lower())]
+        asked = [v for v in said if v not in pairs] if turn != text else []
         rows = []
         for value in dict.fromkeys(asked):
             peak = fixed + slope * value
@@ -3458,12 +3458,12 @@ _GIB_ASKED = re.compile(r"gib|\bgb\b|giga|гб|гиб|ギガ|기가|जीबी
 _BARE_BYTES = re.compile(r"(?<![\d.,\w])(\d{9,13})(?![\d.\w])(?!\s*(?:kib|mib|gib|kb|mb|gb|params?|parameters?|tokens?))")
 #: a count other than the batch named with its value ("n_steps=25", "25 steps", "seq_len 512"), the peaks
 #: measured at its values after it ("25 でピーク 19.6 GiB、50 で 38.4 GiB"), and the values a later turn asks about
-_COUNT_NAMED = re.compile(r"(?<![a-z])(n_steps|num_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|"
-                          r"unroll|rollout_steps|ステップ数|步数|스텝 수|шаг\w*)\s*[=:]?\s*\d")
+_COUNT_NAMES = (r"(?:n_steps|num_steps|rollout_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|"
+                r"unroll|ステップ数|步数|스텝 수|шаг\w*)")
+_COUNT_NAMED = re.compile(rf"(?<![a-z])({_COUNT_NAMES})\s*[=:]?\s*\d")
 _COUNT_PEAK = re.compile(r"(?<![\w.])(\d{1,6})(?!\d|\.\d)\s*(?:steps?|ステップ|步|스텝)?\s*(?:で|では|に|에서|时|時|at|:|->|→|=>|,|、)?\s*"
                          r"(?:の|的)?\s*(?:peak\w*|ピーク|峰值|피크|пик)?\s*(?:は|が|=|:|of|is|at|de|von|à|a|в)?\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
-_COUNT_ASKED = re.compile(r"(?:n_steps|num_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|unroll|"
-                          r"ステップ数|步数|스텝 수)\s*[=:]?\s*(\d{1,6})(?!\d|\.\d)|(?<![\w.])(\d{1,6})\s*(?:steps|ステップ|步|스텝|шаг\w*)")
+_COUNT_ASKED = re.compile(rf"{_COUNT_NAMES}\s*[=:]?\s*(\d{{1,6}})(?!\d|\.\d)|(?<![\w.])(\d{{1,6}})\s*(?:steps|ステップ|步|스텝|шаг\w*)")
 #: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")

@@ -2025,3 +2025,6 @@ def test_two_peaks_measured_at_a_count_give_its_line_and_the_value_a_follow_up_a
     # (38.4 - 19.6) / 25 = 0.752 GiB per step, 0.8 GiB fixed: 151.2 GiB at 200; 30 GiB of pool holds 38
     text = lines["count_line"]
     assert "770.05 MiB per unit of n_steps" in text and "at 200: 151.20 GiB" in text and "at most 38 fit" in text
+    # the value written after its count ("200 steps") is asked the same way
+    again = {a.subject: a.text for a in SIZING.answer("what about 100 steps?", "en", True, earlier=earlier)}
+    assert "at 100: 76.00 GiB" in again["count_line"]
