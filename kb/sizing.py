@@ -43,6 +43,9 @@ SHARE_MARGIN = 0.03    # a process's share: its stated need over the card, plus 
 EQUAL_SHARE_MARGIN = 0.02  # equal processes: their need over the card plus this, rounded up to .01
 MAX_SHARES = 0.95      # shares summing above this leave too little for CUDA contexts and workspaces
 TRAINING_CITE = "e1000-compile-hbm-oom#scenario-3b-architecture-sharding"
+PAIRWISE_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"  # a matrix of pairs: one large allocation
+BEYOND_ANY_DEVICE = 256 << 30  # more than any single accelerator's memory (the largest hold under 200 GiB)
+PAIRS_SLACK = 0.005  # a failed request this close to a matrix of pairs is that matrix (a library may pad it)
 DONATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
@@ -130,7 +133,7 @@ _UNIT_AFTER = re.compile(r"\s*(?:[kmgt]i?b|gb|go|гб|bytes?|bytes|%|байт|�
 MAX_FACTORS = 5  # an allocation explained by at most this many of the stated numbers
 # a number written with thousands separators: 10,000 or 10.000 or 10 000 (narrow or no-break space),
 # not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
-_THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])\d{1,3}(?:\.\d{3})+(?![\d.,)\]])"
+_THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])[1-9]\d{0,2}(?:\.\d{3})+(?![\d,)\]]|\.\d)"
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
@@ -220,6 +223,13 @@ class SizingFile(_Strict):
     mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
     shard_snippet: str = ""  # the asker's arrays made sharded over their devices, to fill
     shard_map_snippet: str = ""  # shard_map with lax.map over the asker's array's local block, to fill
+    # an n × m matrix of pairs: the point counts that size it, the rows made at once, and its code
+    pairwise_points: list[Pattern] = Field(default_factory=list)
+    pairwise_blocks: list[Pattern] = Field(default_factory=list)
+    pairwise_snippet: str = ""
+    pairwise_sinkhorn_snippet: str = ""
+    pairwise_solve_snippet: str = ""
+    pairwise_apply_snippet: str = ""
     messages: dict[str, Message]
 
 
@@ -339,6 +349,8 @@ class Sizing:
         self._dtypes = [(d, compile_(d.pattern)) for d in data.dtypes]
         self._optimizers = [(o, compile_(o.pattern)) for o in data.optimizers]
         self._cues = {k: [compile_(p) for p in ps] for k, ps in data.cues.items()}
+        self._points = [(p, compile_(p.pattern)) for p in data.pairwise_points]
+        self._blocks = [compile_(p.pattern) for p in data.pairwise_blocks]
         self._models = [(m, re.compile(rf"(?<![a-z0-9]){m.pattern}(?![a-z0-9])", re.IGNORECASE)) for m in data.models]
         self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
                       for g in data.gpus]
@@ -653,6 +665,12 @@ class Sizing:
         shape = f"\n[{', '.join(map(str, factored.dims))}] {factored.dtype}" if factored and chunked and not own else ""
         lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
                              capacity, turn=f"{text}{shape}", used=used)
+        pairs = next((a for a in lines if a.subject == "pairwise"), None)
+        if pairs is not None and requested and abs(pairs.value_bytes - requested) <= PAIRS_SLACK * requested:
+            # the log's failed allocation is the matrix of pairs the question's counts make: said so
+            said_it = self._msg("pairwise_request", language, requested=format_bytes(requested))
+            lines[lines.index(pairs)] = pairs.model_copy(update={"text": self._join([pairs.text, said_it], language),
+                                                                 "subject": "pairwise_log"})
         if own:
             square = "square_meant" not in self.read(f"{earlier}\n{text}").cues
             lines.insert(0, self._allocation_line(factored, requested, language, square_broadcast=square))
@@ -751,6 +769,9 @@ class Sizing:
         trajectory = self._trajectory(text, s, language)
         if trajectory is not None:  # "721×1440 grid, 227 channels, float32: 40 steps, and 120?"
             return [trajectory]
+        pairs = self._pairwise(text, turn or text, s, language)
+        if pairs is not None:  # "sinkhorn on x 65536 points, y 32768": the matrix of pairs, whole and in blocks
+            return [pairs]
         chunks = self._chunks(text, turn or text, s, language)
         if chunks is not None:  # the chunk size asked for, not the whole array's size again
             return [chunks]
@@ -1364,6 +1385,112 @@ class Sizing:
                           memory=s.memory_label or format_bytes(memory), device=s.device or "", fit=_num(memory // step))
         return FigureAnswer(kind=KIND, subject="trajectory", text=text_, value_bytes=int(counts[-1] * step),
                             sources=["computed"], cite=TRAINING_CITE)
+
+    def _pairwise(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """An n × m matrix with one value per pair of points (a GP's kernel, a transport cost,
+        distances), sized from the point counts the conversation gives, the newest turn's winning:
+        whole in each dtype the turn names, its Cholesky factor where one is said, one block of the
+        rows made at once (the block said, else one that keeps a block small), against the device."""
+        if "pairwise_matrix" not in s.cues:
+            return None
+        earlier = text[: len(text) - len(turn)] if turn and text.endswith(turn) else ""
+        n = m = None
+        for part in text.split("\n"):  # (turn by turn: a later turn's count replaces an earlier one)
+            unlabeled = []
+            for label, count in self._point_counts(part):
+                if label == "both":
+                    n = m = count
+                elif label == "m":
+                    m = count
+                elif label == "n":
+                    n = count
+                else:
+                    unlabeled.append(count)
+            if len(unlabeled) >= 2:
+                n, m = unlabeled[0], unlabeled[1]
+            elif unlabeled:  # one count: the side a pair matrix of one set has (a GP's n × n)
+                square = m is None or m == n
+                n = unlabeled[0]
+                m = n if square else m
+        if n is None:
+            return None
+        m = m or n
+        low_turn = _plain_digits(turn or "").lower()
+        found = sorted((hit.start(), i, d) for i, (d, p) in enumerate(self._dtypes) if (hit := p.search(low_turn)))
+        named = list({d.name: d for _, _, d in found}.values())  # each dtype the turn names, in its order
+        dtypes = named or ([s.dtype] if s.dtype else [])
+        first = dtypes[0] if dtypes else None
+        bytes_, dtype_name = (first.bytes, first.name) if first else (4, "float32")
+        size = n * m * bytes_
+        others = "".join(self._msg("pairwise_other", language, dtype=d.name, size=format_bytes(n * m * d.bytes))
+                         for d in dtypes[1:])
+        parts = [self._msg("pairwise", language, n=_grouped(n, language), m=_grouped(m, language), bytes=_num(bytes_),
+                           dtype=dtype_name, size=format_bytes(size), others=others)]
+        if first is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        if "factorized" in s.cues and n == m:
+            parts.append(self._msg("pairwise_factor", language, double=format_bytes(2 * size)))
+        memory = s.device_memory
+        if memory:
+            label = s.memory_label or format_bytes(memory)
+            parts.append(self._msg("pairwise_fits", language, memory=label, device=s.device or "",
+                                   share=f"{100 * size / memory:.0f}%") if size <= memory
+                         else self._msg("pairwise_over", language, memory=label, device=s.device or ""))
+        if size > BEYOND_ANY_DEVICE:  # "bigger GPU?": none holds it; blocks or an approximation
+            parts.append(self._msg("pairwise_beyond_any", language, size=format_bytes(size),
+                                   devices=_grouped(math.ceil(size / (80 << 30)), language)))
+        said = self._block_rows(low_turn) or self._block_rows(_plain_digits(earlier).lower())
+        k = said if said and said < n else None
+        if k is None and (not memory or size > memory / 8):  # a block that keeps to a fraction of the device
+            budget = min(1 << 30, (memory or 1 << 33) // 8)
+            k = 1 << max(0, int(budget // (m * bytes_)).bit_length() - 1)
+            k = k if k < n else None
+        if k:
+            block = k * m * bytes_
+            parts.append(self._msg("pairwise_block" if said else "pairwise_block_chosen", language, k=_grouped(k, language),
+                                   m=_grouped(m, language), bytes=_num(bytes_), block=format_bytes(block),
+                                   chunks=_grouped(math.ceil(n / k), language)))
+        snippet = None
+        if "code_asked" in self.read(turn or "").cues and self.data.pairwise_snippet:
+            rows = k or min(n, 1024)
+            eps = _EPSILON.search(_plain_digits(text).lower())
+            filled = dict(n=n, m=m, k=rows, dtype=dtype_name, eps=eps.group(1) if eps else "1e-2",
+                          x64='jax.config.update("jax_enable_x64", True)\n' if bytes_ == 8 and "float" in dtype_name else "")
+            if "sinkhorn" in s.cues and self.data.pairwise_sinkhorn_snippet:  # transport: its own blocked loop
+                snippet = self.data.pairwise_sinkhorn_snippet.format(**filled)
+            else:  # a kernel's matvec, then its solve (square, a solve said) or one product
+                snippet = self.data.pairwise_snippet.format(**filled).rstrip("\n") + (
+                    self.data.pairwise_solve_snippet if n == m and "pairwise_solve" in s.cues
+                    else self.data.pairwise_apply_snippet)
+            parts.append(self._msg("pairwise_code", language, k=_grouped(rows, language)))
+        return FigureAnswer(kind=KIND, subject="pairwise", text=self._join(parts, language), value_bytes=int(size),
+                            sources=["computed"], cite=PAIRWISE_CITE, snippet=snippet)
+
+    def _point_counts(self, text: str) -> list[tuple[str, int]]:
+        """The point counts `text` gives, in order, each with the side a label right before it
+        names ("x 65536点・y 32768点": n, m; "x も y も (65536, d)": both; none: "")."""
+        low = _plain_digits(text or "").lower()
+        hits = sorted({m.start(1): (m, p.scale) for p, compiled in self._points for m in compiled.finditer(low)}.items())
+        out, end = [], 0
+        for start, (hit, scale) in hits:
+            if start < end:
+                continue
+            end = hit.end(1)
+            cut = max(0, start - 24)
+            before = low[cut: start]
+            if cut and low[cut - 1].isalnum():  # (not the end of a word the window cuts: "um" is no "m")
+                before = re.sub(r"^\w+", "", before)
+            before = re.split(r"\d", before)[-1]  # (the words since the last number only)
+            labels = _POINT_LABEL.findall(before)
+            sides = {"n" if lab in ("x", "n") else "m" for lab in labels}
+            label = "both" if sides == {"n", "m"} else (sides.pop() if sides else "")
+            out.append((label, int(round(float(hit.group(1)) * scale))))
+        return out
+
+    def _block_rows(self, low: str) -> int | None:
+        """The rows of a pair matrix made at once that `low` says ("online=4096", "batch_size=512"): the last."""
+        found = [(m.start(), int(m.group(1))) for p in self._blocks for m in p.finditer(low)]
+        return max(found)[1] if found else None
 
     def _pool_for_need(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """The fraction a use measured on the GPU named needs, where the text asks which fraction
@@ -2724,6 +2851,14 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="dataset", text=self._join(parts, language), value_bytes=int(size),
                             sources=["computed"], cite=DATASET_CITE)
 
+    def pairs_requested(self, text: str, requested: int | None) -> bool:
+        """Whether a failed allocation of `requested` bytes is the matrix of pairs that the point
+        counts of `text` make (within half a percent: a library may pad it)."""
+        if not requested:
+            return False
+        pairs = self._pairwise(text, text, self.read(text), "en")
+        return pairs is not None and abs(pairs.value_bytes - requested) <= PAIRS_SLACK * requested
+
     def allocation_shape(self, text: str, requested: int | None) -> "Factored | None":
         """The array that a failed allocation of `requested` bytes is, when the numbers `text` states
         multiply to it exactly (10,000 images of 100×100 compared pairwise: 10000 × 10000 × 100 ×
@@ -3465,6 +3600,10 @@ _COUNT_PEAK = re.compile(r"(?<![\w.])(\d{1,6})(?!\d|\.\d)\s*(?:steps?|ステッ�
                          r"(?:の|的)?\s*(?:peak\w*|ピーク|峰值|피크|пик)?\s*(?:は|が|=|:|of|is|at|de|von|à|a|в)?\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
 _COUNT_ASKED = re.compile(rf"{_COUNT_NAMES}\s*[=:]?\s*(\d{{1,6}})(?!\d|\.\d)|(?<![\w.])(\d{{1,6}})\s*(?:steps|ステップ|步|스텝|шаг\w*)")
 #: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
+#: an entropic transport's epsilon as the asker sets it ("epsilon=1e-2", "eps: 0.05")
+_EPSILON = re.compile(r"(?<![a-z0-9_])(?:epsilon|eps)\s*[=:]\s*(\d+(?:\.\d+)?(?:e-?\d+)?)")
+#: the side of a pair matrix a label right before a point count names ("x 65536点", "y も", "n=")
+_POINT_LABEL = re.compile(r"(?<![a-z0-9_])([xynm])(?![a-z0-9_])")
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")
 _FRACTION_ABOVE_ONE = re.compile(r"mem_fraction\W{0,4}([1-9]\d?(?:\.\d+)?)(?![\d])")

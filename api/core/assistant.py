@@ -87,10 +87,11 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 #: concept answer that its words also touch.
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
                                "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
-                               "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled"})
+                               "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled",
+                               "pairwise", "pairwise_log"})
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
-SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored"})
+SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored", "pairwise_log"})
 #: Arithmetic on a written-out array whose code is that array made sharded over the devices
 SHARDING_CODE_SUBJECTS = frozenset({"tensor"})
 #: The topology the catalogue's deviceless-compile code is written for; replaced by the slice a conversation names.
@@ -253,8 +254,9 @@ class Assistant:
                 facts["params_named"], facts["params_label"] = stated
         facts = derive_facts(facts, self._generation(question, log, facts))
         facts = self._capacity_of_the_device_named(facts, question)
-        if facts.get("requested_bytes") and self.sizing.allocation_shape(
-                "\n".join([*(t.question for t in earlier if t.question), question]), facts["requested_bytes"]):
+        said_so_far = "\n".join([*(t.question for t in earlier if t.question), question])
+        if facts.get("requested_bytes") and (self.sizing.allocation_shape(said_so_far, facts["requested_bytes"])
+                                             or self.sizing.pairs_requested(said_so_far, facts["requested_bytes"])):
             facts["requested_factored"] = True  # the asker's own figures multiply to it: that says what it is
         shown = _user_text_as_code(facts, self._vocabulary)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))

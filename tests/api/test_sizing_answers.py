@@ -96,3 +96,16 @@ def test_a_number_computed_from_the_question_is_not_buried_under_general_steps(c
         "and it OOMs. state is donated. what is the largest per-device batch?")}).json()
     assert "b ≤ 15" in body["answer"]
     assert body["remedies"] == []  # no bf16 / remat / sharding list after the number asked for
+
+
+def test_a_failed_request_that_is_the_asker_s_matrix_of_pairs_is_said_to_be_it_without_profiling_steps(client):
+    r = _ask(client, {"question": "exact GP on 300,000 observations with gpjax on my A100 80GB, dies at once. is the "
+                                  "N x N kernel the problem? bigger GPU?",
+                      "error_log": "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+                                   "trying to allocate 360000008192 bytes."})
+    answer = r["answer"]
+    # 300000² × 4 B = 335.28 GiB: the failed request itself (padded a little by the library); no GPU holds it
+    assert answer.startswith("**The 300,000 × 300,000 matrix**") and "= 335.28 GiB" in answer
+    assert "allocation that failed is this matrix" in answer and "No single accelerator holds" in answer
+    assert "One allocation of" not in answer  # not read as a step's temporaries
+    assert "XProf" not in answer  # the array is known: no profiling steps to find it
