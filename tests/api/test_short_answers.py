@@ -41,6 +41,13 @@ CASES = [
      "ko", "fsdp_gathered_weights", "jax.checkpoint"),
     ("jax.jit(lambda k: draw(table, k)) で大きな配列を closure で参照しているのですが、毎回コンパイルが遅くて RAM も足りなくなります。",
      "ja", "closure_constants", "donate_argnums"),
+    # frozen weights read from globals inside the jitted step: constants of the program, folded at compile time
+    ("Distilling into a small student with Flax: the teacher's params are a module-level global that I call inside "
+     "the jitted train_step, and compiling takes ages and then OOMs on my 24GB card. Why?", "en",
+     "weights_as_constants", "train_step(state, frozen_params, batch)"),
+    # the same run fitting with the old release and not with the new one: the version, not the settings
+    ("jaxlib 0.4.30 では同じスクリプト・同じバッチで学習が通っていたのに、0.4.31 にアップデートしたら OOM で落ちます。"
+     "メモリの設定を変えるべき？", "ja", "version_regression", "memory_analysis()"),
     ("Hago fine-tuning con LoRA en JAX y la memoria es igual que el fine-tuning completo, OOM con adam. ¿Por qué?", "es",
      "lora_frozen_grads", "optax.set_to_zero()"),
     ("Launching 4 ranks with mpirun on a box with 4 A100s, all of them pile onto GPU 0 and it OOMs; "
@@ -741,3 +748,13 @@ def test_a_splash_mask_materialised_whole_gets_the_lazy_masks_built_outside_jit(
     answer = client.post("/v1/ask", json={"question": question}).json()
     assert answer["language"] == language and any(f["subject"] == "splash_mask_dense" for f in answer["figures"])
     assert "CausalMask" in answer["answer"] and "make_splash_mha" in answer["answer"]
+
+
+def test_a_constant_folding_log_calls_for_the_weights_as_constants_answer_whatever_the_question(client):
+    r = _ask(client, {"question": "pourquoi ça explose sur le GPU alors que ça passe sur CPU ?",
+                      "error_log": "slow_operation_alarm.cc:65] Constant folding an instruction is taking > 1s:\n"
+                                   "  transpose.311 (displaying the full instruction incurs a runtime overhead.)\n"
+                                   "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes."})
+    assert r["language"] == "fr" and r["grounded"]
+    assert any(f["subject"] == "weights_as_constants" for f in r["figures"])
+    assert "stop_gradient" in r["answer"]
