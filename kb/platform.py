@@ -26,6 +26,7 @@ class _File(BaseModel):
     tpu: list[str] = Field(min_length=1)
     tpu_only_marks: list[str] = Field(min_length=1)
     tpu_only_remedies: list[str] = Field(default_factory=list)
+    no_gpu: list[str] = Field(default_factory=list)
 
 
 def _words(terms: list[str]) -> re.Pattern[str]:
@@ -38,13 +39,23 @@ class Platforms:
     def __init__(self, data: _File):
         self._gpu = _words(data.gpu)
         self._tpu = _words(data.tpu)
+        self._no_gpu = _words(data.no_gpu) if data.no_gpu else None
         self._marks = tuple(m.lower() for m in data.tpu_only_marks)
         self.tpu_only_remedies = frozenset(data.tpu_only_remedies)
 
     def gpu_only(self, text: str) -> bool:
         """`text` names a GPU and no TPU."""
-        low = (text or "").lower()
+        low = self._without_no_gpu((text or "").lower())
         return bool(self._gpu.search(low)) and not self._tpu.search(low)
+
+    def no_gpu(self, text: str) -> bool:
+        """`text` says there is no GPU ("I don't have a GPU", "CPU only") and names none besides."""
+        low = (text or "").lower()
+        return bool(self._no_gpu and self._no_gpu.search(low)) and not self._gpu.search(self._without_no_gpu(low))
+
+    def _without_no_gpu(self, low: str) -> str:
+        """`low` without the words that say there is no GPU ("no tengo GPU" names none)."""
+        return self._no_gpu.sub(" ", low) if self._no_gpu else low
 
     def tpu_named_only(self, text: str) -> bool:
         """`text` names a TPU and no GPU."""

@@ -115,6 +115,9 @@ _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐
 _STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|param_dtype|p(?=\s*=)|weights|grads?|gradients?|mu|nu|moments?|master|"
                           r"参数|权重|梯度|パラメータ|重み|勾配|파라미터|가중치|그래디언트|параметр\w*|вес[аы]?|"
                           r"градиент\w*|pesos|poids|gewichte|gradientes|पैरामीटर|वेट्स|الأوزان|المعاملات)(?![a-z])")
+#: everything said to be in one dtype ("all in bf16", "alles in bf16", "tout en bf16", "全部 bf16"): the state's too
+_ALL_IN = re.compile(r"(?:(?<![a-z])(?:all|everything|alles|tout|todo|tudo|всё|все)\s+(?:in|en|em|на|в)?\s*|全部(?:用|是|都)?\s*|"
+                     r"すべて\s*|全て\s*|전부\s*|모두\s*|सब\s*(?:कुछ)?\s*|الكل\s*(?:ب|في)?\s*)$")
 _ACTIVATION_WORDS = re.compile(r"activ|aktiv|актив|激活|活性化|활성화|एक्टिवेशन|التنشيط|carry|input|输入|入力|입력|"
                                r"(?<![a-z])c\s*=|compute|(?<![a-z_])o\s*=|"  # (jmp's "p=f32,c=bfloat16": the compute dtype)
                                r"вход|entrada|entrée|eingabe|cache|缓存|キャッシュ|캐시|кэш")
@@ -463,7 +466,8 @@ class Sizing:
         for dtype, pattern in self._dtypes:
             for m in pattern.finditer(low):
                 before = low[max(0, m.start() - 40): m.start()]
-                if _STATE_WORDS.search(before) and not _ACTIVATION_WORDS.search(before):
+                if ((_STATE_WORDS.search(before) and not _ACTIVATION_WORDS.search(before))
+                        or _ALL_IN.search(before[-14:])):  # "alles in bf16 – Params, Grads, mu und nu"
                     if best is None or m.start() > best[0]:
                         best = (m.start(), dtype)
         return best[1] if best else None

@@ -1513,3 +1513,13 @@ def test_the_cuda_driver_refusing_memory_below_the_pool_s_limit_is_a_full_card_n
             error_log=log)
     assert r.verdict.startswith("The CUDA driver itself refused the 2.00 GiB")
     assert "3.00 GiB of its 17.00 GiB limit" in r.verdict and "fragment" not in r.verdict
+
+
+def test_a_host_request_from_someone_without_a_gpu_is_host_ram_not_a_gpu_s(client):
+    # "no GPU" names none: the CPU client's wording stays the host's, and no pool setting is offered
+    r = ask(client, "Corro mi modelo en CPU (no tengo GPU), la máquina tiene 32 GB de RAM, y sale: RESOURCE_EXHAUSTED: "
+                    "Out of memory allocating 68719476736 bytes. ¿Qué hago?")
+    assert r.diagnosis.category == "host_oom"
+    assert "64.00 GiB en la RAM del host" in (r.verdict or "")
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in r.answer and "GPU de" not in r.answer
+    assert "host-offload-note" not in ids(r)  # moving tensors to host RAM is what failed

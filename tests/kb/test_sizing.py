@@ -2028,3 +2028,13 @@ def test_two_peaks_measured_at_a_count_give_its_line_and_the_value_a_follow_up_a
     # the value written after its count ("200 steps") is asked the same way
     again = {a.subject: a.text for a in SIZING.answer("what about 100 steps?", "en", True, earlier=earlier)}
     assert "at 100: 76.00 GiB" in again["count_line"]
+
+
+def test_everything_said_in_one_dtype_in_a_follow_up_is_the_state_s_dtype_too():
+    earlier = ("Full fine-tune of a 13B model with optax.adamw, params and Adam states in f32, on a v5p-16: how much "
+               "HBM does the state alone take per chip with FSDP over all chips?")
+    a = next(x for x in SIZING.answer("OK, my proposal: everything in bf16 - params, grads, mu and nu. Does it fit "
+                                      "then, and how many chips at least?", "en", True, earlier=earlier)
+             if x.subject == "training_state")
+    # 13B × 8 B (bf16 weights, grads, mu, nu) = 96.86 GiB, beside the f32 figure it replaces
+    assert "all in bfloat16, × 8 B = 96.86 GiB" in a.text
