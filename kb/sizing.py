@@ -2214,9 +2214,9 @@ class Sizing:
             # (not when the KV cache has a dtype of its own: the dtypes are then the cache's and the weights')
             dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1 and not s.kv_dtype
                       else [s.dtype] if s.dtype else [])
-            # none named: a checkpoint known by its name is published in bfloat16; anything else is
-            # created by JAX's initializers in float32 (Flax, Haiku and Equinox default to it)
-            default = (2, "bfloat16") if s.model else (4, "float32")
+            # none named: a checkpoint known by its name, or one a serving engine loads, is published in
+            # bfloat16; anything else is created by JAX's initializers in float32 (Flax, Haiku and Equinox)
+            default = (2, "bfloat16") if s.model or "published_checkpoint" in s.cues else (4, "float32")
             if not dtypes:
                 assumed.append(default[1])
             total = need = params * max((d.bytes for d in dtypes), default=default[0])
@@ -3931,6 +3931,21 @@ _ROWS_BY = re.compile(r"(\d{1,10}(?:\.\d+)?)\s*(k|m|mio|mi|million|millions|mill
                       r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)
 
 
+#: counted fields on a grid ("37 niveaux × 6 variables sur la grille 721×1440", "13 levels x 6 variables on a
+#: 181x360 grid"): one array, [levels, variables, H, W]
+_FIELD_WORD = (r"(?:pressure\s+)?(?:levels?|variables?|channels?|fields?|bands?|features?|members?|niveaux|niveau|canaux|"
+               r"niveles|canales|níveis|variáveis|canais|ebenen|variablen|kanäle|уровн\w*|переменн\w*|канал\w*|"
+               r"个?层|个?变量|个?通道|レベル|変数|チャンネル|레벨|변수|채널|स्तर|चर|चैनल|مستوى|مستويات|متغير\w*|قنوات)")
+_FIELDS_ON_GRID = re.compile(rf"(?<![\d.])(\d{{1,4}})\s*{_FIELD_WORD}\s*[×x*]\s*(\d{{1,4}})\s*{_FIELD_WORD}"
+                             rf"((?:\s+[^\W\d_]+){{0,4}}\s+)(\d{{2,6}})\s*[×x*]\s*(\d{{2,6}})(?!\d|\.\d|\s*[×x*]\s*\d)",
+                             re.IGNORECASE)
+
+
+def _fields_on_grid(m: re.Match[str]) -> str:
+    """"37 niveaux × 6 variables sur la grille 721×1440" with the one array it is written after it."""
+    return f"{m.group(0)} = {m.group(1)}x{m.group(2)}x{m.group(4)}x{m.group(5)}"
+
+
 def _axes_sized(m: re.Match[str], text: str) -> str:
     """A shape written with its axes' names ("[transmits, channels, points]") as the sizes the text
     gives them after it ("75 transmits, 128 canales, 400x400 = 160000 puntos"), in that order; as
@@ -3970,6 +3985,7 @@ def _plain_digits(text: str) -> str:
     text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)  # "2^24 rows" -> "16777216 rows"
     text = _NAMED_AXES.sub(lambda m: _axes_sized(m, text), text)  # "[transmits, channels] ... 75 transmits, 128 canales"
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
+    text = _FIELDS_ON_GRID.sub(_fields_on_grid, text)  # "37 levels × 6 variables on the 721×1440 grid"
     return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
 
 

@@ -1523,3 +1523,13 @@ def test_a_host_request_from_someone_without_a_gpu_is_host_ram_not_a_gpu_s(clien
     assert "64.00 GiB en la RAM del host" in (r.verdict or "")
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in r.answer and "GPU de" not in r.answer
     assert "host-offload-note" not in ids(r)  # moving tensors to host RAM is what failed
+
+
+def test_memory_stats_asked_of_another_host_s_device_is_not_an_out_of_memory_error(client):
+    r = ask(client, "v5p-32 multi-host, serving with jetstream; it dies where we log HBM. Is it an OOM?",
+            error_log='  File "serve.py", line 88, in log_hbm\n    used = d.memory_stats()["bytes_in_use"]\n'
+                      "jax.errors.JaxRuntimeError: INVALID_ARGUMENT: MemoryStats is only supported for addressable "
+                      "PjRt devices.")
+    assert (r.verdict or "").startswith("This is not an out-of-memory error")
+    assert "jax.local_devices()" in r.answer and "process_allgather" in r.answer
+    assert not r.remedies  # nothing to save: memory is not the cause

@@ -2038,3 +2038,10 @@ def test_everything_said_in_one_dtype_in_a_follow_up_is_the_state_s_dtype_too():
              if x.subject == "training_state")
     # 13B × 8 B (bf16 weights, grads, mu, nu) = 96.86 GiB, beside the f32 figure it replaces
     assert "all in bfloat16, × 8 B = 96.86 GiB" in a.text
+
+
+def test_counted_fields_on_a_grid_are_one_array_even_at_the_end_of_a_sentence():
+    a = next(x for x in SIZING.answer("ERA5 input: 13 pressure levels x 5 variables on the 181x360 grid. How big is it "
+                                      "in float32?", "en", True) if x.subject == "tensor")
+    # 13 × 5 × 181 × 360 × 4 B = 16.16 MiB
+    assert "[13, 5, 181, 360]" in a.text and "16.16 MiB" in a.text
