@@ -469,7 +469,7 @@ class Assistant:
             analysis = analysis.model_copy(update={"stated": []})
         elif any(a.subject in SIZES_THAT_EXPLAIN_THE_LOG for a in sizes):
             chosen = []  # the log's allocation is the user's own array: no profiling steps to find it
-        if by_arithmetic and "snippet" not in analysis.asks:
+        if by_arithmetic and not {"snippet", "flag"} & set(analysis.asks):
             # the arithmetic asked for answers it: concept answers its words also touch are not shown,
             # nor the generation's HBM, which the arithmetic states as the capacity it used (an answer
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
@@ -491,8 +491,10 @@ class Assistant:
             figures, sizes = [*sizes, *figures], []
         elif sizes and asked_size:  # asked for: the answer (and in scope, like any figure asked)
             # a yes/no that a short answer settles ("is that a problem?") leads with it, the size after
-            settled = (any(f.kind == ANSWER for f in figures) and "figure" not in analysis.asks
-                       and not self.sizing.asks_to_fit(question))
+            # (and a flag asked beside the figure, "which variable turns NVLS off, and how much is left
+            # outside the pool?": the flag's answer first, as the question asks it)
+            settled = any(f.kind == ANSWER for f in figures) and (
+                ("figure" not in analysis.asks and not self.sizing.asks_to_fit(question)) or "flag" in analysis.asks)
             figures, sizes = ([*figures, *sizes] if settled else [*sizes, *figures]), []
         elif sizes and {"how", "snippet"} & set(analysis.asks) and any(f.kind == ANSWER for f in figures):
             # "how do I launch it?" after a conversation of arithmetic: the way asked for first, the

@@ -758,3 +758,15 @@ def test_a_constant_folding_log_calls_for_the_weights_as_constants_answer_whatev
     assert r["language"] == "fr" and r["grounded"]
     assert any(f["subject"] == "weights_as_constants" for f in r["figures"])
     assert "stop_gradient" in r["answer"]
+
+
+def test_a_flag_asked_beside_a_figure_is_answered_first_and_the_figure_follows(client):
+    body = _ask(client, {"question": "Auf 8x H100 80GB scheitert NCCL schon bei der Initialisierung der Communicators mit "
+                                     "out of memory (NVLS). Welche Umgebungsvariable schaltet NVLS ab? Und wie viel GiB "
+                                     "bleiben pro Karte außerhalb des Pools, wenn ich XLA_PYTHON_CLIENT_MEM_FRACTION auf "
+                                     ".6 senke, verglichen mit dem Standard?"})
+    answer = body["answer"]
+    assert body["language"] == "de" and answer.startswith("NCCL legt seine Puffer selbst")
+    assert "NCCL_NVLS_ENABLE=0" in answer.split("\n\n")[0]
+    # the figure asked: .75 leaves 20.00 GiB of 80 outside the pool, .6 leaves 32.00 GiB
+    assert "20.00 GiB" in answer and "32.00 GiB" in answer
