@@ -828,6 +828,8 @@ class Sizing:
         # a failed allocation measured in this turn (bytes in use + the request) over the share set:
         # that process's share, before the conversation's earlier split of the card
         shares = self._pool_share_short(turn, text, s, language) if _in_use_and_request(turn or "") else None
+        if shares is None:  # a GB10 or Jetson: the pool is the system's RAM
+            shares = self._unified_machine(turn or text, s, language)
         if shares is None:
             shares = self._pool_split(text, s, language)
         if shares is None:
@@ -1495,6 +1497,22 @@ class Sizing:
         """The rows of a pair matrix made at once that `low` says ("online=4096", "batch_size=512"): the last."""
         found = [(m.start(), int(m.group(1))) for p in self._blocks for m in p.finditer(low)]
         return max(found)[1] if found else None
+
+    def _unified_machine(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A machine whose GPU shares the system's RAM (DGX Spark, Jetson) and the amount it has:
+        JAX's default pool taken from it, what that leaves to the system, and a lower share."""
+        if "unified_machine" not in s.cues or "mem_fraction" not in s.cues and "default_asked" not in s.cues:
+            return None
+        low = _plain_digits(text or "").lower()
+        sizes = [float(m.group(1)) for m in _GB.finditer(low)]
+        if not sizes:
+            return None
+        total = max(sizes) * (1 << 30)
+        pool = GPU_POOL_SHARE * total
+        text_ = self._msg("unified_machine", language, total=format_bytes(total), pool=format_bytes(pool),
+                          left=format_bytes(total - pool), half=format_bytes(total / 2))
+        return FigureAnswer(kind=KIND, subject="pool_unified_machine", text=text_, value_bytes=int(total / 2),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _pool_for_need(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """The fraction a use measured on the GPU named needs, where the text asks which fraction

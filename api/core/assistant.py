@@ -88,7 +88,7 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
                                "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
                                "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled",
-                               "pairwise", "pairwise_log"})
+                               "pairwise", "pairwise_log", "pool_unified_machine"})
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored", "pairwise_log"})

@@ -2045,3 +2045,14 @@ def test_counted_fields_on_a_grid_are_one_array_even_at_the_end_of_a_sentence():
                                       "in float32?", "en", True) if x.subject == "tensor")
     # 13 × 5 × 181 × 360 × 4 B = 16.16 MiB
     assert "[13, 5, 181, 360]" in a.text and "16.16 MiB" in a.text
+
+
+def test_a_unified_memory_machine_s_pool_is_taken_from_the_system_s_ram():
+    a = next(x for x in SIZING.answer("Jetson AGX Orin with 64GB unified memory: the whole board freezes when JAX "
+                                      "starts. What should XLA_PYTHON_CLIENT_MEM_FRACTION be?", "en", True)
+             if x.subject == "pool_unified_machine")
+    assert "takes 48.00 GiB" in a.text and "leaves 16.00 GiB" in a.text and "`XLA_PYTHON_CLIENT_MEM_FRACTION=.5`" in a.text
+    # CUDA's unified-memory setting is not such a machine
+    assert not any(x.subject == "pool_unified_machine" for x in SIZING.answer(
+        "TF_FORCE_UNIFIED_MEMORY=1 and XLA_PYTHON_CLIENT_MEM_FRACTION=4.0 on an A100 80GB: how big is the pool?",
+        "en", True))
