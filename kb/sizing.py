@@ -803,7 +803,9 @@ class Sizing:
         elif tensor is not None and ((asked and not out) or tensor.subject != "tensor"
                                      or (asked and _TYPED_SHAPE.search(turn or text)) or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)
-                or (asked and turn is not None and turn != text and _SHAPE.search(turn))):
+                or (asked and turn is not None and turn != text and _SHAPE.search(turn))
+                # a kernel's block beside the VMEM limit set for it ("raised vmem_limit_bytes to 100MB, still OOM")
+                or ("vmem_named" in s.cues and limit_asked(turn or text))):
             out.append(tensor)  # (a follow-up that writes a shape out asks about it: "(32, 6144, 5120), how much?")
             if asked and _TYPED_SHAPE.search(turn or text):  # a buffer copied from a dump asked about, first;
                 out = [tensor, *(a for a in out if a is not tensor and a.subject != "weights")]  # not the model's weights
@@ -1504,6 +1506,9 @@ class Sizing:
         if "unified_machine" not in s.cues or "mem_fraction" not in s.cues and "default_asked" not in s.cues:
             return None
         low = _plain_digits(text or "").lower()
+        if ("force_unified" in low or _FRACTION_ABOVE_ONE.search(low)
+                or any(p.search(low) for _, patterns in self._gpus for p in patterns)):
+            return None  # CUDA's unified memory on a card of its own (TF_FORCE_UNIFIED_MEMORY, a fraction of 4, an A100)
         sizes = [float(m.group(1)) for m in _GB.finditer(low)]
         if not sizes:
             return None
@@ -2643,15 +2648,23 @@ class Sizing:
         hw = self.figures.gens.get(s.device.removeprefix("TPU "))
         if hw is None or not hw.vmem_bytes or not hw.scoped_vmem_default_bytes:
             return []
-        double = 2 * held
-        out = [self._msg("tensor_vmem", language, held=format_bytes(held), double=format_bytes(double),
-                         scoped=format_bytes(hw.scoped_vmem_default_bytes), gen=s.device,
-                         physical=format_bytes(hw.vmem_bytes))]
+        count = _blocks_counted(text)  # "three (512, 2048) f32 blocks": each of them twice
+        double = 2 * count * held
+        if count > 1:
+            out = [self._msg("tensor_vmem_many", language, count=count, one=format_bytes(held),
+                             double=format_bytes(double), scoped=format_bytes(hw.scoped_vmem_default_bytes),
+                             gen=s.device, physical=format_bytes(hw.vmem_bytes))]
+        else:
+            out = [self._msg("tensor_vmem", language, held=format_bytes(held), double=format_bytes(double),
+                             scoped=format_bytes(hw.scoped_vmem_default_bytes), gen=s.device,
+                             physical=format_bytes(hw.vmem_bytes))]
         limit = limit_asked(text)
         if limit:  # "and with vmem_limit_bytes at 100 MiB?"
             verdict = (self._msg("vmem_fits", language, left=format_bytes(limit - double)) if double <= limit
                        else self._msg("vmem_over", language, over=format_bytes(double - limit)))
             out.append(self._msg("tensor_vmem_limit", language, limit=format_bytes(limit), verdict=verdict))
+            if double <= limit <= hw.vmem_bytes:  # a limit that holds them: if it still fails, why
+                out.append(self._msg("tensor_vmem_still", language))
         if double > hw.vmem_bytes:
             out.append(self._msg("tensor_vmem_beyond", language, physical=format_bytes(hw.vmem_bytes)))
         return out
@@ -3994,6 +4007,26 @@ def _rows_by(m: re.Match[str]) -> str:
     """"100M linhas × 64" as the shape it is, "100000000 x 64"."""
     scale = {"k": 1e3}.get((m.group(2) or "").lower(), 1e6 if m.group(2) else 1)
     return f"{int(float(m.group(1)) * scale)} x {m.group(3)}"
+
+
+#: how many such blocks a kernel uses, said beside the shape ("three (512, 2048) f32 blocks",
+#: "(512, 2048) の f32 を 3 つ", "3 блока (512, 2048)")
+_BLOCK_COUNT_WORDS = {**_COUNT_WORDS, **_CJK_COUNTS, "five": 5, "six": 6}
+_BLOCKS_COUNTED = re.compile(
+    r"(?<![\w.])(\d|two|three|four|five|six|deux|trois|quatre|zwei|drei|vier|dos|tres|cuatro|dois|duas|três|quatro|"
+    r"два|две|три|четыре)\s+(?:such\s+)?[(\[]\s*\d+\s*,\s*\d+|"
+    r"[)\]][^.\n。]{0,20}?(\d|两|二|三|四)\s*(?:つ|個|个|개|blocks?|blocos?|bloques?|blocs?|blöcke|блок\w*)",
+    re.IGNORECASE)
+
+
+def _blocks_counted(text: str) -> int:
+    """The number of blocks of the shape written that `text` says the kernel uses; 1 when none."""
+    m = _BLOCKS_COUNTED.search(text or "")
+    if not m:
+        return 1
+    word = (m.group(1) or m.group(2)).lower()
+    count = int(word) if word.isdigit() else _BLOCK_COUNT_WORDS.get(word, 1)
+    return count if 1 <= count <= 16 else 1
 
 
 def _plain_digits(text: str) -> str:

@@ -833,7 +833,9 @@ class Assistant:
                                                          limit=len(self.catalogue.remedies))}
                 return [pool[rid] for rid in wanted
                         if rid in pool and rid not in analysis.tried_remedies][:MAX_NEXT_WITHOUT_EVIDENCE]
-        return []
+        # no topic named ("remat and bf16 on, still OOM, what else?"): the untried steps of an OOM said
+        # without a log
+        return [r for r in self._steps_for_an_unnamed_oom() if r.id not in analysis.tried_remedies]
 
     def _steps_for_an_unnamed_oom(self) -> list:
         """The steps for an OOM said without a log, a topic or anything tried (intents.yaml

@@ -770,3 +770,11 @@ def test_a_flag_asked_beside_a_figure_is_answered_first_and_the_figure_follows(c
     assert "NCCL_NVLS_ENABLE=0" in answer.split("\n\n")[0]
     # the figure asked: .75 leaves 20.00 GiB of 80 outside the pool, .6 leaves 32.00 GiB
     assert "20.00 GiB" in answer and "32.00 GiB" in answer
+
+
+def test_remat_already_on_and_still_over_at_a_batch_gets_microbatches_next(client):
+    body = _ask(client, {"question": "Flax ViT-B on an RTX 4090, batch 128: I already wrapped every block in nn.remat and "
+                                     "it still runs out of memory in the backward pass. What else?"})
+    first = body["answer"].split("\n\n")[0]
+    assert first.startswith(FIGURES.short_answer("gradient_accumulation", "en").text[:40])
+    assert "nn.remat" not in first  # what they did is not the answer

@@ -2056,3 +2056,12 @@ def test_a_unified_memory_machine_s_pool_is_taken_from_the_system_s_ram():
     assert not any(x.subject == "pool_unified_machine" for x in SIZING.answer(
         "TF_FORCE_UNIFIED_MEMORY=1 and XLA_PYTHON_CLIENT_MEM_FRACTION=4.0 on an A100 80GB: how big is the pool?",
         "en", True))
+
+
+def test_several_blocks_of_a_kernel_are_each_held_twice_and_a_limit_that_holds_them_says_what_else_to_check():
+    a = next(x for x in SIZING.answer("Pallas カーネルで vmem_limit_bytes を 64MB にしたのに v5e でまだ scoped vmem の "
+                                      "OOM です。ブロックは (256, 4096) の f32 を 3 つ使っています。", "ja", False)
+             if x.subject == "tensor")
+    # 256 × 4096 × 4 B = 4 MiB each, three blocks double-buffered: 24 MiB, under the 64 MiB set
+    assert "2 × 3 × 4.00 MiB = 24.00 MiB" in a.text and "40.00 MiB 余ります" in a.text
+    assert "pltpu.CompilerParams(vmem_limit_bytes=...)" in a.text
