@@ -809,6 +809,9 @@ class Sizing:
             out.append(tensor)  # (a follow-up that writes a shape out asks about it: "(32, 6144, 5120), how much?")
             if asked and _TYPED_SHAPE.search(turn or text):  # a buffer copied from a dump asked about, first;
                 out = [tensor, *(a for a in out if a is not tensor and a.subject != "weights")]  # not the model's weights
+        stacked = self._scan_stacked(text, turn or text, s, language)
+        if stacked is not None:  # "lax.scan over 2000 steps, each returns (512, 512, 3) f32": steps × that
+            out = [stacked, *(a for a in out if a.subject != "tensor")]
         batch = self._input_batch(turn or text, s, language)
         data = self._dataset(text, s, language) if batch is None else batch
         if data is not None and batch is not None:
@@ -1392,6 +1395,36 @@ class Sizing:
                           dtype=s.dtype.name if s.dtype else "float32", step=format_bytes(step), totals=totals,
                           memory=s.memory_label or format_bytes(memory), device=s.device or "", fit=_num(memory // step))
         return FigureAnswer(kind=KIND, subject="trajectory", text=text_, value_bytes=int(counts[-1] * step),
+                            sources=["computed"], cite=TRAINING_CITE)
+
+    def _scan_stacked(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A loop that keeps every step's output (lax.scan's ys): the steps said × one step's array,
+        one kept in k where the newest turn says so, against the device named."""
+        steps = s.values.get("steps")
+        if "loop_named" not in s.cues or not steps or "pairwise_matrix" in s.cues or _CARRY_OR_GRAD.search(text.lower()):
+            return None  # (a carry, or a loop differentiated through: its residuals, another reading)
+        shapes = [_dims_of(m) for m in _SHAPE.finditer(text or "")]
+        shapes = [d for d in shapes if len(d) >= 2 and 0 not in d]
+        if not shapes:
+            return None
+        dims = shapes[-1]
+        bytes_, dtype = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        per = math.prod(dims) * bytes_
+        parts = [self._msg("scan_stacked", language, steps=_grouped(steps, language),
+                           shape="[" + ", ".join(map(str, dims)) + "]", dtype=dtype, per=format_bytes(per),
+                           total=format_bytes(steps * per))]
+        total = steps * per
+        every = _EVERY_KTH.search(_plain_digits(turn or "").lower())
+        if every and 1 < int(every.group(1) or every.group(2)) < steps:
+            k = int(every.group(1) or every.group(2))
+            kept = -(-int(steps) // k)
+            total = kept * per
+            parts.append(self._msg("scan_stacked_every", language, every=k, kept=_grouped(kept, language),
+                                   per=format_bytes(per), total=format_bytes(total)))
+        if s.device_memory:
+            parts.append(self._msg("scan_stacked_share", language, share=f"{100 * total / s.device_memory:.0f}%",
+                                   memory=s.memory_label or format_bytes(s.device_memory), device=s.device or ""))
+        return FigureAnswer(kind=KIND, subject="scan_stacked", text=self._join(parts, language), value_bytes=int(total),
                             sources=["computed"], cite=TRAINING_CITE)
 
     def _pairwise(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -3635,6 +3668,12 @@ _COUNT_PEAK = re.compile(r"(?<![\w.])(\d{1,6})(?!\d|\.\d)\s*(?:steps?|ステッ�
                          r"(?:の|的)?\s*(?:peak\w*|ピーク|峰值|피크|пик)?\s*(?:は|が|=|:|of|is|at|de|von|à|a|в)?\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
 _COUNT_ASKED = re.compile(rf"{_COUNT_NAMES}\s*[=:]?\s*(\d{{1,6}})(?!\d|\.\d)|(?<![\w.])(\d{{1,6}})\s*(?:steps|ステップ|步|스텝|шаг\w*)")
 #: a field's grid written out ("721×1440的网格", "a 721 x 1440 grid")
+#: a loop's carry, or a loop differentiated through: what it keeps is its residuals, not its outputs
+_CARRY_OR_GRAD = re.compile(r"(?<![a-z])(?:carry|grad\w*|value_and_grad|backward|backprop\w*|vjp|градиент\w*|梯度|反向|勾配|逆伝播|"
+                            r"그래디언트|역전파|gradiente\w*|rétropropag\w*|rückwärts\w*|ग्रेडिएंट|التدرج)")
+#: one step kept in k ("every 10th step", "каждый 10-й шаг", "每 10 步", "10 ステップごと", "10스텝마다")
+_EVERY_KTH = re.compile(r"(?:every|each|каждый|каждые|каждого|chaque|cada|jeden|jede|alle|每隔?|한)\s*(\d{1,5})"
+                        r"(?:-?(?:th|st|nd|rd|й|ый|ий|ème|e|º|°|te|ten|n))?(?![\d.])|(\d{1,5})\s*(?:ステップ|步|스텝)?\s*(?:ごと|마다|一次)")
 #: an entropic transport's epsilon as the asker sets it ("epsilon=1e-2", "eps: 0.05")
 _EPSILON = re.compile(r"(?<![a-z0-9_])(?:epsilon|eps)\s*[=:]\s*(\d+(?:\.\d+)?(?:e-?\d+)?)")
 #: the side of a pair matrix a label right before a point count names ("x 65536点", "y も", "n=")

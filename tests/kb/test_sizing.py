@@ -2065,3 +2065,20 @@ def test_several_blocks_of_a_kernel_are_each_held_twice_and_a_limit_that_holds_t
     # 256 × 4096 × 4 B = 4 MiB each, three blocks double-buffered: 24 MiB, under the 64 MiB set
     assert "2 × 3 × 4.00 MiB = 24.00 MiB" in a.text and "40.00 MiB 余ります" in a.text
     assert "pltpu.CompilerParams(vmem_limit_bytes=...)" in a.text
+
+
+def test_lora_base_weights_are_sized_as_weights_alone_not_a_training_state():
+    a = [x for x in SIZING.answer("Fine-tuning Llama 3 8B with LoRA in JAX on a v5e-8: how much HBM do the base weights "
+                                  "in bf16 take per chip with FSDP over all chips?", "en", True)]
+    weights = next(x for x in a if x.subject == "weights")
+    assert "8.03B parameters × 2 B (bfloat16) = 14.96 GiB" in weights.text and "1.87 GiB" in weights.text
+    assert not any(x.subject == "training_state" for x in a)
+
+
+def test_a_scan_that_keeps_every_step_is_sized_and_one_step_in_k_in_a_follow_up():
+    earlier = "On an A100 40GB my jax.lax.scan over 2000 simulation steps OOMs; each step returns a (512, 512, 3) float32 array."
+    a = next(x for x in SIZING.answer(earlier, "en", False) if x.subject == "scan_stacked")
+    assert "2,000 steps × [512, 512, 3] float32 (3.00 MiB) = 5.86 GiB" in a.text
+    b = next(x for x in SIZING.answer("and if I keep only every 10th step?", "en", True, earlier=earlier)
+             if x.subject == "scan_stacked")
+    assert "one step in 10: 200 × 3.00 MiB = 600.00 MiB" in b.text
