@@ -141,7 +141,8 @@ _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<!
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
                         # in parentheses before a word: a count, not a tuple ("(1,887,621,120 params)")
-                        r"|(?<=\()\d{1,3}(?:,\d{3})+(?=\s+[^\W\d_])")
+                        r"|(?<=\()\d{1,3}(?:,\d{3})+(?=\s+[^\W\d_])"
+                        r"|(?<=\()[1-9]\d{0,2}(?:\.\d{3}){2,}(?=\s+[^\W\d_])")  # "(1.235.814.400 params)"
 # a size with its unit ("600 MiB", "1.5 GB", "600 МБ"), and the words that leave it outside JAX's pool
 _SIZE = re.compile(r"(?<![a-z0-9_.])(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|go|mo|гб|мб)(?![a-z])")
 _UNIT_BYTES = {"g": float(1 << 30), "m": float(1 << 20)}
@@ -290,6 +291,17 @@ def _total_before_parts(patterns, text: str, hit: tuple[int, float]) -> tuple[in
     return (at, value) if len(between) <= 60 and _PARTS_AFTER.search(between) and value > hit[1] else hit
 
 
+def _exact_over_nominal(patterns, text: str, hit: tuple[int, float]) -> tuple[int, float]:
+    """An exact parameter count written out ("1.235.814.400 params") over a nominal size said
+    anywhere near it ("1B fits easily"): the model's own count, where the two are within a third."""
+    exact = [(m.start(1), float(m.group(1)) * p.scale) for p, compiled in patterns if p.scale == 1
+             for m in compiled.finditer(text)]
+    if not exact or any(at == hit[0] for at, _ in exact):
+        return hit
+    at, value = max(exact)
+    return (at, value) if abs(value - hit[1]) <= hit[1] / 3 else hit
+
+
 def _last(patterns, text: str) -> tuple[int, float] | None:
     """(position, value) of the last match of any pattern in `text`."""
     best = None
@@ -383,7 +395,7 @@ class Sizing:
         for name, patterns in self._quantities.items():
             hit = _last(patterns, sizes_text)
             if name == "params" and hit is not None:
-                hit = _total_before_parts(patterns, sizes_text, hit)
+                hit = _exact_over_nominal(patterns, sizes_text, _total_before_parts(patterns, sizes_text, hit))
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]

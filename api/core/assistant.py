@@ -89,6 +89,8 @@ SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "
                                "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
                                "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled",
                                "pairwise", "pairwise_log", "pool_unified_machine"})
+#: JAX's GPU pool settings named in a text: advice on memory, beside a verdict that memory is not the cause
+_POOL_SETTINGS = re.compile(r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)")
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored", "pairwise_log"})
@@ -597,8 +599,10 @@ class Assistant:
             lead = None if lead is not None and lead.id in excluded else lead
         if outcome.not_memory and outcome.verdict:
             # the verdict says memory is not the cause (cuDNN that did not start with the card free):
-            # no step that saves memory after it, which would contradict it
+            # no step that saves memory after it, nor a short answer that tunes JAX's pool, which
+            # would contradict it
             remedies, lead = [], None
+            figures = [f for f in figures if not (f.kind == ANSWER and _POOL_SETTINGS.search(f.text))]
         # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
         if self._gpu_conversation(facts, earlier, question):
             tpu_only = self.platforms.tpu_only
@@ -611,7 +615,10 @@ class Assistant:
             figures = [f for f in figures if not (f.kind == ANSWER and tpu_only(f.text))]
         # a short answer to a question without figures of its own is not followed by a measuring plan
         next_steps = (self.parts.next_steps_for(question, facts, language, log)
-                      if grounded and not quiet and not outcome.not_memory else [])
+                      if grounded and not quiet and not outcome.not_memory and not outcome.not_failure else [])
+        if next_steps and self._gpu_conversation(facts, earlier, question):
+            # a GPU question is not sent to estimate its program for a TPU generation
+            next_steps = [n for n in next_steps if "--tpu" not in n.command]
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.

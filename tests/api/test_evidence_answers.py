@@ -19,6 +19,7 @@ from oomkb.api.http.app import create_app
 from oomkb.api.http.slack import answer_blocks
 from oomkb.api.schemas import AskResponse
 from oomkb.kb.errors import CatalogueError
+from oomkb.kb.figures import load_figures
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.language import SUPPORTED
 from oomkb.kb.prose import detect_prose_language, prose_of
@@ -1414,6 +1415,15 @@ def test_cudnn_that_did_not_start_on_a_nearly_empty_card_is_not_memory(client):
     assert 'pip install -U \\"jax[cuda12]\\"' in r.answer or 'pip install -U "jax[cuda12]"' in r.answer
     assert "Diagnosis" not in r.answer and "oomkb profile" not in r.answer  # not an OOM to measure
     assert r.remedies == [] and "### What to do" not in r.answer  # nor steps that save memory
+    # TensorFlow in the same image: its pool is not the cause either, so no pool setting is offered
+    question = "TensorFlow 2.18 and jax[cuda12_local] in one docker image, jax.random.PRNGKey(0) dies. Out of memory?"
+    assert "tensorflow_with_jax" in {a.id for a in load_figures().short_answers_of(question)}  # its words match it
+    r = ask(client, question, log)
+    assert r.answer.startswith("**cuDNN failed to start") and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in r.answer
+    # a quarter of the card free (what JAX's default pool leaves) is still far more than a cuDNN handle needs
+    quarter = log.replace("23622320128 bytes free", "6348464128 bytes free")
+    r = ask(client, "importing torch first makes it work. is it memory?", quarter)
+    assert r.answer.startswith("**cuDNN failed to start while 5.91 GiB of the card's 23.65 GiB were free (25%)")
     # the same failure with the card nearly full: room outside JAX's pool
     full = log.replace("23622320128 bytes free", "402653184 bytes free")
     r = ask(client, "conv net dies at the first step. is this out of memory?", full)
@@ -1533,3 +1543,13 @@ def test_memory_stats_asked_of_another_host_s_device_is_not_an_out_of_memory_err
     assert (r.verdict or "").startswith("This is not an out-of-memory error")
     assert "jax.local_devices()" in r.answer and "process_allgather" in r.answer
     assert not r.remedies  # nothing to save: memory is not the cause
+
+
+def test_the_bfc_warning_about_an_optional_allocation_is_not_the_failure(client):
+    log = ("W bfc_allocator.cc:290] Allocator (GPU_0_bfc) ran out of memory trying to allocate 7.50GiB with "
+           "freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be "
+           "performance gains if more memory were available.\nTraceback (most recent call last):\n  File \"run.py\"")
+    r = ask(client, "Mi RTX 3090 de 24 GB muestra esto y luego se cae. ¿7.5 GiB no caben en 24 GB?", log)
+    assert r.grounded and r.language == "es"
+    assert (r.verdict or "").startswith("Esa línea del BFC es un aviso, no el error")
+    assert "--tpu" not in r.answer and not r.remedies

@@ -2082,3 +2082,11 @@ def test_a_scan_that_keeps_every_step_is_sized_and_one_step_in_k_in_a_follow_up(
     b = next(x for x in SIZING.answer("and if I keep only every 10th step?", "en", True, earlier=earlier)
              if x.subject == "scan_stacked")
     assert "one step in 10: 200 × 3.00 MiB = 600.00 MiB" in b.text
+
+
+def test_an_exact_parameter_count_in_parentheses_wins_over_the_nominal_size_said_later():
+    a = next(x for x in SIZING.answer("full fine-tune of Gemma-2B (2.506.172.416 params) in Flax on a v5e-1, params "
+                                      "in f32, optax.adamw. 2B should fit easily in 16GB, no?", "en", True)
+             if x.subject == "training_state")
+    # 2,506,172,416 × 16 B = 37.34 GiB, not 2B × 16 B = 29.80 GiB
+    assert "2.51B parameters × 16 B" in a.text and "37.34 GiB" in a.text
