@@ -871,6 +871,8 @@ class Sizing:
             shares = self._pool_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_for_need(turn or text, s, language)
+        if shares is None:  # "at most 32 GiB of host RAM with unified memory: which value?"
+            shares = self._unified_for_host(turn or text, text, s, language)
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language, turn)
@@ -1277,10 +1279,32 @@ class Sizing:
                 other = float(m.group(1))
         return own if own is not None and other is not None else None
 
+    def _unified_for_host(self, turn: str, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """In a conversation about CUDA unified memory, the fraction that keeps JAX to the host RAM the
+        newest turn gives it ("at most 32 GiB of host RAM: which value?"): (card + that) / card."""
+        low, turn_low = (text or "").lower(), _plain_digits(turn or "").lower()
+        if not (s.gpu and s.card_memory and _UNIFIED_SAID.search(low)
+                and (_FRACTION_ASKED.search(turn_low) or _VALUE_ASKED.search(turn_low))):
+            return None
+        budgets = [float(m.group(1)) * _UNIT_BYTES[m.group(2)[0] if m.group(2)[0] in "gm" else
+                                                   {"г": "g", "м": "m"}[m.group(2)[0]]]
+                   for m in _SIZE.finditer(turn_low) if _HOST_NEAR.search(turn_low[m.end(): m.end() + 14])]
+        if not budgets:
+            return None
+        card, host = s.card_memory, budgets[-1]
+        fraction = math.floor((card + host) / card * 100) / 100
+        text_ = self._msg("pool_unified_for_host", language, fraction=_num(fraction), card=format_bytes(card),
+                          host=format_bytes(host), total=format_bytes(fraction * card))
+        return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
+                            sources=["computed"], cite=POOL_CITE)
+
     def _pool_unified(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """`XLA_PYTHON_CLIENT_MEM_FRACTION` above 1 (AlphaFold's 4.0 with `TF_FORCE_UNIFIED_MEMORY=1`):
         the pool that many cards' worth, the part beyond the card living in host RAM."""
         m = _FRACTION_SET.search((text or "").lower())
+        if m is None and _UNIFIED_SAID.search((text or "").lower()):
+            # a follow-up in a unified-memory conversation naming the value alone ("if I take 3.2?")
+            m = _BARE_FRACTION.search((text or "").lower().rsplit("\n", 1)[-1])
         if not (m and s.gpu and s.card_memory):
             return None
         fraction = float(m.group(1))
@@ -3664,6 +3688,11 @@ _FRACTION_WORDS = r"(?:mem_fraction|fraction|fração|fracción|fraktion|anteil|
 _FRACTION_ASKED = re.compile(
     r"(?:what|which|how much|welche\w*|wie ?viel|quel\w*|qual|cuál|cual|какую|какой|сколько|多少|どの|いくつ|얼마|몇|कितना|कितनी|كم|كام|ايه)"
     rf"[^.?!\n]{{0,40}}{_FRACTION_WORDS}|{_FRACTION_WORDS}[^.?!\n]{{0,40}}(?:\?|多少|いくつ|얼마|몇|कितना|كم|كام)")
+#: a value asked for ("welchen Wert setz ich", "what value", "qual valor"): in a conversation about one setting, its value
+_VALUE_ASKED = re.compile(r"(?:what|which|welche\w*|quel\w*|qual|cuál|cual|qué|que|какое|какую|多少|どの|얼마|어떤|कौन|कितना|أي|ما)"
+                          r"[^.?!\n]{0,20}(?:value|wert|valeur|valor|значени\w*|值|値|값|मान|वैल्यू|قيمة)")
+#: a fraction alone ("wenn ich 3.2 nehme"), not a size or a percent
+_BARE_FRACTION = re.compile(r"(?<![\w.])(\d{1,2}\.\d{1,2})(?![\d.]|\s*(?:gb|gib|g\b|mb|mib|tb|%|x\b|×))")
 #: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
 _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"
                       r"так же|как на|как у)\b|一样|相同|同じ|같[게이은]|जैसा|जैसी|مثل")

@@ -109,3 +109,18 @@ def test_a_failed_request_that_is_the_asker_s_matrix_of_pairs_is_said_to_be_it_w
     assert "allocation that failed is this matrix" in answer and "No single accelerator holds" in answer
     assert "One allocation of" not in answer  # not read as a step's temporaries
     assert "XProf" not in answer  # the array is known: no profiling steps to find it
+
+
+def test_a_unified_memory_chain_gets_the_variables_then_the_host_share_then_the_value_for_a_budget(client):
+    first = _ask(client, {"question": "Quiero correr AlphaFold 3 en una RTX 3090 (24 GB) y pasa de ~1500 tokens con "
+                                      "RESOURCE_EXHAUSTED. La doc habla de memoria unificada: ¿qué variables y cómo las "
+                                      "paso en docker run?"})
+    assert first["answer"].startswith("Para que el pool de GPU de JAX pase de la tarjeta a la RAM del host")
+    assert "-e TF_FORCE_UNIFIED_MEMORY=1" in first["answer"]
+    second = _ask(client, {"question": "Tengo 48 GB de RAM. Si pongo 2.5, ¿cuánta RAM del host puede usar como máximo?",
+                           "conversation_id": first["conversation_id"]})
+    assert "2.5 × 24.00 GiB = 60.00 GiB" in second["answer"] and "36.00 GiB" in second["answer"]
+    third = _ask(client, {"question": "Quiero ceder como mucho 16 GiB de RAM del host. ¿Qué valor pongo?",
+                          "conversation_id": first["conversation_id"]})
+    # (24 + 16) / 24 = 1.666..., rounded down so the host share stays within 16 GiB
+    assert third["answer"].startswith("**`XLA_PYTHON_CLIENT_MEM_FRACTION=1.66`**")
