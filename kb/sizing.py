@@ -115,6 +115,8 @@ _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐
 _STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|param_dtype|p(?=\s*=)|weights|grads?|gradients?|mu|nu|moments?|master|"
                           r"参数|权重|梯度|パラメータ|重み|勾配|파라미터|가중치|그래디언트|параметр\w*|вес[аы]?|"
                           r"градиент\w*|pesos|poids|gewichte|gradientes|पैरामीटर|वेट्स|الأوزان|المعاملات)(?![a-z])")
+#: what else a dtype may be said of besides the weights: the KV cache, the activations
+_OTHER_SUBJECT = re.compile(r"(?<![a-z])kv(?![a-z])|cache|кэш|缓存|キャッシュ|캐시|कैश|activ|aktiv|актив|激活|活性化|활성화")
 #: everything said to be in one dtype ("all in bf16", "alles in bf16", "tout en bf16", "全部 bf16"): the state's too
 _ALL_IN = re.compile(r"(?:(?<![a-z])(?:all|everything|alles|tout|todo|tudo|всё|все)\s+(?:in|en|em|на|в)?\s*|全部(?:用|是|都)?\s*|"
                      r"すべて\s*|全て\s*|전부\s*|모두\s*|सब\s*(?:कुछ)?\s*|الكل\s*(?:ب|في)?\s*)$")
@@ -273,6 +275,8 @@ class Stated:
     from_dims: dict[str, float] | None = None
 
 
+#: quantities that are settings, not a model's sizes: read from the whole text
+_SETTING_QUANTITIES = frozenset({"mem_utilization"})
 #: a count said to be the parameters ("3.3B params", "7 млрд параметров"): a total
 _PARAMS_WORD = re.compile(r"\s*(?:params?|parameters?|parâmetros|parámetros|paramètres|параметр\w*|个?参数|パラメータ|파라미터|पैरामीटर|معامل\w*|معلمة)")
 #: between a total and its parts ("3.3B params: PaliGemma 3B + 300M action expert", "7B (6.7B + ...")
@@ -393,7 +397,8 @@ class Sizing:
         # total is what its weights and state take
         sizes_text = _ACTIVE_PARAMS.sub(lambda m: " " * len(m.group(0)), sizes_text)
         for name, patterns in self._quantities.items():
-            hit = _last(patterns, sizes_text)
+            # (a setting said in the sentence about what worked is still the setting: "0.98 worked for them")
+            hit = _last(patterns, low if name in _SETTING_QUANTITIES else sizes_text)
             if name == "params" and hit is not None:
                 hit = _exact_over_nominal(patterns, sizes_text, _total_before_parts(patterns, sizes_text, hit))
             if hit is not None and hit[1] > 0:
@@ -478,7 +483,12 @@ class Sizing:
         for dtype, pattern in self._dtypes:
             for m in pattern.finditer(low):
                 before = low[max(0, m.start() - 40): m.start()]
-                if ((_STATE_WORDS.search(before) and not _ACTIVATION_WORDS.search(before))
+                words = list(_STATE_WORDS.finditer(before))
+                # (not a dtype said of something else after the weights' own: "weights bf16, only the KV fp8")
+                after = before[words[-1].end():] if words else ""
+                said_of_state = bool(words) and not (_OTHER_SUBJECT.search(after)
+                                                     and any(p.search(after) for _, p in self._dtypes))
+                if ((said_of_state and not _ACTIVATION_WORDS.search(before))
                         or _ALL_IN.search(before[-14:])):  # "alles in bf16 – Params, Grads, mu und nu"
                     if best is None or m.start() > best[0]:
                         best = (m.start(), dtype)
@@ -1938,22 +1948,34 @@ class Sizing:
         if weights is None or not memory or s.gpu:  # (a GPU's pool and what lies outside it: not this sum)
             return lines
         total = weights.value_bytes
+        named = said.state_dtype or said.dtype  # the weights in the dtype this turn names ("with fp8 weights")
+        if named and s.values.get("params"):
+            total = s.values["params"] * named.bytes
         share = total / devices if devices > 1 and (total > memory or "shard_asked" in s.cues
                                                    or s.values.get("model_axis")) else total
         low = _plain_digits(turn).lower()
         amounts = [float(m.group(1)) * (1 << 20) for m in _MIB.finditer(low)]
         amounts += [float(m.group(1)) * (1 << 30) for m in _GB.finditer(low)]
-        amounts = [a for a in amounts if a > 0 and all(abs(a - x) > 0.01 * x for x in (memory, share, total))]
-        if not amounts or share >= memory:
+        # (not the device's own capacity said again, per chip or for the slice: "4 chips × 32GB = 128GB")
+        amounts = [a for a in amounts if a > 0 and all(abs(a - x) > 0.01 * x for x in (memory, share, total))
+                   and all(abs(a - k * memory) > 0.05 * k * memory for k in {1, devices})]
+        # (a server told to use only a share, "--gpu-memory-utilization=0.98": the memory read is that share already)
+        util = s.values.get("mem_utilization")
+        usable, label = memory, s.memory_label if util and s.memory_label else format_bytes(memory)
+        if share >= usable or not (amounts or util):
             return lines
         parts = []
+        if not amounts:  # "with fp8 weights and 0.98, how much is left per chip for the KV cache?"
+            parts.append(self._msg("left_after_weights", language, memory=label, share=format_bytes(share),
+                                   rest=format_bytes(usable - share)))
         for extra in amounts:
-            values = dict(memory=format_bytes(memory), share=format_bytes(share), extra=format_bytes(extra))
-            parts.append(self._msg("left_after", language, rest=format_bytes(memory - share - extra), **values)
-                         if share + extra <= memory else
-                         self._msg("left_after_over", language, over=format_bytes(share + extra - memory), **values))
+            values = dict(memory=label, share=format_bytes(share), extra=format_bytes(extra))
+            parts.append(self._msg("left_after", language, rest=format_bytes(usable - share - extra), **values)
+                         if share + extra <= usable else
+                         self._msg("left_after_over", language, over=format_bytes(share + extra - usable), **values))
         text = self._msg("left_after_lead", language, lines=_LIST_SEPARATOR.get(language, "; ").join(parts))
-        line = FigureAnswer(kind=KIND, subject="left_after", text=text, value_bytes=int(memory - share - amounts[0]),
+        line = FigureAnswer(kind=KIND, subject="left_after", text=text,
+                            value_bytes=int(usable - share - (amounts[0] if amounts else 0)),
                             sources=["computed"], cite=weights.cite)
         return [line, *(a for a in lines if a is not weights)]
 

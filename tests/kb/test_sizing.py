@@ -2090,3 +2090,16 @@ def test_an_exact_parameter_count_in_parentheses_wins_over_the_nominal_size_said
              if x.subject == "training_state")
     # 2,506,172,416 × 16 B = 37.34 GiB, not 2B × 16 B = 29.80 GiB
     assert "2.51B parameters × 16 B" in a.text and "37.34 GiB" in a.text
+
+
+def test_what_is_left_per_chip_under_a_memory_utilization_with_the_weights_in_the_dtype_each_turn_names():
+    earlier = ("Serving a 27B model on a v6e-4 with vLLM TPU, tensor-parallel-size 4, bf16 by default, and it OOMs. "
+               "The config that worked for them: fp8 weights and --gpu-memory-utilization=0.9. A v6e-4 is 4 chips × "
+               "32GB = 128GB!")
+    second = "OK, with fp8 weights and 0.9, how much is left per chip for the KV cache?"
+    a = next(x for x in SIZING.answer(second, "en", True, earlier=earlier) if x.subject == "left_after")
+    # 0.9 × 31.25 GiB = 28.12 GiB, less 27e9 × 1 B / 4 = 6.29 GiB; the 32GB and 128GB said are the chips' own
+    assert "6.29 GiB (the weights' share) = **21.84 GiB left**" in a.text
+    third = "And with the weights back in bf16 and only the KV in fp8, how much do I lose?"
+    b = next(x for x in SIZING.answer(third, "en", True, earlier=f"{earlier}\n{second}") if x.subject == "left_after")
+    assert "12.57 GiB (the weights' share) = **15.55 GiB left**" in b.text
