@@ -295,6 +295,16 @@ def _total_before_parts(patterns, text: str, hit: tuple[int, float]) -> tuple[in
     return (at, value) if len(between) <= 60 and _PARTS_AFTER.search(between) and value > hit[1] else hit
 
 
+def _line_through(pairs: dict[int, float]) -> tuple[int, float, int, float, float, float] | None:
+    """The line through the first two (count, GiB) measurements: (b1, t1, b2, t2, slope, fixed part),
+    None with fewer than two or a peak that does not grow with the count."""
+    if len(pairs) < 2:
+        return None
+    (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
+    slope = (t2 - t1) / (b2 - b1)
+    return (b1, t1, b2, t2, slope, t1 - slope * b1) if slope > 0 else None
+
+
 def _exact_over_nominal(patterns, text: str, hit: tuple[int, float]) -> tuple[int, float]:
     """An exact parameter count written out ("1.235.814.400 params") over a nominal size said
     anywhere near it ("1B fits easily"): the model's own count, where the two are within a third."""
@@ -1096,13 +1106,10 @@ class Sizing:
         if peaks:  # the peaks measured at two batch sizes: the arguments are inside them
             for m in _BATCH_PEAK.finditer(low):
                 pairs.setdefault(int(m.group(1)), float(m.group(2)))
-        if len(pairs) < 2:
+        line = _line_through(pairs)
+        if line is None:
             return None
-        (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
-        slope = (t2 - t1) / (b2 - b1)
-        if slope <= 0:
-            return None
-        fixed = t1 - slope * b1
+        b1, t1, b2, t2, slope, fixed = line
         args, _ = self._policy_sizes(text)
         memory = s.device_memory / (1 << 30)
         best = math.floor((memory - (args or 0) - fixed) / slope)
@@ -1131,13 +1138,11 @@ class Sizing:
         pairs: dict[int, float] = {}
         for m in _COUNT_PEAK.finditer(low, named.start()):
             pairs.setdefault(int(m.group(1)), float(m.group(2)))
-        if len(pairs) < 2:
+        line = _line_through(pairs)
+        if line is None:
             return None
-        (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
-        slope = (t2 - t1) / (b2 - b1)
-        if slope <= 0:
-            return None
-        fixed, memory, name = t1 - slope * b1, s.device_memory / (1 << 30), named.group(1)
+        b1, t1, b2, t2, slope, fixed = line
+        memory, name = s.device_memory / (1 << 30), named.group(1)
         best = math.floor((memory - fixed) / slope)
         said = [int(m.group(1) or m.group(2)) for m in _COUNT_ASKED.finditer(_plain_digits(turn or "").lower())]
         asked = [v for v in said if v not in pairs] if turn != text else []
