@@ -618,7 +618,7 @@ class Assistant:
                       if grounded and not quiet and not outcome.not_memory and not outcome.not_failure else [])
         if next_steps and self._gpu_conversation(facts, earlier, question):
             # a GPU question is not sent to estimate its program for a TPU generation
-            next_steps = [n for n in next_steps if "--tpu" not in n.command]
+            next_steps = [n for n in next_steps if not self.platforms.tpu_only(n.command)]
         cited = results if grounded and not (outcome.verdict and not remedies) else []
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.
