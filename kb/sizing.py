@@ -96,11 +96,20 @@ _SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10
 MAX_ELEMENTS = 1 << 50
 
 
+#: a tuple assigned to a kernel's tiling or grid ("tiling=(tm,tk,tn)=(512,2048,2048)", "grid=(8, 8, 4)"):
+#: block sizes or step counts, not an array's shape
+_TILING_BEFORE = re.compile(r"(?:tiling|tiles?|tile_sizes?|block_sizes|grid|\(\s*(?:[a-z_]*[mkn]\s*,\s*){2}[a-z_]*[mkn]\s*\))"
+                            r"\s*[=:]\s*$", re.IGNORECASE)
+
+
 class _Shapes:
-    """The shapes a text writes out (`_SHAPE_WRITTEN`), less those too large to be an array."""
+    """The shapes a text writes out (`_SHAPE_WRITTEN`), less those too large to be an array and
+    those assigned to a kernel's tiling or grid."""
 
     def finditer(self, text: str):
-        return (m for m in _SHAPE_WRITTEN.finditer(text) if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) <= MAX_ELEMENTS)
+        return (m for m in _SHAPE_WRITTEN.finditer(text)
+                if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) <= MAX_ELEMENTS
+                and not _TILING_BEFORE.search(text, max(0, m.start() - 40), m.start()))
 
     def search(self, text: str) -> re.Match[str] | None:
         return next(self.finditer(text), None)
@@ -224,6 +233,11 @@ class SizingFile(_Strict):
     # ("x en bf16, w int8, salida bf16"): the words naming each, and the words between it and the dtype
     block_operands: dict[str, str] = Field(default_factory=dict)
     operand_joiner: str = r"\s*"
+    # how many copies of an operand's block the kernel's pipeline keeps, said after the operand
+    # ("RHS はトリプルバッファ", "rhs triple-buffered"): the words for each count; the default is two.
+    # `buffer_word`: a word for buffering, which the text must use somewhere for the counts to be read
+    buffer_counts: dict[int, str] = Field(default_factory=dict)
+    buffer_word: str = ""
     limit_snippet: str = ""  # code computing a kernel's vmem_limit_bytes from its blocks, to fill
     matmul_snippet: str = ""  # the tiled matmul with those blocks, after limit_snippet, when code is asked
     mcmc_snippet: str = ""  # an MCMC run in pieces, each moved to host RAM, to fill
@@ -270,6 +284,7 @@ class Stated:
     baseline_optimizer: Optimizer | None = None
     baseline_dtype: DType | None = None
     operand_dtypes: dict[str, DType] = field(default_factory=dict)  # a Pallas matmul's x, y, out: each one's dtype named
+    operand_buffers: dict[str, int] = field(default_factory=dict)  # ... and each one's buffer count, where said
     # the parameter count computed from the dims the text gives (hidden, MLP, heads, layers, vocab):
     # its parts, and the count the text or a name said before (replaced by it)
     from_dims: dict[str, float] | None = None
@@ -384,6 +399,8 @@ class Sizing:
         self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
                       for g in data.gpus]
         self._operands = {k: compile_(rf"(?:{p}){data.operand_joiner}") for k, p in data.block_operands.items()}
+        self._buffer_word = compile_(data.buffer_word) if data.buffer_word else None
+        self._buffer_counts = [(n, compile_(rf"[^,，、;；。.\n]{{0,14}}?(?:{p})")) for n, p in data.buffer_counts.items()]
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -450,8 +467,12 @@ class Sizing:
         s.replicated = _replicated_shape(low)
         if not {"block_m", "block_k", "block_n"} & s.values.keys():
             s.values.update(_block_shapes(low))
+        triple = _block_triple(low, named={"block_m", "block_k", "block_n"} <= s.values.keys())
+        if triple is not None and triple[0] > max((at.get(k, -1) for k in ("block_m", "block_k", "block_n")), default=-1):
+            s.values.update(triple[1])  # the tiling said last ("2048/1024/2048 after all") wins
         if {"block_m", "block_k", "block_n"} <= s.values.keys():
             s.operand_dtypes = self._operand_dtypes(low)
+            s.operand_buffers = self._operand_buffers(low)
         s.widths = [int(n) for n in re.findall(r"(?<![\d.])(\d{3,6})(?!\d|\.\d)", low)]
         s.from_dims = _params_from_dims(s)
         if s.from_dims is not None:
@@ -513,6 +534,19 @@ class Sizing:
                 dtype = next((d for d, p in self._dtypes if p.match(low, m.end())), None)
                 if dtype is not None:
                     out[operand] = dtype
+        return out
+
+    def _operand_buffers(self, low: str) -> dict[str, int]:
+        """Each Pallas matmul operand's buffer count where the text says it right after the operand
+        ("LHS はダブルバッファ、RHS はトリプルバッファ"), in a text that speaks of buffering at all."""
+        if self._buffer_word is None or not self._buffer_word.search(low):
+            return {}
+        out: dict[str, int] = {}
+        for operand, pattern in self._operands.items():
+            for m in pattern.finditer(low):
+                count = next((n for n, p in self._buffer_counts if p.match(low, m.end())), None)
+                if count is not None:
+                    out[operand] = count
         return out
 
     def _without_what_worked(self, low: str) -> str:
@@ -747,9 +781,10 @@ class Sizing:
             lines = [other, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         if earlier and lines:  # what the last two earlier turns were answered with, each turn's figures first
             turns = earlier.split("\n")
-            before = {a.text for n in range(max(1, len(turns) - 1), len(turns) + 1)
+            # (a line whose code this turn asks for and an earlier answer did not give is new)
+            before = {(a.text, a.snippet) for n in range(max(1, len(turns) - 1), len(turns) + 1)
                       for a in self._answer("\n".join(turns[:n]), language, True, capacity, turn=turns[n - 1])}
-            lines = [a for a in lines if a.text not in before]
+            lines = [a for a in lines if (a.text, a.snippet) not in before]
         return lines
 
     def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None,
@@ -3206,10 +3241,21 @@ class Sizing:
         (xb, xd), (yb, yd), (ob, od) = (own.get(k, (dtype_bytes, dtype_name)) for k in ("x", "y", "out"))
         blocks = bm * bk * xb + bk * bn * yb + bm * bn * ob
         acc = bm * bn * 4 if "accumulator" in s.cues else 0
-        total = 2 * blocks + acc
+        # each block as many times as its buffers (two unless the asker says otherwise: "RHS triple-buffered")
+        xn, yn, on = (s.operand_buffers.get(k, 2) for k in ("x", "y", "out"))
+        buffered = xn * bm * bk * xb + yn * bk * bn * yb + on * bm * bn * ob
+        total = buffered + acc
         values = dict(bm=_num(bm), bk=_num(bk), bn=_num(bn), dtype=dtype_name, blocks=format_bytes(blocks),
                       total=format_bytes(total))
-        if len({xd, yd, od}) > 1:  # mixed: each block with its dtype and size
+        if (xn, yn, on) != (2, 2, 2):  # buffer counts said: each block with its count
+            accd = "int32" if "int_accumulator" in s.cues else "float32"
+            values |= dict(xd=xd, yd=yd, od=od, xb=format_bytes(bm * bk * xb), yb=format_bytes(bk * bn * yb),
+                           ob=format_bytes(bm * bn * ob), xbuf=xn, ybuf=yn, obuf=on)
+            values.pop("dtype"), values.pop("blocks")
+            parts = [self._msg("pallas_blocks_buffered_acc", language, buffered=format_bytes(buffered),
+                               acc=format_bytes(acc), accd=accd, **values) if acc
+                     else self._msg("pallas_blocks_buffered", language, **values)]
+        elif len({xd, yd, od}) > 1:  # mixed: each block with its dtype and size
             # a 32-bit accumulator named as an integer one (int8 × int8 sums in int32) keeps that name
             accd = "int32" if "int_accumulator" in s.cues else "float32"
             values |= dict(xd=xd, yd=yd, od=od, xb=format_bytes(bm * bk * xb), yb=format_bytes(bk * bn * yb),
@@ -3240,7 +3286,7 @@ class Sizing:
             accd = "int32" if "int_accumulator" in s.cues else "float32"
             filled = dict(physical_mib=(hw.vmem_bytes // MiB) if hw is not None and hw.vmem_bytes else 128,
                           bm=int(bm), bk=int(bk), bn=int(bn), xd=names.get(xd, "float32"), yd=names.get(yd, "float32"),
-                          od=names.get(od, "float32"),
+                          od=names.get(od, "float32"), xbuf=xn, ybuf=yn, obuf=on,
                           scratch=f"((bm, bn), jnp.{accd})" if acc or (code and accd == "float32") else "")
             snippet = self.data.limit_snippet.format(**filled)
             if code and self.data.matmul_snippet and accd == "float32" and xd == yd:
@@ -4008,6 +4054,32 @@ def _block_shapes(low: str) -> dict[str, float]:
     if len(set(shapes)) == 1 and shapes[0][0] == shapes[0][1] and _MATMUL_WORD.search(low):
         return {"block_m": shapes[0][0], "block_k": shapes[0][0], "block_n": shapes[0][0]}
     return {}
+
+
+#: a matmul kernel's three block sizes together: after their names ("(tm,tk,tn)=(512,2048,2048)"), as a
+#: tiling ("tiling=(512, 2048, 2048)", in the order (bm, bk, bn)), or, once the blocks are named, as
+#: "2048/1024/2048" in that order
+_TILE_NAMED = re.compile(r"\(\s*([a-z_]*[mkn])\s*,\s*([a-z_]*[mkn])\s*,\s*([a-z_]*[mkn])\s*\)\s*[=:]\s*"
+                         r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
+_TILING_TUPLE = re.compile(r"(?:tiling|tile_sizes?|block_sizes)\s*[=:]\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
+_SLASH_TRIPLE = re.compile(r"(?<![\d/.])(\d{2,5})\s*/\s*(\d{2,5})\s*/\s*(\d{2,5})(?![\d/])")
+
+
+def _block_triple(low: str, named: bool) -> tuple[int, dict[str, float]] | None:
+    """The last place `low` gives a matmul's three block sizes at once, and bm, bk, bn from it.
+    `named`: the blocks were named one by one before (then a bare "a/b/c" is them)."""
+    found: list[tuple[int, dict[str, float]]] = []
+    for m in _TILE_NAMED.finditer(low):
+        axes = [name[-1] for name in m.group(1, 2, 3)]
+        if sorted(axes) == ["k", "m", "n"]:
+            found.append((m.start(), {f"block_{a}": float(v) for a, v in zip(axes, m.group(4, 5, 6))}))
+    patterns = [_TILING_TUPLE, _SLASH_TRIPLE] if named else [_TILING_TUPLE]
+    for pattern in patterns:
+        for m in pattern.finditer(low):
+            sizes = [int(v) for v in m.group(1, 2, 3)]
+            if all(v >= 8 and v % 8 == 0 for v in sizes) and not any(f[0] <= m.start() < f[0] + 60 for f in found):
+                found.append((m.start(), dict(zip(("block_m", "block_k", "block_n"), map(float, sizes)))))
+    return max(found, key=lambda f: f[0]) if found else None
 
 
 _MATMUL_WORD = re.compile(r"matmul|mat_mul|gemm|矩阵乘|行列積|행렬 곱|умножени\w* матриц|multiplica\w* de matri")

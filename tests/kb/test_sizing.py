@@ -454,11 +454,11 @@ def test_a_quantized_matmul_s_operands_are_each_counted_in_their_own_dtype():
     b = [x for x in SIZING.answer("¿y si subo out_block a 4096? ¿entra en el límite por defecto?", "es",
                                   earlier=q) if x.subject == "pallas_blocks"]
     assert b and b[0].value_bytes == 26 << 20 and "supera el límite" in b[0].text
-    # its code computes the limit from those blocks, with a margin, and runs
+    # its code computes the limit from those blocks, in whole MiB with one to spare, and runs
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(b[0].snippet, {})
-    assert "vmem_limit_bytes = 32.50 MiB" in out.getvalue()  # 26 MiB × 1.25
+    assert "vmem_limit_bytes = 27.00 MiB" in out.getvalue()  # 26 MiB in whole MiB plus one, as the prose says
 
 
 def test_a_sharded_tensor_gets_its_share_per_device_an_uneven_axis_and_that_axis_padded_in_a_follow_up():
@@ -2103,3 +2103,37 @@ def test_what_is_left_per_chip_under_a_memory_utilization_with_the_weights_in_th
     third = "And with the weights back in bf16 and only the KV in fp8, how much do I lose?"
     b = next(x for x in SIZING.answer(third, "en", True, earlier=f"{earlier}\n{second}") if x.subject == "left_after")
     assert "12.57 GiB (the weights' share) = **15.55 GiB left**" in b.text
+
+
+def test_a_kernel_s_tiling_tuple_gives_its_blocks_with_the_buffer_count_said_for_each_operand():
+    # (a megablox gmm on v6e: tiling=(tm,tk,tn)=(512,2048,2048) in bf16, LHS double-, RHS triple-buffered,
+    # output double, an f32 accumulator; the compiler asked for 36.52M)
+    line = _only("v6e-8でMoEのgmm（megabloxベースのPallasカーネル）を自前のtilingで呼んでます。"
+                 "tiling=(tm,tk,tn)=(512,2048,2048)、bf16、LHSはダブルバッファ、RHSはトリプルバッファ、出力もダブル、"
+                 "f32のアキュムレータ付き。どれくらい足りてなくて、どう直すのがいいですか？", "ja", asked=True)
+    assert line.subject == "pallas_blocks"  # the tuple is block sizes, not an 8 GiB tensor
+    # 2 × 2 MiB + 3 × 8 MiB + 2 × 2 MiB + 4 MiB accumulator = 36 MiB, over v6e's 32 MiB default
+    assert line.value_bytes == 36 * 2**20
+    assert "（8.00 MiB）× 3" in line.text and "37 * 1024 * 1024" in line.text
+    assert "((bk, bn), jnp.bfloat16, 3)" in line.snippet
+    # the snippet computes the same limit as the prose
+    ns: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(compile(line.snippet, "snippet", "exec"), ns)  # noqa: S102 (the catalogue's own code)
+    assert ns["limit"] == 37 * 2**20 and "37.00 MiB" in out.getvalue()
+    # said without buffering, the same tiling is double-buffered throughout: 2 × 12 MiB + 4 MiB
+    plain = _only("TPU v6e gmm tiling=(512, 2048, 2048) bf16 with an f32 accumulator: how much VMEM?", asked=True)
+    assert plain.subject == "pallas_blocks" and plain.value_bytes == 28 * 2**20
+
+
+def test_blocks_named_before_then_written_a_b_c_in_a_follow_up_are_bm_bk_bn_and_the_code_is_given_again():
+    first = ("Пишу свой matmul на Pallas по туториалу, TPU v5e, bf16, x и y по 8192x8192, аккумулятор f32 в scratch. "
+             "Поставил bm=bn=2048, bk=1024, и компиляция падает.")
+    second = first + "\nА если bm=bn=1024, bk=512 — в дефолтный лимит влезет?"
+    turn = "Всё-таки хочу 2048/1024/2048 ради скорости. Дай код pallas_call с поднятым лимитом и скажи, какое значение ставить."
+    line = next(a for a in SIZING.answer(turn, "ru", asked=True, earlier=second) if a.subject == "pallas_blocks")
+    # the turn's own blocks, not the earlier 1024/512/1024: 2 × 16 MiB + a 16 MiB accumulator
+    assert line.value_bytes == 48 * 2**20 and "49 * 1024 * 1024" in line.text
+    assert "bm, bk, bn = 2048, 1024, 2048" in line.snippet and "pl.pallas_call(" in line.snippet
+    # a date written with slashes is no tiling
+    assert SIZING.read(second + "\nраньше, 2024/07/19, работало").values["block_k"] == 512
