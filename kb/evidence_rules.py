@@ -91,6 +91,9 @@ class Rule(BaseModel):
     not_failure: bool = Field(default=False, description=(
         "the verdict says the text read is a warning, not the failure (a pass's estimate that still "
         "fits): no \"ran out of memory\" diagnosis line after it"))
+    whole_fix: bool = Field(default=False, description=(
+        "the verdict says what to change and where (a setting the asker put too late): no remedy steps "
+        "and no measuring plan after it, which would send the asker profiling a cause already found"))
     with_next_verdict: bool = Field(
         default=False, description="its verdict is followed by the next holding rule's (a second, "
                                    "separate finding, such as what the largest buffer is)")
@@ -178,6 +181,7 @@ class Outcome(BaseModel):
     superseded: set[str] = Field(default_factory=set, description="sizing subjects the rules' figures supersede")
     not_memory: bool = Field(default=False, description="the verdict's rule says memory is not the cause")
     not_failure: bool = Field(default=False, description="the verdict's rule says the text is not the failure")
+    whole_fix: bool = Field(default=False, description="the verdict's rule says what to change: nothing after it")
 
 
 class EvidenceRules:
@@ -226,6 +230,7 @@ class EvidenceRules:
                     out.settled |= set(rule.settles)
                     out.not_memory = out.not_memory or rule.not_memory
                     out.not_failure = out.not_failure or rule.not_failure
+                    out.whole_fix = out.whole_fix or rule.whole_fix
             out.superseded |= set(rule.supersedes)
             out.lead += [r for r in rule.lead if r not in out.lead]
             out.exclude |= set(rule.exclude)
@@ -319,11 +324,42 @@ class EvidenceRules:
                 return framework
         return None
 
+    def names_jax(self, *texts: str | None) -> bool:
+        """Whether `texts` (the asker's own words) name JAX or one of its libraries, other than to
+        say it is not used: another framework's error in a process that also runs JAX."""
+        low = "\n".join((t or "")[:_MARKER_WINDOW] for t in texts).lower()
+        for p in self.no_jax:
+            low = p.sub(" ", low)
+        return any(re.search(rf"(?<![a-z_]){re.escape(m)}(?![a-z_])", low) for m in self.jax_names)
+
     def framework_name(self, framework: Framework, language: str) -> str:
         return framework.name.get(language) or framework.name[FALLBACK]
 
 
 # --------------------------------------------------------------------------- derived facts
+
+
+def _outside_framework(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """Another framework's OOM (PyTorch's): the device memory held outside that framework's own
+    allocator, and the pool JAX would take by default on that card (75 %). PyTorch's newer message
+    says what its process uses beyond its own allocator; the older one leaves the card's total less
+    what PyTorch reserved and what was free (other processes included)."""
+    total = facts.get("available_bytes")
+    if not isinstance(total, int) or total <= 0:
+        return {}
+    used, allocated, unallocated = (facts.get(k) for k in ("process_used_bytes", "framework_allocated_bytes",
+                                                            "framework_unallocated_bytes"))
+    reserved, free = facts.get("framework_reserved_bytes"), facts.get("free_bytes")
+    if all(isinstance(v, int) for v in (used, allocated, unallocated)):
+        outside = used - allocated - unallocated
+    elif isinstance(reserved, int) and isinstance(free, int):
+        outside = total - reserved - free
+    else:
+        return {}
+    if outside <= 0:
+        return {}
+    return {"outside_framework_bytes": outside, "outside_framework_fraction": outside / total,
+            "jax_default_pool_bytes": total * 3 // 4}
 
 
 def _generation(name: str | None):
@@ -476,6 +512,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+    out.update(_outside_framework(out))
     op = str(out.get("largest_allocation_op") or "")
     parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
     if parts:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"

@@ -237,8 +237,16 @@ class Assistant:
         # left?") is still about JAX: the conversation's earlier questions count with it
         said_before = [t.question for t in earlier if t.question] if context.follow_up else []
         framework = self.rules.other_framework(question, log, *said_before)
-        if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK):
+        # another framework's OOM in a process the asker says also runs JAX ("submission_runner.py imports
+        # jax too: is JAX to blame?"): JAX's pool may be what took the card; the rules weigh it
+        beside_jax = (framework is None and diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK
+                      and self.rules.names_jax(question, *said_before))
+        if framework is not None or (diagnosis is not None and diagnosis.category == OTHER_FRAMEWORK and not beside_jax):
             return self._other_framework(language, detected, note_key, diagnosis, framework, facts)
+        if beside_jax:  # read as a GPU out-of-memory error of a process that runs JAX
+            foreign_diagnosis = (diagnosis, dict(facts))  # (declined as before unless a rule finds JAX's pool)
+            diagnosis = diagnosis.model_copy(update={"category": "gpu_oom"})
+            facts.update(category="gpu_oom", jax_in_process=True)
         facts = self.rules.read_text_facts(facts, log, question)
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
@@ -308,6 +316,8 @@ class Assistant:
             chosen = self._steps_for_an_unnamed_oom()  # "OOM at the first step with optax.adamw"
         # The user's figures decide the verdict, which remedies lead and which are pointless.
         outcome = self.rules.apply(shown, category, language, format_bytes)
+        if beside_jax and not outcome.whole_fix:  # JAX named, but its pool is not what held the card
+            return self._other_framework(language, detected, note_key, foreign_diagnosis[0], None, foreign_diagnosis[1])
         chosen = self.rules.order(chosen, outcome, MAX_REMEDIES)
         if outcome.settled:  # the verdict judges what was tried ("FSDP works"): no general word on it
             stated = analysis.tried if analysis.stated is None else analysis.stated
@@ -597,6 +607,8 @@ class Assistant:
         if excluded:  # ("vmem_limit_bytes to 64 MiB" on a core with 16 MiB of VMEM)
             remedies = [r for r in remedies if r.id not in excluded]
             lead = None if lead is not None and lead.id in excluded else lead
+        if outcome.whole_fix and outcome.verdict:  # the verdict names the fix: no steps after it
+            remedies, lead = [], None
         if outcome.not_memory and outcome.verdict:
             # the verdict says memory is not the cause (cuDNN that did not start with the card free):
             # no step that saves memory after it, nor a short answer that tunes JAX's pool, which
@@ -615,7 +627,8 @@ class Assistant:
             figures = [f for f in figures if not (f.kind == ANSWER and tpu_only(f.text))]
         # a short answer to a question without figures of its own is not followed by a measuring plan
         next_steps = (self.parts.next_steps_for(question, facts, language, log)
-                      if grounded and not quiet and not outcome.not_memory and not outcome.not_failure else [])
+                      if grounded and not quiet and not outcome.not_memory and not outcome.not_failure
+                      and not outcome.whole_fix else [])
         if next_steps and self._gpu_conversation(facts, earlier, question):
             # a GPU question is not sent to estimate its program for a TPU generation
             next_steps = [n for n in next_steps if not self.platforms.tpu_only(n.command)]

@@ -124,6 +124,11 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape
+    if error.category == "other_framework_oom":  # what the other framework's own allocator held
+        facts["framework_reserved_bytes"] = error.reserved_bytes
+        facts["framework_allocated_bytes"] = error.allocated_bytes
+        facts["framework_unallocated_bytes"] = error.reserved_unallocated_bytes
+        facts["process_used_bytes"] = error.process_used_bytes
     # The compile-time HBM report's parts: arguments, the program itself, outputs, temporaries.
     facts["argument_bytes"] = error.argument_bytes
     facts["program_bytes"] = error.program_bytes

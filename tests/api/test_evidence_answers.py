@@ -296,6 +296,30 @@ def test_a_pytorch_cuda_oom_is_named_and_nothing_is_grounded(client, question, l
     assert "https://pytorch.org/docs/stable/notes/cuda.html" in r.answer and "expandable_segments:True" in r.answer
 
 
+def test_a_pytorch_oom_in_a_process_the_asker_says_runs_jax_too_is_weighed_against_jax_s_pool(client):
+    # (a benchmark runner that imports jax for its other workloads, its env vars set only later:
+    # PyTorch reserved 5.31 GiB, 842.56 MiB were free, so 25.62 GiB of 31.75 GiB were held outside it)
+    log = ("RuntimeError: CUDA out of memory. Tried to allocate 1.22 GiB (GPU 0; 31.75 GiB total capacity; "
+           "5.10 GiB already allocated; 842.56 MiB free; 5.31 GiB reserved in total by PyTorch)")
+    r = ask(client, "Der Lauf nutzt --framework=pytorch, aber submission_runner.py importiert auch jax, die env vars "
+                    "werden erst in pytorch_setup() gesetzt. Ist JAX schuld? Was muss ich wo setzen?", error_log=log)
+    assert r.language == "de" and r.out_of_scope is None
+    first = r.answer.split("\n\n")[0]
+    assert "25.62 GiB der 31.75 GiB" in first and "23.81 GiB" in first  # 75 % of the card: JAX's default pool
+    assert "`JAX_PLATFORMS=cpu`" in first and "`XLA_PYTHON_CLIENT_PREALLOCATE=false`" in first
+    assert "vor `import jax`" in first
+    # the fix is named: no profiling plan after it, and PyTorch's 5 GiB is not read as a cap for JAX
+    assert r.next_steps == [] and r.remedies == [] and "XLA_PYTHON_CLIENT_MEM_FRACTION=.15" not in r.answer
+    # the same log without JAX named is still PyTorch's own, declined
+    plain = ask(client, "Was muss ich wo setzen?", error_log=log)
+    assert plain.out_of_scope == "pytorch" and not plain.grounded
+    # and so is one where PyTorch held most of the card itself, JAX named or not
+    own = ("RuntimeError: CUDA out of memory. Tried to allocate 1.22 GiB (GPU 0; 31.75 GiB total capacity; "
+           "28.10 GiB already allocated; 842.56 MiB free; 29.31 GiB reserved in total by PyTorch)")
+    moved = ask(client, "Ich portiere gerade von JAX nach PyTorch und bekomme das. Was tun?", error_log=own)
+    assert moved.out_of_scope is not None and not moved.grounded and "JAX_PLATFORMS" not in moved.answer
+
+
 @pytest.mark.parametrize("question", [
     "full fine-tune of an SDXL model with a diffusers script under DeepSpeed ZeRO-2 still OOMs on an 80GB card, how to fix?",
     "torchrun with 8 processes, the 70B model loaded with bitsandbytes 4-bit still runs out of memory",
