@@ -76,7 +76,7 @@ _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
 #: counts written as words before what is counted ("two jax training scripts", "a third run")
-_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "second": 2, "third": 3, "fourth": 4, "zwei": 2, "drei": 3,
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "zwei": 2, "drei": 3,
                 "vier": 4, "deux": 2, "trois": 3, "quatre": 4, "dos": 2, "tres": 3, "cuatro": 4, "dois": 2, "duas": 2,
                 "três": 3, "quatro": 4, "два": 2, "две": 2, "три": 3, "четыре": 4}
 _WORD_COUNT = re.compile(r"(?<![a-zà-ÿа-я])(" + "|".join(_COUNT_WORDS) + r")\s+(?:[a-zà-ÿа-я]+[\s-]+){0,2}?"
@@ -89,6 +89,39 @@ _COUNTED_AFTER = re.compile(r"(?:잡|작업|프로세스|job|jobs|作业|任务|
 #: a share proposed for each of several processes (".33 each")
 _SHARE_EACH = re.compile(r"(?<![\d])(0?\.\d{2})\s*(?:each|apiece|per process|for each|jeweils|chacun|cada uno|cada|"
                          r"каждому|на каждый|各|ずつ|씩|हर एक|لكل)")
+#: a count of runs written with its word before the noun in Arabic, Hindi, Chinese, Japanese and
+#: Korean ("الثلاث تجارب", "तीन प्रोसेस", "三个进程", "三つのプロセス", "세 개의 프로세스")
+_NATIVE_COUNTS = {"اثنين": 2, "اثنتين": 2, "ثلاث": 3, "ثلاثة": 3, "أربع": 4, "أربعة": 4, "خمس": 5, "خمسة": 5,
+                  "दो": 2, "तीन": 3, "चार": 4, "पांच": 5, "पाँच": 5, "两": 2, "三": 3, "四": 4, "五": 5,
+                  "二つ": 2, "三つ": 3, "四つ": 4, "두": 2, "세": 3, "네": 4, "다섯": 5}
+_NATIVE_COUNT = re.compile(r"(?:(?<![\w])(?:ال)?(اثنين|اثنتين|ثلاثة|ثلاث|أربعة|أربع|خمسة|خمس)\s+(?:تجارب|عمليات|مهام|سكربتات)|"
+                           r"(?<![\w])(दो|तीन|चार|पांच|पाँच)\s+(?:प्रोसेस|प्रयोग|रन|जॉब)|"
+                           r"(两|三|四|五)\s*个\s*(?:进程|实验|任务|训练)|(二つ|三つ|四つ)\s*の\s*(?:プロセス|実験|ジョブ)|"
+                           r"(?<![\w])(두|세|네|다섯)\s*(?:개의?\s*)?(?:프로세스|실험|작업))")
+#: a figure said of each of several runs ("each one peaks ~22 GiB", "jeweils", "كل وحدة")
+_EACH = re.compile(r"(?<![a-z])(?:each|apiece|jeweils|je|chacun\w*|cada|каждый|каждому|каждая|各|ずつ|씩|각각|हर|لكل|كل وحدة)(?![a-z])")
+#: one share proposed for all of them ("all at 0.30", "الكل 0.30", "alle auf .3")
+_SHARE_ALL = re.compile(r"(?:(?<![a-z])(?:all|all of them|everyone|todos|todas|alle|tous|toutes|все|всем)(?![a-z])|"
+                        r"الكل|كلها|الجميع|全部|都|모두|전부|सब|सभी|すべて|全て)\s*(?:at|to|on|a|à|auf|на|em|en|على|को|में|を|に)?"
+                        r"\s*[=:]?\s*(0?\.\d{1,2})(?!\d)")
+#: a process, run or experiment added, by its ordinal ("a fourth run", "تجربة رابعة", "第四个进程"):
+#: the ordinals, and the nouns they count
+_ORDINALS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5,
+             "zweite": 2, "dritte": 3, "vierte": 4, "fünfte": 5, "deuxième": 2, "troisième": 3, "quatrième": 4,
+             "cinquième": 5, "segundo": 2, "segunda": 2, "tercer": 3, "tercero": 3, "tercera": 3, "terceiro": 3,
+             "terceira": 3, "cuarto": 4, "cuarta": 4, "quarto": 4, "quarta": 4, "quinto": 5, "quinta": 5,
+             "второй": 2, "третий": 3, "четвёртый": 4, "четвертый": 4, "пятый": 5, "دوسरा": 2,
+             "दूसरा": 2, "दूसरी": 2, "तीसरा": 3, "तीसरी": 3, "चौथा": 4, "चौथी": 4, "पांचवां": 5, "पाँचवाँ": 5,
+             "第二": 2, "第三": 3, "第四": 4, "第五": 5, "2つ目": 2, "3つ目": 3, "4つ目": 4, "5つ目": 5,
+             "二つ目": 2, "三つ目": 3, "四つ目": 4, "두 번째": 2, "세 번째": 3, "네 번째": 4, "다섯 번째": 5,
+             "ثانية": 2, "ثاني": 2, "ثالثة": 3, "ثالث": 3, "رابعة": 4, "رابع": 4, "خامسة": 5, "خامس": 5}
+_ORDINAL_NOUNS = (r"runs?|process(?:es)?|jobs?|experiments?|trials?|scripts?|workers?|instances?|prozess\w*|läufe?|"
+                  r"lauf|processus|expériences?|procesos?|experimentos?|processos?|процесс\w*|эксперимент\w*|"
+                  r"запуск\w*|个?进程|个?实验|个?任务|の?プロセス|の?実験|の?ジョブ|프로세스|실험|작업|प्रोसेस|प्रयोग|"
+                  r"تجربة|تجارب|عملية|مهمة")
+_ORDINAL_WORDS = "|".join(sorted((re.escape(w) for w in _ORDINALS), key=len, reverse=True))
+_ORDINAL_COUNT = re.compile(rf"(?<![\w])({_ORDINAL_WORDS})(?:\s*[^\W\d_]{{2,12}}){{0,1}}\s*(?:{_ORDINAL_NOUNS})(?![a-z])|"
+                            rf"(?:{_ORDINAL_NOUNS})\s+({_ORDINAL_WORDS})(?![\w])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096 (not a
 # layout's tile, T(8,128))
 _SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
@@ -3332,7 +3365,9 @@ class Sizing:
         def each(part: str) -> list[float]:
             """The needs `part` states, one stated for "3 runs, each ~5 GiB at its peak" counted 3 times."""
             found = self._needs(part, card)
-            counted = _process_count(part)
+            # a run added by its ordinal multiplies the need only when it is said of each ("a third run,
+            # each ~22 GiB": three of 22), not of the one added ("a 4th process, peak 12.5 GiB")
+            counted = _process_count(part, ordinals=bool(_EACH.search(part.lower())))
             return found * counted if len(found) == 1 and counted and 2 <= counted <= 16 else found
 
         needs = each(text or "")
@@ -3365,17 +3400,25 @@ class Sizing:
             text_ = self._msg("pool_shares", language, left=f"{_num(round((1 - total) * card, 1))} GB", **values)
         else:
             text_ = self._msg("pool_shares_too_much", language, **values)
-        proposed = _SHARE_EACH.search((turn or text or "").lower())
+        if total > MAX_SHARES and len(set(needs)) == 1:  # equal processes: the most each may have, and how many fit
+            most = math.floor(MAX_SHARES / len(needs) * 100) / 100
+            text_ = join_sentences([text_, self._msg(
+                "pool_shares_most_each", language, count=len(needs), most=_fraction(most),
+                pool=f"{_num(round(most * card, 1))} GB", need=f"{_num(needs[0])} GB",
+                fit=int(MAX_SHARES // shares[0]))], language)
+        proposed = (_SHARE_EACH.search((turn or text or "").lower())
+                    or _SHARE_ALL.search(_plain_digits(turn or text or "").lower()))
         if proposed and len(set(needs)) == 1:  # "is .33 each fine?"
             share = float(proposed.group(1))
             together = share * len(needs)
             said = dict(proposed=_fraction(share), count=len(needs), total=f"{together:.2f}".lstrip("0"),
                         left=f"{_num(round((1 - together) * card, 1))} GB")
             fits = share * card >= needs[0] and together <= MAX_SHARES
-            text_ = join_sentences([text_, self._msg("pool_share_proposed_ok" if fits else "pool_share_proposed_not",
-                                                     language, **said)], language)
+            key = ("pool_share_proposed_ok" if fits else "pool_share_proposed_over" if together > 1
+                   else "pool_share_proposed_not")
+            text_ = join_sentences([text_, self._msg(key, language, **said)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(total * s.card_memory),
-                            sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares))
+                            sources=["computed"], cite=POOL_CITE, snippet=_launch_lines(shares, text))
 
     def _pool_per_process(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """One XLA_PYTHON_CLIENT_MEM_FRACTION set for each of several processes on one card (pytest-xdist
@@ -3867,16 +3910,34 @@ def _in_use_and_request(text: str) -> list[float]:
     return [round((int(used.group(1)) + int(asked.group(1))) / (1 << 30), 2)]
 
 
-def _launch_lines(shares: list[float]) -> str:
+#: the script the asker runs ("train.py", "scripts/rl.py"), and an argument given a value per run
+#: ("--seed 0/1/2", "--seed=0,1,2")
+_SCRIPT = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.py)(?![\w])")
+_PER_RUN = re.compile(r"(--?[a-z][\w-]*)[ =](\w+(?:\s*[/,]\s*\w+)+)", re.IGNORECASE)
+
+
+def _launch_lines(shares: list[float], text: str = "") -> str:
     """Python that starts one process per share, each with its own XLA_PYTHON_CLIENT_MEM_FRACTION
-    set before it imports jax (the shell's equivalent in a comment)."""
-    names = [f"train_{chr(ord('a') + i)}.py" for i in range(len(shares))]
-    shell = "\n".join(f"#   XLA_PYTHON_CLIENT_MEM_FRACTION={_fraction(f)} python {n} &" for n, f in zip(names, shares))
-    pairs = ", ".join(f'("{n}", "{_fraction(f)}")' for n, f in zip(names, shares))
+    set before it imports jax (the shell's equivalent in a comment): the asker's script and its
+    per-run argument where the text gives them ("train.py --seed 0/1/2"), else placeholders."""
+    scripts = _SCRIPT.findall(text or "")
+    per_run = _PER_RUN.search(text or "")
+    values = [v.strip() for v in re.split(r"[/,]", per_run.group(2))] if per_run else []
+    if scripts and len(values) == len(shares):
+        commands = [[scripts[-1], per_run.group(1), v] for v in values]
+    elif scripts and len(set(scripts)) == len(shares):
+        commands = [[name] for name in dict.fromkeys(scripts)]
+    elif scripts:
+        commands = [[scripts[-1]]] * len(shares)
+    else:
+        commands = [[f"train_{chr(ord('a') + i)}.py"] for i in range(len(shares))]
+    shell = "\n".join(f"#   XLA_PYTHON_CLIENT_MEM_FRACTION={_fraction(f)} python {' '.join(c)} &"
+                      for c, f in zip(commands, shares))
+    pairs = ", ".join(f"({c!r}, \"{_fraction(f)}\")".replace("'", '"') for c, f in zip(commands, shares))
     return (f"# the same from a shell script:\n{shell}\n#   wait\nimport os\nimport subprocess\n\n"
-            f"runs = [{pairs}]  # your scripts and their shares\n"
-            "procs = [subprocess.Popen([\"python\", script], env={**os.environ, \"XLA_PYTHON_CLIENT_MEM_FRACTION\": share})\n"
-            "         for script, share in runs]\n"
+            f"runs = [{pairs}]  # each run's command and its share\n"
+            "procs = [subprocess.Popen([\"python\", *command], env={**os.environ, \"XLA_PYTHON_CLIENT_MEM_FRACTION\": share})\n"
+            "         for command, share in runs]\n"
             "for p in procs:\n    p.wait()\n")
 
 
@@ -4117,13 +4178,22 @@ def _process_counts(text: str) -> list[int]:
     return out
 
 
-def _process_count(text: str) -> int | None:
-    """How many processes or runs the text says, the last count said ("3 runs", "zwei JAX-Prozesse")."""
+def _process_count(text: str, ordinals: bool = True) -> int | None:
+    """How many processes or runs the text says, the last count said ("3 runs", "zwei JAX-Prozesse");
+    with `ordinals`, a run added by its ordinal too ("3 runs ... a fourth": 4)."""
     low = text.lower()
     found = [(m.start(), int(m.group(1))) for m in _PROCESS_COUNT.finditer(low)]
     found += [(m.start(), _COUNT_WORDS[m.group(1)]) for m in _WORD_COUNT.finditer(low)]
     found += [(m.start(), _CJK_COUNTS.get(m.group(1)) or int(m.group(1))) for m in _COUNTED_AFTER.finditer(low)
               if (_CJK_COUNTS.get(m.group(1)) or m.group(1).isdigit())]
+    found += [(m.start(), _NATIVE_COUNTS[next(g for g in m.groups() if g)]) for m in _NATIVE_COUNT.finditer(low)]
+    # a process by its ordinal counts when it is beyond the count said before it ("3 runs ... a fourth
+    # run": 4), not when it names one of them ("3 runs ... the second one crashes")
+    for m in _ORDINAL_COUNT.finditer(low) if ordinals else ():
+        n = _ORDINALS[m.group(1) or m.group(2)]
+        before = [c for at, c in found if at < m.start()]
+        if n > max(before, default=1):
+            found.append((m.start(), n))
     return max(found)[1] if found else None
 
 

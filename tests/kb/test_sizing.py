@@ -2137,3 +2137,25 @@ def test_blocks_named_before_then_written_a_b_c_in_a_follow_up_are_bm_bk_bn_and_
     assert "bm, bk, bn = 2048, 1024, 2048" in line.snippet and "pl.pallas_call(" in line.snippet
     # a date written with slashes is no tiling
     assert SIZING.read(second + "\nраньше, 2024/07/19, работало").values["block_k"] == 512
+
+
+def test_a_run_added_by_its_ordinal_and_one_share_for_all_are_judged_and_the_launch_code_uses_the_asker_s_command():
+    # (an RTX 4090 shared by three RL experiments of ~6 GiB each; then a fourth, "all at 0.30?")
+    first = ("عندي كرت RTX 4090 (24564 MiB) وأبغى أشغل 3 تجارب JAX صغيرة (RL) مع بعض على نفس الكرت، كل وحدة أقصى شي "
+             "تحتاج حوالي 6 GiB. أول ما تبدأ الثانية تطيح OOM. ليش؟ وكم أحط XLA_PYTHON_CLIENT_MEM_FRACTION لكل وحدة؟")
+    three = next(a for a in SIZING.answer(first, "ar", asked=True) if a.subject == "pool_shares")
+    assert three.text.count("`XLA_PYTHON_CLIENT_MEM_FRACTION=.30`") == 3  # "the second one crashes" is one of the 3
+    second = "طيب لو أضيف تجربة رابعة وأخلي الكل 0.30، يمشي؟ وإذا لا، كم أقصى قيمة تنفع للأربع؟"
+    four = next(a for a in SIZING.answer(second, "ar", asked=True, earlier=first) if a.subject == "pool_shares")
+    # four at .30 are 1.20 of the card; the most each of four may have, .23 (5.5 GB), is under the 6 GB need
+    assert "4 × .30 = 1.20" in four.text and "`XLA_PYTHON_CLIENT_MEM_FRACTION=.23`" in four.text
+    assert "لا تتسع 4 منها" in four.text and "وتتسع 3" in four.text
+    third = "تمام، اكتب لي سكربت بايثون يشغل الثلاث تجارب (train.py --seed 0/1/2) على نفس الكرت بالقيمة اللي اقترحتها."
+    code = next(a for a in SIZING.answer(third, "ar", asked=True, earlier=f"{first}\n{second}")
+                if a.subject == "pool_shares").snippet
+    assert '(["train.py", "--seed", "2"], ".30")' in code and "train_a.py" not in code
+    assert code.count("XLA_PYTHON_CLIENT_MEM_FRACTION=.30 python train.py --seed") == 3
+    # in English: "a fourth run" after three is four; "the second process crashes" is not two
+    from oomkb.kb.sizing import _process_count
+    assert _process_count("3 jax experiments, the second process crashes when it starts") == 3
+    assert _process_count("3 jax experiments on one card. and if I add a fourth run?") == 4
