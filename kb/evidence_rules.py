@@ -120,6 +120,8 @@ class TextFact(BaseModel):
     stops: list[str] = Field(default_factory=list)
     beside_evidence: bool = Field(default=False, description=(
         "read only beside other evidence (a log's facts): a setting named in a question alone is asked about"))
+    flag: bool = Field(default=False, description=(
+        "the fact is true where the marker is found, whatever follows it (a setting said: \"PREALLOCATE=false\")"))
 
 
 #: How far before a value the words proposing it may stand ("if I set XLA_PYTHON_CLIENT_MEM_FRACTION=.95").
@@ -269,6 +271,9 @@ class EvidenceRules:
                 at = window.find(spec.marker)
                 if at < 0:
                     continue
+                if spec.flag:
+                    out.setdefault(spec.fact, True)
+                    break
                 start = at + len(spec.marker)
                 end = window.find("\n", start)
                 value = window[start: end if end >= 0 else len(window)]
@@ -337,6 +342,28 @@ class EvidenceRules:
 
 
 # --------------------------------------------------------------------------- derived facts
+
+
+#: JAX's default share of a GPU for its pool, and the most a fraction should be set to
+DEFAULT_POOL_SHARE, MOST_POOL_SHARE = 0.75, 0.95
+
+
+def _pool_cap(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The GPU allocator's own stats (`Limit:`, `InUse:`) and the failed request: what the pool
+    needed (in use + the request), the card's memory as CUDA reports it (the limit over the share
+    in effect: the asker's XLA_PYTHON_CLIENT_MEM_FRACTION, else 75 %), and the smallest fraction,
+    in steps of .05 with a little room, whose pool holds that need (absent above .95)."""
+    limit, in_use, requested = (facts.get(k) for k in ("pool_limit_bytes", "pool_in_use_bytes", "requested_bytes"))
+    if not all(isinstance(v, int) and v > 0 for v in (limit, in_use, requested)):
+        return {}
+    named = facts.get("mem_fraction_named_fraction")
+    share = named if isinstance(named, float) and 0 < named < 1 else DEFAULT_POOL_SHARE
+    card, need = int(limit / share), in_use + requested
+    out: dict[str, Any] = {"pool_need_bytes": need, "card_reported_bytes": card}
+    fraction = math.ceil((need / card + 0.03) * 20) / 20
+    if need > limit and fraction <= MOST_POOL_SHARE:
+        out.update(pool_fraction_to_fit=f"{fraction:.2f}".lstrip("0"), pool_at_fraction_bytes=int(fraction * card))
+    return out
 
 
 def _outside_framework(facts: Mapping[str, Any]) -> dict[str, Any]:
@@ -512,6 +539,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+    out.update(_pool_cap(out))
     out.update(_outside_framework(out))
     op = str(out.get("largest_allocation_op") or "")
     parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
@@ -629,8 +657,9 @@ def _load(folder: str) -> EvidenceRules:
                     raise checker.fail(FILE, item, f"snippet of {rid!r} reads unknown fact {fill.fact!r}")
     for tf in data.text_facts:
         spec = catalogue.facts.get(tf.fact)
-        if spec is None or spec.type != "str":
-            raise checker.fail(FILE, f"text fact {tf.fact!r}", "is not a text fact of facts.yaml")
+        if spec is None or spec.type != ("bool" if tf.flag else "str"):
+            kind = "a flag" if tf.flag else "a text fact"
+            raise checker.fail(FILE, f"text fact {tf.fact!r}", f"is not {kind} of facts.yaml")
     for cf in data.count_facts:
         spec = catalogue.facts.get(cf.fact)
         if spec is None or spec.type != ("float" if cf.decimals else "int"):

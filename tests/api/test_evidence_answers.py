@@ -296,6 +296,33 @@ def test_a_pytorch_cuda_oom_is_named_and_nothing_is_grounded(client, question, l
     assert "https://pytorch.org/docs/stable/notes/cuda.html" in r.answer and "expandable_segments:True" in r.answer
 
 
+def _bfc_log(limit: int, in_use: int, requested: int) -> str:
+    return (f"W external/xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to "
+            f"allocate {requested / 2**30:.2f}GiB (rounded to {requested})requested by op \n"
+            f"I external/xla/xla/tsl/framework/bfc_allocator.cc:1108] Stats: \nLimit:                     {limit}\n"
+            f"InUse:                     {in_use}\nMaxInUse:                  {in_use}\nLargestFreeBlock:                    0\n\n"
+            f"E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:3045] Execution of replica 0 failed: "
+            f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes.")
+
+
+def test_the_allocator_s_limit_is_read_back_as_the_pool_s_cap_and_the_fraction_that_holds_the_step_is_computed(client):
+    # (an L4 in a container, PREALLOCATE=false "so as not to be capped": Limit 16.87 GiB is 75 % of the
+    # 22.49 GiB CUDA reports; 16.14 GiB in use + 1.50 GiB asked = 17.64 GiB; .85 gives 19.12 GiB)
+    log = _bfc_log(18114674688, 17334534144, 1610612736)
+    r = ask(client, "Inférence Flax sur une L4 (24 Go) dans un conteneur, j'ai mis XLA_PYTHON_CLIENT_PREALLOCATE=false "
+                    "pour ne pas être bridé, et ça plante avant 22 Go. C'est quoi ce 'Limit' ?", error_log=log)
+    first = r.answer.split("\n\n")[0]
+    assert "(16.87 GiB) est le plafond du pool de JAX : 75% des 22.49 GiB" in first
+    assert "`XLA_PYTHON_CLIENT_PREALLOCATE=false` empêche seulement" in first
+    assert "17.64 GiB en tout" in first and "`XLA_PYTHON_CLIENT_MEM_FRACTION=.85` (19.12 GiB)" in first
+    assert r.next_steps == [] and r.remedies == []  # the fix is named: no profiling plan after it
+    # without PREALLOCATE said, the cap and the fraction alone; the step over .95 of the card gets no fraction
+    plain = ask(client, "what is this Limit and what do I change?", error_log=log)
+    assert "75% of the 22.49 GiB" in plain.answer and "PREALLOCATE=false` only" not in plain.answer
+    over = ask(client, "what is this Limit and what do I change?", error_log=_bfc_log(18114674688, 17334534144, 6 << 30))
+    assert "cap of JAX's pool" not in over.answer
+
+
 def test_a_pytorch_oom_in_a_process_the_asker_says_runs_jax_too_is_weighed_against_jax_s_pool(client):
     # (a benchmark runner that imports jax for its other workloads, its env vars set only later:
     # PyTorch reserved 5.31 GiB, 842.56 MiB were free, so 25.62 GiB of 31.75 GiB were held outside it)
