@@ -2584,11 +2584,17 @@ class Sizing:
         mlp = f"{'gate, up 2' if ups == 2 else 'up 1'} × {_num(tokens)} × {_num(ffn)} + down {_num(tokens)} × {_num(hidden)}"
         carry = layers * tokens * hidden * dtype_bytes
         total = layers * per_layer
-        return FigureAnswer(kind=KIND, subject="remat_policies", text=self._msg(
-            "policy_weight_dots", language, policy="dots_with_no_batch_dims_saveable", tokens=_num(tokens),
-            hidden=_num(hidden), mlp=mlp, bytes=_num(dtype_bytes), per_layer=format_bytes(per_layer),
-            layers=_num(layers), total=format_bytes(total), carry=format_bytes(carry),
-            extra=format_bytes(total - carry)), value_bytes=int(total), sources=["computed"], cite=ACTIVATIONS_CITE)
+        parts = [self._msg("policy_weight_dots", language, policy="dots_with_no_batch_dims_saveable", tokens=_num(tokens),
+                           hidden=_num(hidden), mlp=mlp, bytes=_num(dtype_bytes), per_layer=format_bytes(per_layer),
+                           layers=_num(layers), total=format_bytes(total), carry=format_bytes(carry),
+                           extra=format_bytes(total - carry))]
+        if "offload" in turn_cues:  # "how much host RAM then?": the same bytes, per chip, on its host
+            chips = v.get("chips_per_host") or (s.devices if "single_host" in s.cues else None)
+            parts.append(self._msg("policy_offload_host", language, total=format_bytes(total), chips=_num(chips),
+                                   per_host=format_bytes(chips * total)) if chips
+                         else self._msg("policy_offload_per_chip", language, total=format_bytes(total)))
+        return FigureAnswer(kind=KIND, subject="remat_policies", text=self._join(parts, language), value_bytes=int(total),
+                            sources=["computed"], cite=ACTIVATIONS_CITE)
 
     def _activations_estimate(self, s: Stated, language: str) -> FigureAnswer:
         """A transformer's activations from its shape alone: the published per-layer estimate for

@@ -772,6 +772,16 @@ def test_a_flag_asked_beside_a_figure_is_answered_first_and_the_figure_follows(c
     assert "20.00 GiB" in answer and "32.00 GiB" in answer
 
 
+def test_a_policy_asked_by_name_beside_its_figures_is_named_first(client):
+    body = _ask(client, {"question": "Kurz: welche Remat-Policy lagert die gespeicherten Aktivierungen in den Host-RAM aus, "
+                                     "und mit welchen Argumenten? v5e-8, ein Host, pro Chip batch 4 x seq 1024, hidden 2048, "
+                                     "FFN 8192, 24 Layer, bf16, jetzt mit dots_with_no_batch_dims_saveable. Wie viel Host-RAM "
+                                     "brauche ich dann?"})
+    first = body["answer"].split("\n\n")[0]
+    assert body["language"] == "de" and "save_and_offload_only_these_names" in first and 'offload_dst="pinned_host"' in first
+    assert "27.00 GiB" in body["answer"]  # and the host's figure after it: 3.38 GiB per chip × 8 chips
+
+
 def test_remat_already_on_and_still_over_at_a_batch_gets_microbatches_next(client):
     body = _ask(client, {"question": "Flax ViT-B on an RTX 4090, batch 128: I already wrapped every block in nn.remat and "
                                      "it still runs out of memory in the backward pass. What else?"})

@@ -2159,3 +2159,17 @@ def test_a_run_added_by_its_ordinal_and_one_share_for_all_are_judged_and_the_lau
     from oomkb.kb.sizing import _process_count
     assert _process_count("3 jax experiments, the second process crashes when it starts") == 3
     assert _process_count("3 jax experiments on one card. and if I add a fourth run?") == 4
+
+
+def test_a_policy_s_saved_matmuls_count_gate_and_up_when_listed_and_offloaded_they_are_the_host_s_ram_per_chip():
+    q = ("which remat policy moves the saved activations to host RAM instead of HBM, with which arguments? v5e-8, "
+         "a single host, per chip batch 4 x seq 1024, hidden 2048, FFN 8192, 24 layers, bf16. Right now I use "
+         "checkpoint_dots_with_no_batch_dims, so q,k,v,o,gate,up,down are saved. How much host RAM would I need?")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "remat_policies"]
+    # 4096 tokens × (4 × 2048 + 2 × 8192 + 2048) × 2 B = 208 MiB per layer, 4.88 GiB over 24 layers
+    assert "gate, up 2 × 4096 × 8192" in line.text and "208.00 MiB per layer" in line.text
+    assert "4.88 GiB per chip leave HBM for host RAM: 8 chips on one host need 39.00 GiB" in line.text
+    # without the host's chips known, the figure is per chip
+    other = q.replace("v5e-8, a single host, ", "")
+    (line,) = [a for a in SIZING.answer(other, "en", asked=True) if a.subject == "remat_policies"]
+    assert "once for each chip it serves" in line.text
