@@ -1036,6 +1036,11 @@ class Assistant:
             lines += [f"{lead.text} [`{lead.cite}`]", ""]
             lines += self.parts.snippet_lines(lead.snippet, shown_code)  # as a step would show it
         steps = [r for r in remedies if lead is None or r.id != lead.id]
+        if verdict or lead is not None or any(f.kind == SIZING for f in figures):
+            # this turn has its own answer (a verdict, arithmetic): a step an earlier answer of the
+            # conversation gave word for word is not given again
+            steps = [r for r in steps if r.text not in seen.lines]
+        shown.lines |= {r.text for r in steps}
         if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
             for n, r in enumerate(steps, start=1):

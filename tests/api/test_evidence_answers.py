@@ -1574,6 +1574,10 @@ def test_the_cuda_driver_refusing_memory_below_the_pool_s_limit_is_a_full_card_n
             error_log=log)
     assert r.verdict.startswith("The CUDA driver itself refused the 2.00 GiB")
     assert "3.00 GiB of its 17.00 GiB limit" in r.verdict and "fragment" not in r.verdict
+    # nor does the diagnosis line call it fragmentation, and no profiling of this process follows
+    assert "**Diagnosis:** The CUDA driver refused 2.00 GiB: the card itself had no room" in r.answer
+    assert "fragment" not in r.answer.split("### Sources")[0].lower()
+    assert r.remedies == [] and r.next_steps == []
 
 
 def test_a_host_request_from_someone_without_a_gpu_is_host_ram_not_a_gpu_s(client):
