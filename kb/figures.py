@@ -106,6 +106,9 @@ class ShortAnswer(_Strict):
                             "(a GPU named beside a TPU that is not the asker's device)")
     code_for: list[str] = Field(default_factory=list, description="words naming what its snippet does "
                                 "(optax, shard): a follow-up asking for code that names one gets the snippet")
+    settles: list[str] = Field(default_factory=list, description="intents.yaml `tried` items this answer judges "
+                               "(host RAM that grows: the GPU pool's settings tried do not touch it): their "
+                               "general explanation is not shown beside it")
 
 
 class QuestionKind(_Strict):
@@ -147,6 +150,7 @@ class FigureAnswer(BaseModel):
     cite: str | None = Field(default=None, description="the guide section it belongs with")
     about: str | None = Field(default=None, description="the tried item it explains how to apply")
     excludes: list[str] = Field(default_factory=list, description="remedy ids this figure shows cannot help")
+    settles: list[str] = Field(default_factory=list, description="tried items this answer judges")
 
 
 def _keyword(term: str) -> re.Pattern[str]:
@@ -415,7 +419,7 @@ class Figures:
         text = self._msg("answer", language, text=item.text.get(language) or item.text["en"], source=source)
         return FigureAnswer(kind=ANSWER, subject=item.id, text=text, sources=[where],
                             remedies=list(item.remedies), cite=item.cite, about=item.about,
-                            snippet=item.snippet.strip("\n") if item.snippet else None)
+                            settles=list(item.settles), snippet=item.snippet.strip("\n") if item.snippet else None)
 
 
 def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = None) -> Figures:
@@ -473,6 +477,9 @@ def _load(path: str, remedy_terms_items: tuple[tuple[str, tuple[str, ...]], ...]
             raise fail(f"answer {a.id!r}", f"replaces unknown settings {sorted(set(a.replaces) - setting_names)}")
         if a.about is not None and a.about not in tried_ids:
             raise fail(f"answer {a.id!r}", f"about names an unknown tried item {a.about!r} (intents.yaml)")
+        for tried_id in a.settles:
+            if tried_id not in tried_ids:
+                raise fail(f"answer {a.id!r}", f"settles an unknown tried item {tried_id!r} (intents.yaml)")
         check_texts(path, f"answer {a.id!r} text", a.text, set())
         if a.snippet is not None:
             try:

@@ -534,6 +534,10 @@ class Assistant:
             again = [f for f in self.parts.figures_for(context.subject, language) if f.kind == ANSWER][:1]
             figures = [f.model_copy(update={"text": join_sentences([self._msg("earlier_answer_again", language),
                                                                       f.text], language)}) for f in again]
+        judged = {t for f in figures for t in f.settles}
+        if judged:  # a short answer that judges what was tried ("those settings are the GPU's, not host RAM")
+            stated = analysis.tried if analysis.stated is None else analysis.stated
+            analysis = analysis.model_copy(update={"stated": [t for t in stated if t not in judged]})
         # What answers this turn is its short answer or arithmetic: an error named without figures
         # ("CUDA_ERROR_OUT_OF_MEMORY, why?") adds no general steps after it, and a follow-up
         # without new evidence does not list again the steps its first turn gave.
@@ -614,7 +618,7 @@ class Assistant:
             # no step that saves memory after it, nor a short answer that tunes JAX's pool, which
             # would contradict it
             remedies, lead = [], None
-            figures = [f for f in figures if not (f.kind == ANSWER and _POOL_SETTINGS.search(f.text))]
+            figures = [f for f in figures if not (f.kind in (ANSWER, "setting_default") and _POOL_SETTINGS.search(f.text))]
         # A GPU question gets no step or card that holds on TPU only (an XLA:TPU flag).
         if self._gpu_conversation(facts, earlier, question):
             tpu_only = self.platforms.tpu_only

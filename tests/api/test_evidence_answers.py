@@ -1580,6 +1580,35 @@ def test_the_cuda_driver_refusing_memory_below_the_pool_s_limit_is_a_full_card_n
     assert r.remedies == [] and r.next_steps == []
 
 
+@pytest.mark.parametrize("question,log,start,not_said", [
+    # an earlier CUDA error broke the stream: every later input fails with it, whatever its size
+    ("ColabFold plante sur des peptides de 7 résidus avec 'Not Enough GPU memory?'. Je réduis quoi ?",
+     "Could not predict P1. Not Enough GPU memory? INVALID_ARGUMENT: stream is uninitialized or in an error state",
+     "`INVALID_ARGUMENT: stream is uninitialized or in an error state` n'est pas un manque de mémoire", "fraction"),
+    # XLA:CPU mapping memory for compiled code: the mapping limit, reached by recompiles; not RAM
+    ("Считаю на CPU, ноды с 250 ГБ RAM не помогают, PREALLOCATE=false и MEM_FRACTION=.5 тоже. Что ещё?",
+     "E contiguous_section_memory_manager.cc:101] allocateMappedMemory failed with error: Cannot allocate memory\n"
+     "E contiguous_section_memory_manager.cc:139] Failed to satisfy suballocation request for 2869\n"
+     "LLVM ERROR: Unable to allocate section memory!",
+     "`Unable to allocate section memory`", "XLA_PYTHON_CLIENT_MEM_FRACTION** "),
+    # cuSolver rejecting the call's parameters
+    ("eigh on 16384x16384 complex128 fails on my H100, is it an OOM? should I bump the memory fraction?",
+     "INTERNAL: jaxlib/gpu/solver_kernels_ffi.cc:593: operation cusolverDnXsyevBatched(...) failed: "
+     "cuSolver invalid value error", "`cuSolver invalid value error` is cuSolver rejecting", "ran out of memory"),
+])
+def test_errors_that_are_not_memory_are_said_so_first_with_what_decides_them(client, question, log, start, not_said):
+    r = ask(client, question, error_log=log)
+    assert r.answer.startswith(f"**{start}"), r.answer[:200]
+    assert not_said not in r.answer and r.next_steps == [] and r.remedies == []
+
+
+def test_constants_captured_during_lowering_are_answered_as_constants_of_the_program(client):
+    r = ask(client, "eqx.filter_jit над функцией, PSF-куб на 4.36 GB берётся из замыкания; после 3-4 прогонов OOM. Почему?",
+            error_log="UserWarning: A large amount of constants were captured during lowering (4.46GB total). If this "
+                      "is intentional, disable this warning by setting JAX_CAPTURED_CONSTANTS_WARN_BYTES=-1.")
+    assert any(f.subject == "weights_as_constants" for f in r.figures)
+
+
 def test_a_host_request_from_someone_without_a_gpu_is_host_ram_not_a_gpu_s(client):
     # "no GPU" names none: the CPU client's wording stays the host's, and no pool setting is offered
     r = ask(client, "Corro mi modelo en CPU (no tengo GPU), la máquina tiene 32 GB de RAM, y sale: RESOURCE_EXHAUSTED: "

@@ -772,6 +772,14 @@ def test_a_flag_asked_beside_a_figure_is_answered_first_and_the_figure_follows(c
     assert "20.00 GiB" in answer and "32.00 GiB" in answer
 
 
+def test_host_ram_that_grows_each_update_is_not_answered_with_the_gpu_pool_s_settings_tried(client):
+    body = _ask(client, {"question": "La RAM CPU grimpe d'environ 150 Mo à chaque update jusqu'à remplir les 64 Go et le "
+                                     "process se fait tuer par l'OOM killer. J'ai déjà mis "
+                                     "XLA_PYTHON_CLIENT_PREALLOCATE=false : ça retarde juste le crash. Quoi d'autre ?"})
+    assert body["answer"].startswith(FIGURES.short_answer("host_ram_grows", "fr").text[:40])
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in body["answer"]  # (the GPU pool's settings: not host RAM's)
+
+
 def test_a_policy_asked_by_name_beside_its_figures_is_named_first(client):
     body = _ask(client, {"question": "Kurz: welche Remat-Policy lagert die gespeicherten Aktivierungen in den Host-RAM aus, "
                                      "und mit welchen Argumenten? v5e-8, ein Host, pro Chip batch 4 x seq 1024, hidden 2048, "
