@@ -127,12 +127,18 @@ _ORDINAL_COUNT = re.compile(rf"(?<![\w])({_ORDINAL_WORDS})(?:\s*[^\W\d_]{{2,12}}
 _SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
 #: more elements than any device or host holds: dates, IDs or versions written with "x", not an array
 MAX_ELEMENTS = 1 << 50
+#: the fewest elements a kernel's block named as such is sized from (a (128, 128) tile is 16384)
+BLOCK_ELEMENTS_MIN = 1 << 12
 
 
 #: a tuple assigned to a kernel's tiling or grid ("tiling=(tm,tk,tn)=(512,2048,2048)", "grid=(8, 8, 4)"):
 #: block sizes or step counts, not an array's shape
 _TILING_BEFORE = re.compile(r"(?:tiling|tiles?|tile_sizes?|block_sizes|grid|\(\s*(?:[a-z_]*[mkn]\s*,\s*){2}[a-z_]*[mkn]\s*\))"
                             r"\s*[=:]\s*$", re.IGNORECASE)
+
+
+#: a product worked out in the text ("8192*72*4 = 2.25MiB"): arithmetic, not a shape
+_PRODUCT_RESULT = re.compile(r"\s*(?:=|≈|->|→)\s*\d")
 
 
 class _Shapes:
@@ -142,7 +148,8 @@ class _Shapes:
     def finditer(self, text: str):
         return (m for m in _SHAPE_WRITTEN.finditer(text)
                 if math.prod(int(d) for d in re.findall(r"\d+", m.group(0))) <= MAX_ELEMENTS
-                and not _TILING_BEFORE.search(text, max(0, m.start() - 40), m.start()))
+                and not _TILING_BEFORE.search(text, max(0, m.start() - 40), m.start())
+                and not ("*" in m.group(0) and _PRODUCT_RESULT.match(text, m.end())))
 
     def search(self, text: str) -> re.Match[str] | None:
         return next(self.finditer(text), None)
@@ -2626,14 +2633,17 @@ class Sizing:
                       said_resolution or _PIXELS_AFTER.match((text or "").lower(), m.end())))]
         if not shapes:
             return None
-        # the last one large enough to matter ("[75, 128, 160000] ... 400x400 = 160000 points": not the 400x400)
-        m = next((x for x in reversed(shapes) if len(_dims_of(x)) >= 2 and math.prod(_dims_of(x)) >= 1 << 20),
-                 shapes[-1])
+        # the last one large enough to matter ("[75, 128, 160000] ... 400x400 = 160000 points": not the 400x400);
+        # in a kernel's question, the shape said to be its block ("BlockSpec 都是 (8192, 72)"), whatever its size
+        blocks = [x for x in shapes if _BLOCK_WORD.search((text or "").lower()[max(0, x.start() - 30):x.start()])]
+        block = bool(blocks) and "vmem_named" in s.cues
+        m = blocks[-1] if block else next(
+            (x for x in reversed(shapes) if len(_dims_of(x)) >= 2 and math.prod(_dims_of(x)) >= 1 << 20), shapes[-1])
         dims = _dims_of(m)
         elements = 1
         for d in dims:
             elements *= d
-        if len(dims) < 2 or elements < 1 << 20:
+        if len(dims) < 2 or elements < (BLOCK_ELEMENTS_MIN if block else 1 << 20):
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         typed = _TYPED_PREFIX.search((text or "")[max(0, m.start() - 10):m.start() + 1])
@@ -4270,6 +4280,8 @@ _BLOCK_COUNT_WORDS = {**_COUNT_WORDS, **_CJK_COUNTS, "five": 5, "six": 6}
 _BLOCKS_COUNTED = re.compile(
     r"(?<![\w.])(\d|two|three|four|five|six|deux|trois|quatre|zwei|drei|vier|dos|tres|cuatro|dois|duas|três|quatro|"
     r"два|две|три|четыре)\s+(?:such\s+)?[(\[]\s*\d+\s*,\s*\d+|"
+    # two operands said to share it ("x 和 out 的 BlockSpec 都是 (8192, 72)", "both (8192, 72)")
+    r"(both|都是|两个都是|beide|beides|ambos|ambas|les deux|оба|обе|둘 다|दोनों|كلاهما)[^(\[\n]{0,12}[(\[]\s*\d+\s*,\s*\d+|"
     r"[)\]][^.\n。]{0,20}?(\d|两|二|三|四)\s*(?:つ|個|个|개|blocks?|blocos?|bloques?|blocs?|blöcke|блок\w*)",
     re.IGNORECASE)
 
@@ -4279,7 +4291,9 @@ def _blocks_counted(text: str) -> int:
     m = _BLOCKS_COUNTED.search(text or "")
     if not m:
         return 1
-    word = (m.group(1) or m.group(2)).lower()
+    if m.group(2):  # "both"
+        return 2
+    word = (m.group(1) or m.group(3)).lower()
     count = int(word) if word.isdigit() else _BLOCK_COUNT_WORDS.get(word, 1)
     return count if 1 <= count <= 16 else 1
 

@@ -2173,3 +2173,13 @@ def test_a_policy_s_saved_matmuls_count_gate_and_up_when_listed_and_offloaded_th
     other = q.replace("v5e-8, a single host, ", "")
     (line,) = [a for a in SIZING.answer(other, "en", asked=True) if a.subject == "remat_policies"]
     assert "once for each chip it serves" in line.text
+
+
+def test_a_kernel_s_block_named_as_such_is_sized_padded_to_its_lanes_and_a_worked_product_is_no_shape():
+    # a row-wise kernel on v5e: x f32[65536, 72], x's and out's BlockSpec both (8192, 72); the asker's own
+    # "8192*72*4 = 2.25MiB" is arithmetic. 72 pads to 128 lanes: 4 MiB a block, 2 blocks × 2 buffers = 16 MiB
+    q = ("在 v5e 上写了个 Pallas 的 row-wise kernel：x 是 f32[65536, 72]，grid 按行切，x 和 out 的 BlockSpec 都是 (8192, 72)。"
+         "我算 x 一块 8192*72*4 = 2.25MiB，加上 out 也就 4.5MiB，为啥编译说要 16.07M？")
+    (line,) = [a for a in SIZING.answer(q, "zh", asked=True) if a.subject in ("tensor", "padded_tensor")]
+    assert "[8192, 72]" in line.text and "[8192, 72, 4]" not in line.text
+    assert "最后一维 72 填充到 128" in line.text and "2 × 2 × 4.00 MiB = 16.00 MiB" in line.text
