@@ -780,6 +780,18 @@ def test_host_ram_that_grows_each_update_is_not_answered_with_the_gpu_pool_s_set
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in body["answer"]  # (the GPU pool's settings: not host RAM's)
 
 
+@pytest.mark.parametrize("question,language", [
+    ("Is there a way to get the peak GPU memory a JAX inference run really used? nvidia-smi always shows most of the "
+     "card, I want to know the smallest card I can buy.", "en"),
+    ("Gibt es einen Weg, die Spitze des GPU-Speichers meines JAX-Laufs zu messen? nvidia-smi zeigt fast die ganze Karte.",
+     "de"),
+])
+def test_the_peak_a_run_needs_is_measured_with_peak_bytes_in_use_not_read_off_nvidia_smi(client, question, language):
+    body = _ask(client, {"question": question})
+    assert body["language"] == language and body["grounded"]
+    assert "peak_bytes_in_use" in body["answer"].split("\n\n")[0] and "```python" in body["answer"]
+
+
 def test_a_policy_asked_by_name_beside_its_figures_is_named_first(client):
     body = _ask(client, {"question": "Kurz: welche Remat-Policy lagert die gespeicherten Aktivierungen in den Host-RAM aus, "
                                      "und mit welchen Argumenten? v5e-8, ein Host, pro Chip batch 4 x seq 1024, hidden 2048, "
