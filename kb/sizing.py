@@ -3674,9 +3674,16 @@ class Sizing:
                 parts.append(self._msg("assumed", language, what=", ".join(assumed)))
             return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
                                 value_bytes=int(kv), sources=["computed"], cite=KV_CITE)
+        global_note = None
+        if "per_device_batch" in s.cues and s.devices and s.devices > 1:
+            # MaxText's per_device_batch_size: the cache holds that batch once per device
+            global_note = self._msg("kv_global_batch", language, per=_num(batch), devices=s.devices,
+                                    batch=_num(batch * s.devices))
+            batch = batch * s.devices
         elements = 2 * layers * batch * seq * heads * head_dim
         kv = elements * dtype_bytes
         parts = [self._msg("kv", language, **shape, batch=_num(batch), kv=format_bytes(kv))]
+        parts += [global_note] if global_note else []
         if dtype_bytes > 1:
             parts.append(self._msg("kv_int8", language, kv_int8=format_bytes(elements)))
         prompt, new = v.get("prompt"), v.get("new_tokens")

@@ -2183,3 +2183,11 @@ def test_a_kernel_s_block_named_as_such_is_sized_padded_to_its_lanes_and_a_worke
     (line,) = [a for a in SIZING.answer(q, "zh", asked=True) if a.subject in ("tensor", "padded_tensor")]
     assert "[8192, 72]" in line.text and "[8192, 72, 4]" not in line.text
     assert "最后一维 72 填充到 128" in line.text and "2 × 2 × 4.00 MiB = 16.00 MiB" in line.text
+
+
+def test_a_per_device_batch_fills_the_kv_cache_once_per_device():
+    q = ("MaxText inference_microbenchmark on a v5e-4, llama2-13b in bf16, per_device_batch_size=24, "
+         "max_target_length=2048: how big is the KV cache in total?")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "kv_cache"]
+    # 2 × 40 layers × 96 sequences × 2048 × 40 heads × 128 × 2 B = 150 GiB: 24 per device × 4 devices
+    assert "batch 96" in line.text and "= 150.00 GiB" in line.text and "24 × 4 devices = 96 sequences" in line.text
