@@ -160,6 +160,9 @@ _SHAPE = _Shapes()
 _KV_DTYPE = re.compile(r"(?:kv[ _-]?)?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)\W{0,3}"
                        r"(?:(?:a|to|in|en|em|à|au|на|в|zu|auf|para|into|als|comme|como)\W{1,2})?"  # "KV cache a int8"
                        r"((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8)\b)")
+#: a dtype written right before the (KV) cache ("int8 KV cache", "fp8 kv-cache", "int8 的 KV cache")
+_KV_DTYPE_BEFORE = re.compile(r"(?<![a-z0-9_])((?:bf16|bfloat16|fp16|float16|f32|fp32|float32|int8|fp8))\s*(?:的\s*)?"
+                              r"kv[ _-]?(?:cache|кэш|缓存|キャッシュ|캐시|कैश)")
 # what a dtype said just after them is the dtype of: the training state, or the activations
 _STATE_WORDS = re.compile(r"(?<![a-z])(?:params?|parameters|param_dtype|p(?=\s*=)|weights|grads?|gradients?|mu|nu|moments?|master|"
                           r"参数|权重|梯度|パラメータ|重み|勾配|파라미터|가중치|그래디언트|параметр\w*|вес[аы]?|"
@@ -210,7 +213,8 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization")
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization",
+               "reserve")
 
 
 class _Strict(BaseModel):
@@ -494,11 +498,12 @@ class Sizing:
                 s.baseline_optimizer = named[0][1]
         s.baseline_dtype = self._last_of(self._dtypes, " ".join(baselines))
         s.dtype = self._last_of(self._dtypes, chosen) or self._last_of(self._dtypes, low)
-        near = list(_KV_DTYPE.finditer(low))  # the last one: "and in int8?" about the cache wins
+        # the last one: "and in int8?" about the cache wins; said after the cache or before it ("int8 KV cache")
+        near = sorted([*_KV_DTYPE.finditer(low), *_KV_DTYPE_BEFORE.finditer(low)], key=lambda m: m.start())
         if near:
             s.kv_dtype = self._last_of(self._dtypes, near[-1].group(1))
             # the model's own dtype is the last one said elsewhere ("bf16 ..., KV cache a int8")
-            rest = _KV_DTYPE.sub(" ", low)
+            rest = _KV_DTYPE_BEFORE.sub(" ", _KV_DTYPE.sub(" ", low))
             s.dtype = self._last_of(self._dtypes, rest) or s.dtype
         s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
         s.state_dtype = self._state_dtype(chosen) or self._state_dtype(low)
@@ -2504,6 +2509,8 @@ class Sizing:
         how many [B, S, D] tensors a layer keeps; and with full remat per layer."""
         v = s.values
         layers, tensors, batch, seq, hidden = (v.get(k) for k in ("layers", "tensors", "batch", "seq", "hidden"))
+        if "kv_cache" in s.cues and "inference" in s.cues and "training" not in s.cues:
+            return None  # serving keeps no activations for a backward pass: the cache is what grows
         if "activations" in s.cues and not tensors and all((layers, batch, seq, hidden, v.get("heads"))):
             return self._activations_estimate(s, language)
         batch, global_note = self._device_batch(s, language)
@@ -3711,17 +3718,19 @@ class Sizing:
             return []
         weights = params * (s.dtype.bytes if s.dtype else 2)
         devices = s.devices or 1
-        free = s.device_memory * devices - weights
-        if free <= 0:
+        reserve = s.values.get("reserve") or 0  # what the asker keeps free on each device
+        free = (s.device_memory - reserve) * devices - weights
+        if free <= 0 or reserve >= s.device_memory:
             return []
+        kept = [self._msg("kv_reserve_kept", language, reserve=format_bytes(reserve))] if reserve else []
         if devices > 1:  # weights and cache both sharded over the devices named
             return [self._msg("kv_max_batch_sharded", language, devices=devices, memory=s.memory_label,
                               weights=format_bytes(weights), weights_per=format_bytes(weights / devices),
                               free_per=format_bytes(free / devices), per_seq_per=format_bytes(per_seq / devices),
-                              max_batch=int(free // per_seq), seq=_num(seq))]
+                              max_batch=int(free // per_seq), seq=_num(seq)), *kept]
         return [self._msg("kv_max_batch", language, memory=s.memory_label, weights=format_bytes(weights),
                           free=format_bytes(free), per_seq=format_bytes(per_seq),
-                          max_batch=int(free // per_seq), seq=_num(seq))]
+                          max_batch=int(free // per_seq), seq=_num(seq)), *kept]
 
     def _msg(self, key: str, language: str, **values: object) -> str:
         texts = self.data.messages[key].text

@@ -795,7 +795,7 @@ def test_the_peak_a_run_needs_is_measured_with_peak_bytes_in_use_not_read_off_nv
 def test_the_arrays_on_the_gpu_are_listed_with_live_arrays_and_the_command_buffer_flag_is_given_whole(client):
     body = _ask(client, {"question": "Comment savoir quels tableaux sont en ce moment sur ma A100 ? nvidia-smi montre 30 Go "
                                      "alors que mon modèle est minuscule."})
-    assert body["answer"].startswith("`jax.live_arrays()`") and "jax.live_arrays()" in body["answer"].split("```")[1]
+    assert body["answer"].startswith(FIGURES.short_answer("live_arrays_list", "fr").text[:40])
     flag = _ask(client, {"question": "How do I turn off command buffers (CUDA graphs) in XLA on my H100? What exactly do "
                                      "I put in XLA_FLAGS?"})
     assert "`XLA_FLAGS=--xla_gpu_enable_command_buffer=`" in flag["answer"].split("\n\n")[0]

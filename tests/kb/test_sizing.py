@@ -2191,3 +2191,13 @@ def test_a_per_device_batch_fills_the_kv_cache_once_per_device():
     (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "kv_cache"]
     # 2 × 40 layers × 96 sequences × 2048 × 40 heads × 128 × 2 B = 150 GiB: 24 per device × 4 devices
     assert "batch 96" in line.text and "= 150.00 GiB" in line.text and "24 × 4 devices = 96 sequences" in line.text
+
+
+def test_an_int8_kv_cache_said_before_the_cache_is_the_cache_s_dtype_and_the_reserve_asked_is_kept():
+    first = ("MaxText inference_microbenchmark on a v5e-4, llama2-13b in bf16, per_device_batch_size=24, "
+             "max_target_length=2048: how big is the KV cache?")
+    turn = "and with an int8 KV cache, leaving 2 GiB free on each chip, how many sequences fit at most?"
+    (line,) = [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "kv_cache"]
+    # weights stay bf16 (6.05 GiB a chip); 15.75 - 2 - 6.05 = 7.70 GiB; 200 MiB a sequence a chip: 39
+    assert "1 B (int8)" in line.text and "at most 39 sequences" in line.text and "2.00 GiB free on each device" in line.text
+    assert not [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "activations"]
