@@ -214,7 +214,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
                "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization",
-               "reserve")
+               "reserve", "checkpoints")
 
 
 class _Strict(BaseModel):
@@ -1531,8 +1531,10 @@ class Sizing:
     def _scan_stacked(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
         """A loop that keeps every step's output (lax.scan's ys): the steps said × one step's array,
         one kept in k where the newest turn says so, against the device named."""
-        steps = s.values.get("steps")
-        if "loop_named" not in s.cues or not steps or "pairwise_matrix" in s.cues or _CARRY_OR_GRAD.search(text.lower()):
+        saved = s.values.get("checkpoints")  # states a differentiated solve keeps ("checkpoints=4000")
+        steps = saved or s.values.get("steps")
+        if not steps or "pairwise_matrix" in s.cues or (not saved and (
+                "loop_named" not in s.cues or _CARRY_OR_GRAD.search(text.lower()))):
             return None  # (a carry, or a loop differentiated through: its residuals, another reading)
         shapes = [_dims_of(m) for m in _SHAPE.finditer(text or "")]
         shapes = [d for d in shapes if len(d) >= 2 and 0 not in d]
@@ -1540,10 +1542,15 @@ class Sizing:
             return None
         dims = shapes[-1]
         bytes_, dtype = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
-        per = math.prod(dims) * bytes_
-        parts = [self._msg("scan_stacked", language, steps=_grouped(steps, language),
-                           shape="[" + ", ".join(map(str, dims)) + "]", dtype=dtype, per=format_bytes(per),
-                           total=format_bytes(steps * per))]
+        shape = "[" + ", ".join(map(str, dims)) + "]"
+        count = _arrays_each(text)  # "y0 is a tuple (u, v), each (256,256,256)": two arrays a state
+        per = math.prod(dims) * bytes_ * count
+        if saved:
+            parts = [self._msg("checkpoints_saved", language, checkpoints=_grouped(steps, language), count=count,
+                               shape=shape, dtype=dtype, per=format_bytes(per), total=format_bytes(steps * per))]
+        else:
+            parts = [self._msg("scan_stacked", language, steps=_grouped(steps, language), shape=shape, dtype=dtype,
+                               per=format_bytes(per), total=format_bytes(steps * per))]
         total = steps * per
         every = _EVERY_KTH.search(_plain_digits(turn or "").lower())
         if every and 1 < int(every.group(1) or every.group(2)) < steps:
@@ -1553,8 +1560,17 @@ class Sizing:
             parts.append(self._msg("scan_stacked_every", language, every=k, kept=_grouped(kept, language),
                                    per=format_bytes(per), total=format_bytes(total)))
         if s.device_memory:
+            memory = s.memory_label or format_bytes(s.device_memory)
             parts.append(self._msg("scan_stacked_share", language, share=f"{100 * total / s.device_memory:.0f}%",
-                                   memory=s.memory_label or format_bytes(s.device_memory), device=s.device or ""))
+                                   memory=memory, device=s.device or ""))
+            if _MOST_ASKED.search(_plain_digits(turn or "").lower()):  # "and the most that fits, leaving 10 GiB?"
+                reserve = s.values.get("reserve") or 0
+                most = int((s.device_memory - reserve) // per)
+                if most >= 1:
+                    values = dict(memory=memory, most=_grouped(most, language), per=format_bytes(per),
+                                  used=format_bytes(most * per))
+                    parts.append(self._msg("stacked_most_reserve", language, reserve=format_bytes(reserve), **values)
+                                 if reserve else self._msg("stacked_most", language, **values))
         return FigureAnswer(kind=KIND, subject="scan_stacked", text=self._join(parts, language), value_bytes=int(total),
                             sources=["computed"], cite=TRAINING_CITE)
 
@@ -3860,6 +3876,21 @@ _COUNT_ASKED = re.compile(rf"{_COUNT_NAMES}\s*[=:]?\s*(\d{{1,6}})(?!\d|\.\d)|(?<
 #: a loop's carry, or a loop differentiated through: what it keeps is its residuals, not its outputs
 _CARRY_OR_GRAD = re.compile(r"(?<![a-z])(?:carry|grad\w*|value_and_grad|backward|backprop\w*|vjp|градиент\w*|梯度|反向|勾配|逆伝播|"
                             r"그래디언트|역전파|gradiente\w*|rétropropag\w*|rückwärts\w*|ग्रेडिएंट|التدرج)")
+#: the most that fits, asked ("what is the max I can fit", "el máximo que me cabe", "最多能放多少")
+_MOST_ASKED = re.compile(r"(?<![a-z])(?:max|maximum|most|at most|höchstens|maximal\w*|máximo|máxima|maximum|au plus|"
+                         r"максимум|максимальн\w*|最多|最大|최대|अधिकतम|ज़्यादा से ज़्यादा|أقصى|الحد الأقصى)(?![a-z])")
+#: a state that is a tuple of named arrays, each of one shape ("y0 es una tupla (u, v), cada uno (256,256,256)")
+_TUPLE_EACH = re.compile(r"\(\s*([a-z_]\w{0,12}(?:\s*,\s*[a-z_]\w{0,12}){1,5})\s*\)[^.\n(\[]{0,30}?"
+                         r"(?:each|cada uno|cada una|cada|jeweils|je|chacun\w*|каждый|каждая|каждое|各|それぞれ|각각|हर एक|كل منها|كل واحد)",
+                         re.IGNORECASE)
+
+
+def _arrays_each(text: str) -> int:
+    """How many arrays one state is, where the text names a tuple of them "each" of the shape; else 1."""
+    m = _TUPLE_EACH.search(text or "")
+    return len(m.group(1).split(",")) if m else 1
+
+
 #: one step kept in k ("every 10th step", "каждый 10-й шаг", "每 10 步", "10 ステップごと", "10스텝마다")
 _EVERY_KTH = re.compile(r"(?:every|each|каждый|каждые|каждого|chaque|cada|jeden|jede|alle|每隔?|한)\s*(\d{1,5})"
                         r"(?:-?(?:th|st|nd|rd|й|ый|ий|ème|e|º|°|te|ten|n))?(?![\d.])|(\d{1,5})\s*(?:ステップ|步|스텝)?\s*(?:ごと|마다|一次)")

@@ -598,3 +598,16 @@ def test_a_figure_asked_in_a_follow_up_that_the_conversation_cannot_give_is_said
     assert second["follow_up"] and second["language"] == "de"
     assert second["answer"].startswith(message(assistant.catalogue, "figure_not_computed", "de")[:40])
     assert "zusammengelegt" not in second["answer"]  # the earlier answer is not pasted again
+
+
+def test_a_solve_s_saved_states_are_sized_turn_by_turn_and_its_code_is_given_when_asked(client):
+    first = _ask(client, {"question": "Wave simulator in diffrax: y0 is a tuple (u, v), each float32 of shape (256,256,256), "
+                                      "4000 steps, backprop with RecursiveCheckpointAdjoint and checkpoints=4000. How much "
+                                      "memory do I need on an A100 80GB?"})
+    assert "= 500.00 GiB" in first["answer"]
+    cid = first["conversation_id"]
+    second = _ask(client, {"question": "and with checkpoints=300? what is the most that fits if I leave 10 GiB free?",
+                           "conversation_id": cid})
+    assert "= 37.50 GiB" in second["answer"] and "at most 400 fit" in second["answer"]
+    third = _ask(client, {"question": "give me the code for that", "conversation_id": cid})
+    assert "diffrax.RecursiveCheckpointAdjoint(checkpoints=" in third["answer"] and "max_steps=" in third["answer"]

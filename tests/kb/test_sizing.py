@@ -2201,3 +2201,16 @@ def test_an_int8_kv_cache_said_before_the_cache_is_the_cache_s_dtype_and_the_res
     # weights stay bf16 (6.05 GiB a chip); 15.75 - 2 - 6.05 = 7.70 GiB; 200 MiB a sequence a chip: 39
     assert "1 B (int8)" in line.text and "at most 39 sequences" in line.text and "2.00 GiB free on each device" in line.text
     assert not [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "activations"]
+
+
+def test_states_a_solve_saves_are_checkpoints_times_the_state_and_the_most_that_fit_keeps_the_reserve():
+    first = ("Tengo un simulador de ondas en diffrax: y0 es una tupla (u, v), cada uno float32 de forma (256,256,256), "
+             "4000 pasos, y hago backprop con RecursiveCheckpointAdjoint poniendo checkpoints=4000. ¿Cuánta memoria "
+             "necesito? Tengo una A100 80GB.")
+    (line,) = [a for a in SIZING.answer(first, "es", asked=True) if a.subject == "scan_stacked"]
+    # a state is u and v: 2 × 64 MiB; 4000 of them = 500 GiB
+    assert "2 × [256, 256, 256] float32, 128.00 MiB" in line.text and "= 500.00 GiB" in line.text
+    turn = "¿Y con checkpoints=300? ¿Y cuál es el máximo que me cabe si dejo 10 GiB libres para lo demás?"
+    (line,) = [a for a in SIZING.answer(turn, "es", asked=True, earlier=first) if a.subject == "scan_stacked"]
+    # 300 × 128 MiB = 37.5 GiB; (60 GiB pool - 10) / 128 MiB = 400
+    assert "= 37.50 GiB" in line.text and "caben como máximo 400" in line.text
