@@ -124,7 +124,8 @@ _ORDINAL_COUNT = re.compile(rf"(?<![\w])({_ORDINAL_WORDS})(?:\s*[^\W\d_]{{2,12}}
                             rf"(?:{_ORDINAL_NOUNS})\s+({_ORDINAL_WORDS})(?![\w])")
 # a shape written out: [32, 2048, 4096], (32,2048,4096), 32x2048x4096, 32 × 2048 × 4096 (not a
 # layout's tile, T(8,128))
-_SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")
+_SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|"
+                            r"(?<![a-zA-Z_])\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")  # (not a name's "threefry2x32")
 #: more elements than any device or host holds: dates, IDs or versions written with "x", not an array
 MAX_ELEMENTS = 1 << 50
 #: the fewest elements a kernel's block named as such is sized from (a (128, 128) tile is 16384)
@@ -1982,14 +1983,14 @@ class Sizing:
             counts = (self._msg("slice_counts_cores", language, n=n, cores=cores) if f.slice_counts.value == "cores"
                       else self._msg("slice_counts_chips", language, n=n))
             view = self._msg("slice_device_chip" if per_chip == 1 else "slice_device_core", language)
+            # the log's own capacity where the log is from this generation (older logs print the raw
+            # HBM, "of 8.00G", where a deviceless compile measures 7.48): one capacity in one answer
+            cap = (log_device[1] if used and log_device and log_device[1] and log_device[0] == _tpu_label(gen)
+                   else per_device)
             text_ = self._msg("slice_size", language, slice=name, chips=_num(chips), counts=counts,
-                              devices=_num(chips * per_chip), view=view, per_device=format_bytes(per_device),
+                              devices=_num(chips * per_chip), view=view, per_device=format_bytes(cap),
                               public=f.hbm_public.value)
             if used:
-                # against the log's own capacity where the log is from this generation (older logs
-                # print the raw HBM, "of 8.00G", where a deviceless compile measures 7.48)
-                cap = (log_device[1] if log_device and log_device[1] and log_device[0] == _tpu_label(gen)
-                       else per_device)
                 text_ = self._join([text_, self._msg("slice_fits", language, used=format_bytes(used),
                                                      left=format_bytes(cap - used)) if used <= cap
                                     else self._msg("slice_over", language, used=format_bytes(used),
@@ -2753,6 +2754,14 @@ class Sizing:
                            total=format_bytes(total))]
         if s.device_memory:
             parts.append(self._share(s, total, language))
+        n = s.devices or 1
+        if n > 1 and "shard_asked" in s.cues:  # "both sharded over the 16 devices": each device's part
+            per = sum(-(-d[0] // n) * math.prod(d[1:]) * dtype_bytes for d in shapes)
+            parts.append(self._msg("tensors_sum_sharded", language, devices=n, per=format_bytes(per)))
+            if "random_init" in s.cues:  # an init's random bits, u32 per element, beside each shard
+                bits = sum(-(-d[0] // n) * math.prod(d[1:]) * 4 for d in shapes)
+                parts.append(self._msg("tensors_random_bits", language, bits=format_bytes(bits),
+                                       peak=format_bytes(per + bits)))
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="tensor", text=self._join(parts, language), value_bytes=int(total),

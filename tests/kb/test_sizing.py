@@ -2214,3 +2214,12 @@ def test_states_a_solve_saves_are_checkpoints_times_the_state_and_the_most_that_
     (line,) = [a for a in SIZING.answer(turn, "es", asked=True, earlier=first) if a.subject == "scan_stacked"]
     # 300 × 128 MiB = 37.5 GiB; (60 GiB pool - 10) / 128 MiB = 400
     assert "= 37.50 GiB" in line.text and "caben como máximo 400" in line.text
+
+
+def test_two_arrays_sharded_at_init_give_each_device_s_part_and_threefry_s_name_is_no_shape():
+    q = ("Model init on a v4-32 (16 chips): embedding f32[256000, 8192] and unembedding f32[8192, 256000], both "
+         "sharded with FSDP over all 16 devices, and the log shows full u32 buffers from threefry2x32.")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "tensor"]
+    # 2 × 7.81 GiB = 15.63 GiB; a sixteenth of each per device, 1000 MiB, and as much again of random bits
+    assert "15.63 GiB" in line.text and "each device holds 1000.00 MiB of them" in line.text
+    assert "about 1.95 GiB at the peak" in line.text and "[2, 32]" not in line.text
