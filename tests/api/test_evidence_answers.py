@@ -305,6 +305,13 @@ def _bfc_log(limit: int, in_use: int, requested: int) -> str:
             f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes.")
 
 
+def test_a_slice_s_usable_hbm_is_the_log_s_own_when_the_log_is_of_that_generation(client):
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. "
+           "Used 32.23G of 30.75G hbm. Exceeded hbm capacity by 1.48G.")
+    r = ask(client, "init on a v4-32 runs out of memory, how much does each chip have?", error_log=log)
+    assert "16 devices (one per chip) of 30.75 GiB" in r.answer and "30.50 GiB" not in r.answer  # one capacity
+
+
 def test_the_allocator_s_limit_is_read_back_as_the_pool_s_cap_and_the_fraction_that_holds_the_step_is_computed(client):
     # (an L4 in a container, PREALLOCATE=false "so as not to be capped": Limit 16.87 GiB is 75 % of the
     # 22.49 GiB CUDA reports; 16.14 GiB in use + 1.50 GiB asked = 17.64 GiB; .85 gives 19.12 GiB)
