@@ -215,7 +215,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
                "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization",
-               "reserve", "checkpoints")
+               "reserve", "checkpoints", "topk")
 
 
 class _Strict(BaseModel):
@@ -2430,9 +2430,13 @@ class Sizing:
             # (not when the KV cache has a dtype of its own: the dtypes are then the cache's and the weights')
             dtypes = (sorted(named, key=lambda d: -d.bytes) if len({d.bytes for d in named}) > 1 and not s.kv_dtype
                       else [s.dtype] if s.dtype else [])
-            # none named: a checkpoint known by its name, or one a serving engine loads, is published in
-            # bfloat16; anything else is created by JAX's initializers in float32 (Flax, Haiku and Equinox)
-            default = (2, "bfloat16") if s.model or "published_checkpoint" in s.cues else (4, "float32")
+            sampled = {"logits", "inference"} <= s.cues and "training" not in s.cues
+            if sampled:
+                dtypes = []  # a model sampled, its logits kept in f32: the dtype said is the logits'
+            # none named: a checkpoint known by its name, one a serving engine loads, or a model sampled
+            # from, is published in bfloat16; anything else is created by JAX's initializers in float32
+            # (Flax, Haiku and Equinox)
+            default = (2, "bfloat16") if s.model or sampled or "published_checkpoint" in s.cues else (4, "float32")
             if not dtypes:
                 assumed.append(default[1])
             total = need = params * max((d.bytes for d in dtypes), default=default[0])
@@ -3241,10 +3245,18 @@ class Sizing:
         if "global_batch" in s.cues and s.devices and s.devices > 1 and batch >= s.devices:
             shown, batch = f"{_num(batch)} / {s.devices} = {_num(batch / s.devices)}", batch / s.devices  # per device
         size = batch * seq * vocab * dtype_bytes
-        parts = [self._msg("logits", language, batch=shown, seq=_num(seq), vocab=_num(vocab),
+        # (sampling keeps the logits, with no loss or gradient of the same size beside them)
+        key = "logits_kept" if "inference" in s.cues and "training" not in s.cues else "logits"
+        parts = [self._msg(key, language, batch=shown, seq=_num(seq), vocab=_num(vocab),
                            bytes=_num(dtype_bytes), dtype=dtype_name, logits=format_bytes(size),
                            twice=format_bytes(2 * size))]
-        if s.device_memory:
+        k = int(v.get("topk") or 0)
+        if 1 <= k < vocab:  # "only the top-20 logits and their indices": k values and k int32 indices a token
+            values, indices = batch * seq * k * dtype_bytes, batch * seq * k * 4
+            parts.append(self._msg("logits_topk", language, k=k, batch=_num(batch), seq=_num(seq), bytes=_num(dtype_bytes),
+                                   size=format_bytes(values + indices), values=format_bytes(values),
+                                   indices=format_bytes(indices)))
+        elif s.device_memory:
             parts.append(self._share(s, size, language))
         tiles = int(v.get("vocab_tiles") or 0)
         if tiles > 1:  # MaxText's num_vocab_tiling: the loss over that many tiles of the tokens

@@ -2223,3 +2223,15 @@ def test_two_arrays_sharded_at_init_give_each_device_s_part_and_threefry_s_name_
     # 2 × 7.81 GiB = 15.63 GiB; a sixteenth of each per device, 1000 MiB, and as much again of random bits
     assert "15.63 GiB" in line.text and "each device holds 1000.00 MiB of them" in line.text
     assert "about 1.95 GiB at the peak" in line.text and "[2, 32]" not in line.text
+
+
+def test_logits_kept_while_sampling_are_not_a_loss_s_and_the_top_k_kept_instead_are_sized_with_their_indices():
+    first = ("We sample gemma3-4b on an A100 40GB and keep every step's full logits: batch 8, max_out_length 2048, "
+             "vocab 262144, float32. How big is that buffer?")
+    lines = {a.subject: a for a in SIZING.answer(first, "en", asked=True)}
+    assert "= 16.00 GiB" in lines["logits"].text and "cross-entropy" not in lines["logits"].text
+    assert "2 B (bfloat16)" in lines["weights"].text  # the float32 said is the logits', not the weights'
+    turn = "and if we keep only the top-20 logits and their int32 indices?"
+    (line,) = [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "logits"]
+    # 8 × 2048 × 20 × (4 + 4) B = 2.5 MiB
+    assert "8 × 2048 × 20 × (4 + 4) B = 2.50 MiB" in line.text
