@@ -344,6 +344,8 @@ class EvidenceRules:
 # --------------------------------------------------------------------------- derived facts
 
 
+#: a compiled program named after one operation ("jit_subtract", "jit__where")
+_ONE_OP_PROGRAM = re.compile(r"jit_+([a-z][a-z_]*)")
 #: JAX's default share of a GPU for its pool, and the most a fraction should be set to
 DEFAULT_POOL_SHARE, MOST_POOL_SHARE = 0.75, 0.95
 
@@ -539,6 +541,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+    program = _ONE_OP_PROGRAM.fullmatch(str(out.get("executable_name") or ""))
+    if program:  # "jit_subtract": the program JAX compiles for one operation called outside jit
+        out["eager_operation"] = program.group(1)
     out.update(_pool_cap(out))
     out.update(_outside_framework(out))
     op = str(out.get("largest_allocation_op") or "")

@@ -1609,6 +1609,26 @@ def test_errors_that_are_not_memory_are_said_so_first_with_what_decides_them(cli
     assert not_said not in r.answer and r.next_steps == [] and r.remedies == []
 
 
+def test_an_allocation_made_by_one_eager_operation_s_program_is_said_to_be_that_and_not_the_step(client):
+    r = ask(client, "FDTD on an H100 80GB, nothing else on the card, our estimate is 50-65 GiB. What is this "
+                    "jit_subtract and why the OOM?",
+            error_log="RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.14GiB. "
+                      "[executable_name='jit_subtract'] [tf-allocator-allocation-error='']")
+    assert r.verdict.startswith("`jit_subtract` is not your step") and "donate_argnums=0" in r.verdict
+    # a step's own program named so is not an eager operation
+    own = ask(client, "why the OOM?", error_log="RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.14GiB. "
+                                                "[executable_name='jit_train_step']")
+    assert "is not your step" not in (own.verdict or "")
+
+
+def test_tensorflow_s_allocator_settings_are_said_not_to_be_read_by_jax_even_beside_arithmetic(client):
+    r = ask(client, "pipeline-parallel MoE, batch 8192 with 256 microbatches; I set TF_GPU_ALLOCATOR=cuda_malloc_async "
+                    "on all ranks but the log still shows GPU_0_bfc, and raising the memory fraction did not help. "
+                    "What now?")
+    assert r.answer.startswith("`TF_GPU_ALLOCATOR` and `TF_FORCE_GPU_ALLOW_GROWTH` are TensorFlow's settings")
+    assert "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async" in r.answer
+
+
 def test_constants_captured_during_lowering_are_answered_as_constants_of_the_program(client):
     r = ask(client, "eqx.filter_jit над функцией, PSF-куб на 4.36 GB берётся из замыкания; после 3-4 прогонов OOM. Почему?",
             error_log="UserWarning: A large amount of constants were captured during lowering (4.46GB total). If this "
