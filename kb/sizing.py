@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from babel.numbers import format_decimal
 from pydantic import BaseModel, ConfigDict, Field
@@ -574,25 +575,24 @@ class Sizing:
     def _operand_dtypes(self, low: str) -> dict[str, DType]:
         """Each Pallas matmul operand's dtype where the text names it right after the operand
         ("x en bf16, w int8, salida bf16"), the last one said winning."""
-        out: dict[str, DType] = {}
-        for operand, pattern in self._operands.items():
-            for m in pattern.finditer(low):
-                dtype = next((d for d, p in self._dtypes if p.match(low, m.end())), None)
-                if dtype is not None:
-                    out[operand] = dtype
-        return out
+        return self._after_operands(low, self._dtypes)
 
     def _operand_buffers(self, low: str) -> dict[str, int]:
         """Each Pallas matmul operand's buffer count where the text says it right after the operand
         ("LHS はダブルバッファ、RHS はトリプルバッファ"), in a text that speaks of buffering at all."""
         if self._buffer_word is None or not self._buffer_word.search(low):
             return {}
-        out: dict[str, int] = {}
+        return self._after_operands(low, self._buffer_counts)
+
+    def _after_operands(self, low: str, said: list[tuple[Any, re.Pattern[str]]]) -> dict[str, Any]:
+        """For each Pallas matmul operand (x, y, out), the value whose words `low` writes right after
+        it, the last one said winning."""
+        out: dict[str, Any] = {}
         for operand, pattern in self._operands.items():
             for m in pattern.finditer(low):
-                count = next((n for n, p in self._buffer_counts if p.match(low, m.end())), None)
-                if count is not None:
-                    out[operand] = count
+                value = next((v for v, p in said if p.match(low, m.end())), None)
+                if value is not None:
+                    out[operand] = value
         return out
 
     def _without_what_worked(self, low: str) -> str:
