@@ -198,7 +198,8 @@ _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<!
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
                         # in parentheses before a word: a count, not a tuple ("(1,887,621,120 params)")
                         r"|(?<=\()\d{1,3}(?:,\d{3})+(?=\s+[^\W\d_])"
-                        r"|(?<=\()[1-9]\d{0,2}(?:\.\d{3}){2,}(?=\s+[^\W\d_])")  # "(1.235.814.400 params)"
+                        r"|(?<=\()[1-9]\d{0,2}(?:\.\d{3}){2,}(?=\s+[^\W\d_])"  # "(1.235.814.400 params)"
+                        r"|(?<=\()[1-9]\d{0,2}(?: \d{3}){2,}(?=\s+[^\W\d_])")  # "(2 506 172 416 параметров)"
 # a size with its unit ("600 MiB", "1.5 GB", "600 МБ"), and the words that leave it outside JAX's pool
 _SIZE = re.compile(r"(?<![a-z0-9_.])(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|go|mo|гб|мб)(?![a-z])")
 _UNIT_BYTES = {"g": float(1 << 30), "m": float(1 << 20)}
@@ -477,6 +478,9 @@ class Sizing:
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]
+        if "batch" in at and at["batch"] == at.get("seq"):
+            # one number read as both ("B=32768 tokens (batch×seq)"): a count of tokens, not a batch of sequences
+            s.values["batch"] = 1.0
         named = [(m.start(), m.end(), model) for model, p in self._models for m in p.finditer(sizes_text)]
         if named:  # the last model named: its public configuration fills what the text leaves out
             start, end, model = max(named, key=lambda n: n[0])
@@ -674,7 +678,9 @@ class Sizing:
                     many = None  # the chips counted after the slices say it outright
                 if many and int(many.group(1)) > 1:
                     s.devices *= int(many.group(1))
-                elif isinstance(explicit, int) and explicit > s.devices and explicit % s.devices == 0:
+                elif (isinstance(explicit, int) and explicit > s.devices and explicit % s.devices == 0
+                      and (chips_said or explicit != n)):
+                    # (not "32 devices, right?" said of a v4-32: the name's number counts cores, not devices)
                     s.devices = explicit
             return
         memory = counted.get("gpu_memory_named_bytes")
@@ -2723,7 +2729,14 @@ class Sizing:
                 parts.append(self._msg("tensor_layers_kv", language, layers=_num(layers), size=format_bytes(held),
                                        total=format_bytes(2 * held * layers)))
             else:
-                parts.append(self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(held * layers)))
+                count = _tensors_per_layer(text)  # "three expert tensors of that shape in each layer (gate/up/down)"
+                total = count * held * layers
+                parts.append(self._msg("tensor_layers_many", language, count=count, layers=_num(layers),
+                                       size=format_bytes(held), total=format_bytes(total)) if count > 1
+                             else self._msg("tensor_layers", language, layers=_num(layers), total=format_bytes(total)))
+                if count > 1 and s.devices and s.devices > 1 and "shard_asked" in s.cues:
+                    parts.append(self._msg("tensor_layers_sharded", language, devices=s.devices,
+                                           per=format_bytes(total / s.devices)))
         if "vmem_named" in s.cues and s.device and s.device.startswith("TPU"):
             parts += self._vmem_block(held, s, language, text)
         elif (steps := s.values.get("steps")) and steps > 1 and "loop_named" in s.cues and subject == "tensor":
@@ -3904,6 +3917,26 @@ _MOST_ASKED = re.compile(r"(?<![a-z])(?:max|maximum|most|at most|höchstens|maxi
 _TUPLE_EACH = re.compile(r"\(\s*([a-z_]\w{0,12}(?:\s*,\s*[a-z_]\w{0,12}){1,5})\s*\)[^.\n(\[]{0,30}?"
                          r"(?:each|cada uno|cada una|cada|jeweils|je|chacun\w*|каждый|каждая|каждое|各|それぞれ|각각|हर एक|كل منها|كل واحد)",
                          re.IGNORECASE)
+
+
+#: how many tensors of the shape written each layer holds ("три тензора экспертов", "three expert tensors",
+#: "(gate/up/down)")
+_TENSORS_COUNTED = re.compile(r"(?<![\w.])(\d|two|three|four|zwei|drei|vier|deux|trois|quatre|dos|tres|cuatro|dois|"
+                              r"duas|três|quatro|два|две|три|четыре)\s+(?:[^\W\d_]+\s+){0,2}?"
+                              r"(?:tensors?|тензор\w*|matri\w*|arrays?|tenseurs?|tensores|张量|テンソル|텐서|टेंसर|موترات)"
+                              r"|(?<![a-z])(gate\s*/\s*up\s*/\s*down|w1\s*/\s*w2\s*/\s*w3)(?![a-z])", re.IGNORECASE)
+
+
+def _tensors_per_layer(text: str) -> int:
+    """The tensors of the shape written that each layer holds, where the text counts them; else 1."""
+    m = _TENSORS_COUNTED.search(text or "")
+    if not m:
+        return 1
+    if m.group(2):
+        return 3
+    word = m.group(1).lower()
+    count = int(word) if word.isdigit() else _BLOCK_COUNT_WORDS.get(word, 1)
+    return count if 1 <= count <= 8 else 1
 
 
 def _arrays_each(text: str) -> int:

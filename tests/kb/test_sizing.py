@@ -2235,3 +2235,18 @@ def test_logits_kept_while_sampling_are_not_a_loss_s_and_the_top_k_kept_instead_
     (line,) = [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "logits"]
     # 8 × 2048 × 20 × (4 + 4) B = 2.5 MiB
     assert "8 × 2048 × 20 × (4 + 4) B = 2.50 MiB" in line.text
+
+
+def test_misread_counts_from_real_questions_are_read_as_meant():
+    # three expert tensors a layer: 3 × 48 × 768 MiB = 108 GiB, 13.5 GiB a chip over 8
+    moe = ("MoE on a v6e-8: each of 48 layers has three expert tensors in bf16 of shape [128, 2048, 1536] "
+           "(gate/up/down), sharded along the experts axis over the 8 chips. How much per chip?")
+    (line,) = [a for a in SIZING.answer(moe, "en", asked=True) if a.subject == "tensor"]
+    assert "3 × 48 × 768.00 MiB = 108.00 GiB" in line.text and "13.50 GiB per device" in line.text
+    # "B=32768 tokens (batch×seq)": one count of tokens, not 32768 sequences of 32768
+    logits = "per device B=32768 tokens (batch×seq), vocab 128256, bf16: how big are the logits?"
+    (line,) = [a for a in SIZING.answer(logits, "en", asked=True) if a.subject == "logits"]
+    assert "batch 1 × 32768 tokens" in line.text and "= 7.83 GiB" in line.text
+    # an exact count written with spaces in parentheses; "32 devices?" said of a v4-32 is not its device count
+    assert SIZING.read("gemma-2b (2 506 172 416 параметров, f32)").values["params"] == 2506172416
+    assert SIZING.read("Llama-2-7B on a v4-32 with FSDP. Do I have 32 devices?").devices == 16
