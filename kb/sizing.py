@@ -99,6 +99,9 @@ _NATIVE_COUNT = re.compile(r"(?:(?<![\w])(?:ال)?(اثنين|اثنتين|ثل�
                            r"(?<![\w])(दो|तीन|चार|पांच|पाँच)\s+(?:प्रोसेस|प्रयोग|रन|जॉब)|"
                            r"(两|三|四|五)\s*个\s*(?:进程|实验|任务|训练)|(二つ|三つ|四つ)\s*の\s*(?:プロセス|実験|ジョブ)|"
                            r"(?<![\w])(두|세|네|다섯)\s*(?:개의?\s*)?(?:프로세스|실험|작업))")
+#: a batch times a length worked out to its tokens ("per chip batch 4 x seq 4096 = 16384 tokens")
+_BATCH_BY_SEQ = re.compile(r"(?<![\d.])(\d{1,5})\s*[x×*]\s*(?:seq(?:uence)?(?:[_ ]?len(?:gth)?)?\s*)?(\d{2,7})\s*=\s*"
+                           r"(\d{2,9})\s*(?:tokens?|токен\w*|토큰|トークン|个?\s*token|टोकन)")
 #: a figure said of each of several runs ("each one peaks ~22 GiB", "jeweils", "كل وحدة")
 _EACH = re.compile(r"(?<![a-z])(?:each|apiece|jeweils|je|chacun\w*|cada|каждый|каждому|каждая|各|ずつ|씩|각각|हर|لكل|كل وحدة)(?![a-z])")
 #: one share proposed for all of them ("all at 0.30", "الكل 0.30", "alle auf .3")
@@ -478,6 +481,11 @@ class Sizing:
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]
+        for m in _BATCH_BY_SEQ.finditer(low):  # "batch 4 x seq 4096 = 16384 tokens": the product is the tokens
+            b, n, total = (int(x) for x in m.groups())
+            if b * n == total and m.start(3) >= at.get("seq", -1):
+                s.values.update(batch=float(b), seq=float(n))
+                at.update(batch=m.start(1), seq=m.start(2))
         if "batch" in at and at["batch"] == at.get("seq"):
             # one number read as both ("B=32768 tokens (batch×seq)"): a count of tokens, not a batch of sequences
             s.values["batch"] = 1.0
@@ -2448,12 +2456,15 @@ class Sizing:
             total = need = params * max((d.bytes for d in dtypes), default=default[0])
             if known and not asked and need <= SMALL_SHARE * (s.device_memory or 0):
                 return None
+            axis = s.values.get("model_axis")
+            # tensor parallel inside data-parallel replicas (TP=4, DP=2 on 8 chips): a replica's chips share them
+            over = int(axis) if axis and 1 < axis < devices and {"data_parallel_size", "replicated_on_data"} & s.cues else devices
             for dtype_bytes, dtype_name in [(d.bytes, d.name) for d in dtypes] or [default]:
                 weights = params * dtype_bytes
                 parts.append(self._msg("weights", language, params=count, bytes=_num(dtype_bytes),
                                        dtype=dtype_name, weights=format_bytes(weights)))
                 if known:
-                    parts += self._fit(s, language, weights, devices, training=False)
+                    parts += self._fit(s, language, weights, over, training=False)
         if assumed:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="training_state" if training else "weights",

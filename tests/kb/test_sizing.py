@@ -2250,3 +2250,12 @@ def test_misread_counts_from_real_questions_are_read_as_meant():
     # an exact count written with spaces in parentheses; "32 devices?" said of a v4-32 is not its device count
     assert SIZING.read("gemma-2b (2 506 172 416 параметров, f32)").values["params"] == 2506172416
     assert SIZING.read("Llama-2-7B on a v4-32 with FSDP. Do I have 32 devices?").devices == 16
+
+
+def test_a_batch_times_length_worked_out_to_tokens_and_tensor_parallel_replicas_are_read_as_meant():
+    s = SIZING.read("levanter fused cross-entropy on v5e-64, per chip batch 4 x seq 4096 = 16384 tokens, vocab 128256")
+    assert s.values["batch"] == 4 and s.values["seq"] == 4096  # not 4 × 16384
+    # TP=4 inside DP=2 on 8 chips: each replica's 4 chips share the weights
+    q = "Qwen3-30B on a TPU v6e-8 with vllm, tensor_parallel_size=4 and data_parallel_size=2, bf16 weights: per chip?"
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "weights"]
+    assert "over the 4 devices (13.97 GiB each)" in line.text and "6.98 GiB" not in line.text
