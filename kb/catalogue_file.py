@@ -11,7 +11,21 @@ from pydantic import BaseModel, ValidationError
 from oomkb.kb.errors import CatalogueError
 
 # libyaml's safe loader when PyYAML has it (about 10x faster on the catalogue), else the pure one.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YAML_LOADER(_SAFE_LOADER):  # noqa: N801 (a loader class, named as the constant it replaces)
+    """The safe loader, refusing a key said twice in one mapping: YAML keeps the last one silently,
+    so a second entry under a name in use (a cue, a message) would replace the first unseen."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 M = TypeVar("M", bound=BaseModel)
 

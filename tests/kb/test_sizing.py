@@ -2259,3 +2259,13 @@ def test_a_batch_times_length_worked_out_to_tokens_and_tensor_parallel_replicas_
     q = "Qwen3-30B on a TPU v6e-8 with vllm, tensor_parallel_size=4 and data_parallel_size=2, bf16 weights: per chip?"
     (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "weights"]
     assert "over the 4 devices (13.97 GiB each)" in line.text and "6.98 GiB" not in line.text
+
+
+def test_a_key_said_twice_in_a_catalogue_file_is_refused_not_silently_replaced(tmp_path):
+    from oomkb.kb.catalogue_file import read_yaml
+    path = tmp_path / "cues.yaml"
+    path.write_text("cues:\n  inference: ['serve']\n  inference: ['sample']\n", encoding="utf-8")
+    with pytest.raises(CatalogueError, match="duplicate key 'inference'"):
+        read_yaml(path)
+    path.write_text("cues:\n  inference: ['serve']\n  training: ['train']\n", encoding="utf-8")
+    assert read_yaml(path)["cues"]["training"] == ["train"]
