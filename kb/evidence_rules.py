@@ -347,7 +347,7 @@ class EvidenceRules:
 #: a compiled program named after one operation ("jit_subtract", "jit__where")
 _ONE_OP_PROGRAM = re.compile(r"jit_+([a-z][a-z_]*)")
 #: JAX's default share of a GPU for its pool, and the most a fraction should be set to
-DEFAULT_POOL_SHARE, MOST_POOL_SHARE = 0.75, 0.95
+DEFAULT_POOL_SHARE, MOST_POOL_SHARE = 0.75, 0.95  # (one place for the default share in these facts)
 
 
 def _pool_cap(facts: Mapping[str, Any]) -> dict[str, Any]:
@@ -388,7 +388,7 @@ def _outside_framework(facts: Mapping[str, Any]) -> dict[str, Any]:
     if outside <= 0:
         return {}
     return {"outside_framework_bytes": outside, "outside_framework_fraction": outside / total,
-            "jax_default_pool_bytes": total * 3 // 4}
+            "jax_default_pool_bytes": int(total * DEFAULT_POOL_SHARE)}
 
 
 def _generation(name: str | None):
@@ -529,7 +529,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
             out["requested_gpu_share_fraction"] = requested / gpu
         # JAX's pool: the XLA_PYTHON_CLIENT_MEM_FRACTION the asker set, else its default 0.75
         named = out.get("mem_fraction_named_fraction")
-        out["gpu_pool_bytes"] = int(gpu * named) if isinstance(named, float) and 0 < named < 1 else gpu * 3 // 4
+        out["gpu_pool_bytes"] = int(gpu * (named if isinstance(named, float) and 0 < named < 1 else DEFAULT_POOL_SHARE))
         limit = out.get("pool_limit_bytes")
         if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
             out["gpu_pool_bytes"] = limit
