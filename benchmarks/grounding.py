@@ -47,7 +47,8 @@ def training_set() -> list[dict]:
     return [*load_labelled("grounding_train.yaml"), *load_labelled("grounding_heldout_r1.yaml"),
             *load_labelled("grounding_heldout_r2.yaml"), *load_labelled("grounding_heldout_r3.yaml"),
             *load_labelled("queries.yaml"),
-            *load_labelled("queries_heldout.yaml"), *load_labelled("offtopic.yaml")]
+            *load_labelled("queries_heldout.yaml"), *load_labelled("offtopic.yaml"),
+            *load_labelled("grounding_review_rounds.yaml")]
 
 
 def heldout_set() -> list[dict]:
@@ -73,13 +74,15 @@ def cross_validate(rows, labels, l2: float, folds: int = 5) -> float:
     from oomkb.kb.grounding import fit
 
     order = np.random.default_rng(0).permutation(len(rows))
-    errors = 0
+    wrong = {True: 0, False: 0}
     for k in range(folds):
         test = set(order[k::folds].tolist())
         model = fit([r for i, r in enumerate(rows) if i not in test],
                     [y for i, y in enumerate(labels) if i not in test], l2=l2)
-        errors += sum((model.probability(rows[i]) >= 0.5) != labels[i] for i in test)
-    return errors / len(rows)
+        for i in test:
+            wrong[labels[i]] += (model.probability(rows[i]) >= 0.5) != labels[i]
+    # the balanced error: the mean of the two classes' error rates (there are more on-topic rows)
+    return sum(wrong[c] / max(1, sum(1 for y in labels if y == c)) for c in (True, False)) / 2
 
 
 def write_model(model, path: Path, cv: dict) -> None:
@@ -87,10 +90,20 @@ def write_model(model, path: Path, cv: dict) -> None:
         "# Fitted by `benchmarks/grounding.py --fit` (kb/grounding.py: logistic regression on\n"
         "# standardised features). Generated: do not edit by hand; refit after changing the\n"
         "# training questions or grounding_terms.yaml.\n"
-        f"# 5-fold cross-validated error on the training questions, per L2 strength: {cv}\n"
+        f"# 5-fold cross-validated balanced error (the mean of the two classes' error rates) on the\n"
+        "# training questions, per L2 strength: {cv}\n"
     )
-    body = yaml.safe_dump(model.model_dump(), sort_keys=False, allow_unicode=True)
-    path.write_text(header + body, encoding="utf-8")
+    # The thresholds are chosen, not fitted: the file's own lines for them (and their comments) stay.
+    kept = ""
+    if path.exists():
+        old = path.read_text(encoding="utf-8")
+        start, end = old.find("\nthreshold:"), old.find("\ntrained_on:")
+        if 0 <= start < end:
+            kept = old[start + 1:end + 1]
+    fitted = model.model_dump(exclude={"threshold", "named_topic_threshold"} if kept else set())
+    trained_on = {"trained_on": fitted.pop("trained_on")}
+    dump = lambda d: yaml.safe_dump(d, sort_keys=False, allow_unicode=True)  # noqa: E731
+    path.write_text(header + dump(fitted) + kept + dump(trained_on), encoding="utf-8")
 
 
 def evaluate(assistant, items: list[dict]) -> dict:

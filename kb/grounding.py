@@ -318,10 +318,17 @@ def decide(question: str, results, searcher=None, model: GroundingModel | None =
 
 
 def fit(rows: list[dict[str, float]], labels: list[bool], l2: float = 1.0,
-        iterations: int = 50) -> GroundingModel:
-    """L2-regularised logistic regression by Newton's method (numpy only; a few hundred rows)."""
+        iterations: int = 50, balanced: bool = True) -> GroundingModel:
+    """L2-regularised logistic regression by Newton's method (numpy only; a few thousand rows).
+
+    `balanced`: each class weighs as much in total as the other, so that a training set with
+    more on-topic questions than off-topic ones (the review rounds) does not move the bar for
+    every question: the threshold keeps meaning "as likely covered as not"."""
     X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     y = np.array(labels, dtype=float)
+    s = np.ones(len(y))
+    if balanced and 0 < y.sum() < len(y):
+        s = np.where(y == 1, len(y) / (2 * y.sum()), len(y) / (2 * (len(y) - y.sum())))
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -331,8 +338,8 @@ def fit(rows: list[dict[str, float]], labels: list[bool], l2: float = 1.0,
     reg[0] = 0.0  # the bias is not shrunk
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-np.clip(Z @ w, -50, 50)))
-        grad = Z.T @ (p - y) + reg * w
-        hess = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg) + 1e-9 * np.eye(len(w))
+        grad = Z.T @ (s * (p - y)) + reg * w
+        hess = (Z * (s * p * (1 - p))[:, None]).T @ Z + np.diag(reg) + 1e-9 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-8:

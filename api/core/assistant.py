@@ -72,6 +72,10 @@ RUNTIME_READINGS_OF_A_TPU_ERROR = frozenset({"xla_failed_to_allocate_request"})
 MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
 MAX_STEPS_BESIDE_ANSWER = 2
+#: the short answer whose code measures a program's arrays and step without running it (figures.yaml)
+MEASURE_ANSWER = "peak_before_running"
+#: the subject of the answer to a JAX memory question that nothing here answers
+NO_SECTION = "no_section"
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.
 ESTIMATES_BESIDE_A_LOG = frozenset({"training_state", "accumulator", "gpu_pool_seen"})
 #: A log's figures that size the program (not only the request that failed): beside them, an estimate
@@ -637,6 +641,22 @@ class Assistant:
             # a GPU question is not sent to estimate its program for a TPU generation
             next_steps = [n for n in next_steps if not self.platforms.tpu_only(n.command)]
         cited = results if grounded and not (outcome.verdict and not remedies) else []
+        no_section = False
+        # (a follow-up: when its conversation began so; else its subject's passages answer it)
+        if (grounded and not foreign and not figures and not sizes and not remedies
+                and (not context.follow_up or (seen is not None and NO_SECTION in seen.answers))
+                and lead is None and not outcome.verdict and req.report is None):
+            # a JAX memory question that nothing here answers (no section, short answer, figure or
+            # step): said so, with how to measure it on the asker's program, not passages found by
+            # meaning presented as its answer
+            if "figure" in analysis.asks or analysis.sizes or log:  # what it takes: measured on their program
+                measure = self.parts.figures.short_answer(MEASURE_ANSWER, language)
+                figures = [FigureAnswer(kind=ANSWER, subject=NO_SECTION, text=self._msg("no_section", language),
+                                        snippet=measure.snippet if measure is not None else None)]
+            else:  # how to do something: the evidence that would decide it
+                figures = [FigureAnswer(kind=ANSWER, subject=NO_SECTION,
+                                        text=self._msg("no_section_evidence", language))]
+            no_section = True
         # A short answer brings its own guide section; other passages found by meaning would be
         # beside the point after it.
         answer_cites = list(dict.fromkeys(f.cite for f in figures if f.kind in (ANSWER, SIZING) and f.cite))
@@ -654,6 +674,8 @@ class Assistant:
             # a figure asked for is the answer: no passage found by meaning is shown after it,
             # and one is cited for its context
             cited, shown_results = cited[:1], []
+        if no_section:  # passages found by meaning only are not its answer, nor its sources
+            cited, shown_results = [], []
         citations = self._citations(searcher, remedies, cited, language=language,
                                     first=list(dict.fromkeys([
                                         *([outcome.cite] if outcome.verdict and outcome.cite else []),
