@@ -4,7 +4,8 @@ covered" for off-topic ones, on the training set and on the held-out set (writte
 Prints one JSON object. Each question goes through the real assistant (`Assistant.ask`: language
 detection, hybrid search, the pasted-error override, kb.grounding's model). `--fit` first refits
 the model on the training questions (tests/data/grounding_train.yaml, the earlier rounds'
-held-out parts grounding_heldout_r1.yaml, _r2.yaml and _r3.yaml, the retrieval sets and offtopic.yaml),
+held-out parts grounding_heldout_r1.yaml, _r2.yaml and _r3.yaml, the retrieval sets, offtopic.yaml and
+the review rounds' first turns, grounding_review_rounds.yaml), weighing both classes equally and
 choosing the L2 strength by 5-fold cross-validation on them, and writes
 kb/catalogue/grounding_model.yaml; the held-out file (grounding_heldout.yaml) is never used to fit
 or choose anything.
@@ -91,7 +92,7 @@ def write_model(model, path: Path, cv: dict) -> None:
         "# standardised features). Generated: do not edit by hand; refit after changing the\n"
         "# training questions or grounding_terms.yaml.\n"
         f"# 5-fold cross-validated balanced error (the mean of the two classes' error rates) on the\n"
-        "# training questions, per L2 strength: {cv}\n"
+        f"# training questions, per L2 strength: {cv}\n"
     )
     # The thresholds are chosen, not fitted: the file's own lines for them (and their comments) stay.
     kept = ""
