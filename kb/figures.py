@@ -328,7 +328,8 @@ class Figures:
         replaced = {name for a in short for name in a.replaces}
         dropped = {kind for a in short for kind in a.drops}
         kinds = [k for k in self.kinds_of(question) if k.kind not in dropped]
-        if named_settings and not any(k.kind in ("setting", "setting_default") for k in kinds):
+        if (named_settings and not dropped & {"setting", "setting_default"}
+                and not any(k.kind in ("setting", "setting_default") for k in kinds)):
             low = question.lower()
             answers += [self._setting(s, language) for s, pats in self._identifiers
                         if s.name not in replaced and any(p.search(low) for p in pats)]

@@ -817,3 +817,22 @@ def test_remat_already_on_and_still_over_at_a_batch_gets_microbatches_next(clien
     first = body["answer"].split("\n\n")[0]
     assert first.startswith(FIGURES.short_answer("gradient_accumulation", "en").text[:40])
     assert "nn.remat" not in first  # what they did is not the answer
+
+
+def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_libraries_never_a_larger_fraction(client):
+    # (issue 21, round 46: a crane controller dying while jitted, and a brax trainer that still failed
+    # with preallocation off, were refused or told to raise the fraction to .95)
+    log = ("Traceback (most recent call last):\n  File \"train.py\", line 88, in <module>\n"
+           "    state = jit_reset(rng)\nRuntimeError: jaxlib/cusolver.cc:51: operation cusolverDnCreate(&handle) "
+           "failed: cuSolver internal error")
+    r = _ask(client, {"question": "Entreno con brax en una RTX 3080 y al arrancar falla así. ¿Es falta de memoria? "
+                                  "¿Qué tengo que poner?", "error_log": log})
+    assert r["grounded"] and r["language"] == "es"
+    assert r["answer"].startswith("`cuSolver internal error` suele significar que cuSolver no pudo crear su handle")
+    assert 'os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"' in r["answer"]
+    assert ".95" not in r["answer"] and "jax.print_environment_info()" in r["answer"]
+    tried = _ask(client, {"question": "brax PPO 학습을 시작하면 `XlaRuntimeError: INTERNAL: cuSolver internal error`가 "
+                                      "나요. XLA_PYTHON_CLIENT_PREALLOCATE=false 도 설정했는데 그대로예요. 이제 뭘 봐야 하죠?"})
+    assert tried["grounded"] and tried["language"] == "ko"
+    assert "원인은 메모리가 아닙니다" in tried["answer"] and "jax[cuda12]" in tried["answer"]
+    assert "기본값" not in tried["answer"] and ".95" not in tried["answer"]  # no pool settings' glossary after it
