@@ -1663,3 +1663,20 @@ def test_the_bfc_warning_about_an_optional_allocation_is_not_the_failure(client)
     assert r.grounded and r.language == "es"
     assert (r.verdict or "").startswith("Esa línea del BFC es un aviso, no el error")
     assert "--tpu" not in r.answer and not r.remedies
+
+
+def test_a_kernel_the_driver_could_not_load_is_memory_outside_the_pool_not_a_broken_cuda(client):
+    # (issue 21, round 45: a 4 GB laptop card failing in its test suite got the generic profiling
+    # steps; the asker asked whether the CUDA installation is broken)
+    log = ("2025-01-09 10:12:44.120931: W external/xla/xla/service/gpu/runtime/support.cc:58] Intercepted XLA "
+           "runtime error:\nRESOURCE_EXHAUSTED: Failed to get module function:CUDA_ERROR_OUT_OF_MEMORY: out of "
+           "memory\n2025-01-09 10:12:44.121002: E external/xla/xla/pjrt/pjrt_stream_executor_client.cc:2732] "
+           "Execution of replica 0 failed: INTERNAL: Failed to instantiate GPU graphs: CaptureGpuGraph failed "
+           "(Failed to get module function:CUDA_ERROR_OUT_OF_MEMORY: out of memory; current tracing scope: "
+           "fusion.41)")
+    r = ask(client, "RTX 3050 (4GB) のノートで pytest を回すと勾配のテストだけこれで落ちます。CPU では通ります。"
+                    "CUDA のインストールが壊れてますか？", error_log=log)
+    assert r.grounded and r.language == "ja"
+    assert r.verdict.startswith("`Failed to get module function: CUDA_ERROR_OUT_OF_MEMORY` は")
+    assert "CUDA のインストールが原因ではありません" in r.answer and "conftest.py" in r.answer
+    assert not r.remedies and "jax.profiler" not in r.answer  # no profiling steps after it
