@@ -566,6 +566,12 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     unaliased = out.get("output_unaliased_bytes")
     if isinstance(unaliased, int) and isinstance(arguments, int) and arguments > 0:
         out["output_argument_ratio"] = unaliased / arguments
+    exceeded, used = out.get("exceeded_by_bytes"), out.get("used_bytes")
+    if isinstance(unaliased, int) and unaliased > 0 and isinstance(exceeded, int) and exceeded > unaliased:
+        # donating the state saves at most the outputs that share nothing: what is still over after it
+        out["overflow_after_donation_bytes"] = exceeded - unaliased
+        if isinstance(used, int) and used > unaliased:
+            out["used_after_donation_bytes"] = used - unaliased
     if isinstance(devices, int) and devices > 1 and isinstance(arguments, int) and arguments > 0:
         out["argument_per_device_bytes"] = -(-arguments // devices)  # evenly sharded, rounded up
     params = out.get("params_named")

@@ -689,6 +689,7 @@ class Assistant:
                                             "snippet": f.snippet.replace(DEFAULT_TOPOLOGY, topology) if f.snippet else None})
                        if DEFAULT_TOPOLOGY in f.text or DEFAULT_TOPOLOGY in (f.snippet or "") else f for f in figures]
         shown_now = Shown(answers={f.subject for f in figures if f.kind == ANSWER})
+        verdict_asked = context.follow_up and self._asks_about_verdict(analysis, outcome)
         answer = self._compose(language, note, diagnosis, shown, req.report,
                                remedies, shown_results if grounded else [],
                                citations, grounded,
@@ -697,8 +698,9 @@ class Assistant:
                                         if grounded else figures), next_steps=next_steps,
                                # a follow-up asking about something else does not get the verdict
                                # it was given on the same evidence one turn before
-                               verdict=None if (figures and context.follow_up and not req_log_new)
-                               else outcome.verdict,
+                               verdict=None if (figures and context.follow_up and not req_log_new
+                                                and not verdict_asked)
+                               else outcome.verdict, verdict_again=verdict_asked,
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
                                filled=frozenset(outcome.snippets), not_memory=outcome.not_memory,
                                not_failure=outcome.not_failure,
@@ -726,6 +728,13 @@ class Assistant:
         response._shown = shown_now.merged(seen)
         self._keep_shown(_turns_key([*earlier, this_turn], language), response._shown)
         return response
+
+    @staticmethod
+    def _asks_about_verdict(analysis, outcome) -> bool:
+        """Whether a follow-up names the remedy the verdict leads with ("and with donate_argnums on
+        the state, does it fit?" after the donation verdict): its figures are the answer again."""
+        led = set(outcome.lead)
+        return bool(led) and any(question_api.topic(t).remedy in led for t in analysis.topics)
 
     def _gpu_conversation(self, facts: dict, earlier: list[ConversationTurn], question: str) -> bool:
         """Whether the evidence, or else the conversation's words, are about a GPU and no TPU."""
@@ -991,16 +1000,18 @@ class Assistant:
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
                  evidence_verdict=False, quiet=False, filled=frozenset(), seen: Shown | None = None,
                  shown: Shown | None = None, asked_again: bool = False, not_memory: bool = False,
-                 not_failure: bool = False) -> str:
+                 not_failure: bool = False, verdict_again: bool = False) -> str:
         """The answer's Markdown. `seen`: what the conversation's earlier answers showed, not shown
         again unless `asked_again` (the turn asks for a figure, a flag or code); `shown`: filled with
-        what this answer shows."""
+        what this answer shows; `verdict_again`: the verdict is shown although an earlier turn gave it."""
         seen = seen or Shown()
         shown = shown if shown is not None else Shown()
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
-        if verdict in seen.lines:  # the same verdict on the same evidence, given one turn before
+        if verdict in seen.lines and not verdict_again:
+            # the same verdict on the same evidence, given one turn before (unless the turn asks
+            # about the remedy it leads with: "with donation on, does it fit?")
             verdict = None
         if analysis is not None and "flag" in analysis.asks and verdict:
             # "which XLA flag writes that dump?": the flag's line is the answer, before what the log says

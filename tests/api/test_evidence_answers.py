@@ -1680,3 +1680,24 @@ def test_a_kernel_the_driver_could_not_load_is_memory_outside_the_pool_not_a_bro
     assert r.verdict.startswith("`Failed to get module function: CUDA_ERROR_OUT_OF_MEMORY` は")
     assert "CUDA のインストールが原因ではありません" in r.answer and "conftest.py" in r.answer
     assert not r.remedies and "jax.profiler" not in r.answer  # no profiling steps after it
+
+
+UNDONATED = ("XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+             "space hbm. Used 24.10G of 15.75G hbm. Exceeded hbm capacity by 8.35G.\n\nTotal hbm usage >= 25.35G:\n"
+             "    reserved          1.25G\n    program          17.90G\n    arguments         6.20G\n\n"
+             "Output size 6.20G; shares 0B with arguments.\n\nProgram hbm requirement 17.90G:\n"
+             "    global            8.00M\n    scoped            2.00M\n    HLO temp         17.89G")
+
+
+def test_an_undonated_state_short_of_the_overflow_says_what_donation_leaves_and_again_when_asked(client):
+    # (issue 21, round 45: "Output ... shares 0B with arguments" smaller than the overflow was not
+    # read, and "with donation, does it fit? compute it" got a toy snippet and no figure)
+    first = ask(client, "Mein train_step auf einer v5e kompiliert nicht mehr, was frisst den Speicher?",
+                error_log=UNDONATED)
+    assert first.verdict.startswith("Ihre Ausgaben, 6.20 GiB, teilen nichts mit den Argumenten")
+    assert "höchstens 6.20 GiB: etwa 17.90 GiB belegt, immer noch 2.15 GiB über der Kapazität" in first.verdict
+    assert first.remedies[0].id in ("hbm-donation-measured", "hbm-donate")
+    again = ask(client, "Und wenn ich donate_argnums für den State setze, passt es dann? Rechnen Sie es aus.",
+                conversation_id=first.conversation_id)
+    assert again.follow_up and again.language == "de"
+    assert "etwa 17.90 GiB belegt, immer noch 2.15 GiB über der Kapazität" in again.answer
