@@ -220,7 +220,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
                "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization",
-               "reserve", "checkpoints", "topk")
+               "reserve", "checkpoints", "topk", "page_size", "kv_budget")
 
 
 class _Strict(BaseModel):
@@ -473,7 +473,16 @@ class Sizing:
         # a mixture of experts' active count ("190B total (19B active)") is not the model's size: the
         # total is what its weights and state take
         sizes_text = _ACTIVE_PARAMS.sub(lambda m: " " * len(m.group(0)), sizes_text)
+        # a paged cache's page ("páginas de 16 tokens", "page_size 16") is not a sequence's length:
+        # read, then left out of every other quantity's text
+        page = _last(self._quantities.get("page_size", []), sizes_text)
+        if page is not None and page[1] > 0:
+            s.values["page_size"] = page[1]
+            for _, compiled in self._quantities["page_size"]:
+                sizes_text = compiled.sub(lambda m: " " * len(m.group(0)), sizes_text)
         for name, patterns in self._quantities.items():
+            if name == "page_size":
+                continue
             # (a setting said in the sentence about what worked is still the setting: "0.98 worked for them")
             hit = _last(patterns, low if name in _SETTING_QUANTITIES else sizes_text)
             if name == "params" and hit is not None:
@@ -3708,6 +3717,8 @@ class Sizing:
         if not ("kv_cache" in s.cues or ("inference" in s.cues and (v.get("kv_heads") or v.get("heads")))):
             return None
         layers, batch, seq = v.get("layers"), v.get("batch"), v.get("max_len") or v.get("seq")
+        if not v.get("max_len") and v.get("prompt") and v.get("new_tokens"):
+            seq = v["prompt"] + v["new_tokens"]  # "700 tokens of prompt + 1024 generated": the cache holds both
         heads = v.get("kv_heads") or v.get("heads")
         head_dim = v.get("head_dim")
         assumed = []
@@ -3720,7 +3731,7 @@ class Sizing:
             head_dim = 128 if v["hidden"] % 128 == 0 else 64 if v["hidden"] % 64 == 0 else v["hidden"]
             heads = v["hidden"] / head_dim
             assumed.append(f"no GQA: KV heads × head dim = d_model {_num(v['hidden'])}")
-        if not all((layers, seq, heads, head_dim)):
+        if not all((layers, heads, head_dim)) or not (seq or "per_token" in s.cues or v.get("kv_budget")):
             return None
         if s.from_model and {"layers", "kv_heads", "head_dim"} & set(s.from_model):
             assumed.insert(0, f"{s.model}: " + ", ".join(
@@ -3731,13 +3742,21 @@ class Sizing:
         dtype_bytes, dtype_name = (dtype.bytes, dtype.name) if dtype else (2, "bfloat16")
         if dtype is None:
             assumed.append("bfloat16")
+        per_token, held = self._kv_per_token(s, language, layers, heads, head_dim, dtype_bytes, dtype_name, seq)
+        if not seq:  # "how much KV per token?" (or a budget without a sequence's length): that line alone
+            parts = [*per_token, *([self._msg("assumed", language, what=", ".join(assumed))] if assumed else [])]
+            return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
+                                value_bytes=int(2 * layers * heads * head_dim * dtype_bytes), sources=["computed"],
+                                cite=KV_CITE)
         shape = dict(layers=_num(layers), seq=_num(seq), kv_heads=_num(heads), head_dim=_num(head_dim),
                      bytes=_num(dtype_bytes), dtype=dtype_name)
         per_seq = 2 * layers * seq * heads * head_dim * dtype_bytes
         afford = self._max_batch(s, language, per_seq, seq)
+        if held:  # the cache's own budget per device decides how many fit, not the weights
+            afford = held
         if not batch:  # what each sequence of the batch costs: the batch the asker can afford follows
             kv = per_seq
-            parts = [self._msg("kv_per_sequence", language, **shape, kv=format_bytes(kv)), *afford]
+            parts = [*per_token, self._msg("kv_per_sequence", language, **shape, kv=format_bytes(kv)), *afford]
             if assumed:
                 parts.append(self._msg("assumed", language, what=", ".join(assumed)))
             return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
@@ -3750,7 +3769,7 @@ class Sizing:
             batch = batch * s.devices
         elements = 2 * layers * batch * seq * heads * head_dim
         kv = elements * dtype_bytes
-        parts = [self._msg("kv", language, **shape, batch=_num(batch), kv=format_bytes(kv))]
+        parts = [*per_token, self._msg("kv", language, **shape, batch=_num(batch), kv=format_bytes(kv))]
         parts += [global_note] if global_note else []
         if dtype_bytes > 1:
             parts.append(self._msg("kv_int8", language, kv_int8=format_bytes(elements)))
@@ -3767,6 +3786,40 @@ class Sizing:
             parts.append(self._msg("assumed", language, what=", ".join(assumed)))
         return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language), value_bytes=int(kv),
                             sources=["computed"], cite=KV_CITE)
+
+    def _kv_per_token(self, s: Stated, language: str, layers: float, heads: float, head_dim: float,
+                      dtype_bytes: float, dtype_name: str, seq: float | None) -> tuple[list[str], list[str]]:
+        """The cache per token, when asked ("¿cuánto ocupa por token?") or when a budget for the
+        cache is given; per device with the KV heads split over the devices named; with a budget,
+        the tokens, pages and sequences it holds: (the per-token lines, the budget's line)."""
+        v = s.values
+        budget, page = v.get("kv_budget"), v.get("page_size")
+        if "per_token" not in s.cues and not budget:
+            return [], []
+        per_token = 2 * layers * heads * head_dim * dtype_bytes
+        devices = s.devices if s.devices and s.devices > 1 and heads % s.devices == 0 else 1
+        lines = [self._msg("kv_per_token", language, layers=_num(layers), kv_heads=_num(heads),
+                           head_dim=_num(head_dim), bytes=_num(dtype_bytes), dtype=dtype_name,
+                           per_token=format_bytes(per_token))]
+        per_device = per_token / devices
+        if devices > 1:
+            lines.append(self._msg("kv_per_token_sharded", language, devices=devices,
+                                   heads_per=_num(heads / devices), per_device=format_bytes(per_device)))
+        held: list[str] = []
+        if budget:
+            tokens = int(budget // per_device)
+            if page and seq:
+                pages = int(tokens // page)
+                pages_per_seq = math.ceil(seq / page)
+                held.append(self._msg("kv_budget_pages", language, budget=format_bytes(budget),
+                                       per_device=format_bytes(per_device), tokens=_num(tokens),
+                                       pages=_num(pages), page=_num(page), seq=_num(seq),
+                                       pages_per_seq=_num(pages_per_seq), seqs=_num(pages // pages_per_seq)))
+            elif seq:
+                held.append(self._msg("kv_budget", language, budget=format_bytes(budget),
+                                      per_device=format_bytes(per_device), tokens=_num(tokens), seq=_num(seq),
+                                      seqs=_num(tokens // seq)))
+        return lines, held
 
     @staticmethod
     def _join(parts: list[str], language: str) -> str:

@@ -124,3 +124,21 @@ def test_a_unified_memory_chain_gets_the_variables_then_the_host_share_then_the_
                           "conversation_id": first["conversation_id"]})
     # (24 + 16) / 24 = 1.666..., rounded down so the host share stays within 16 GiB
     assert third["answer"].startswith("**`XLA_PYTHON_CLIENT_MEM_FRACTION=1.66`**")
+
+
+def test_a_paged_kv_cache_is_sized_per_token_per_device_and_its_budget_in_pages_not_read_as_a_sequence(client):
+    # (issue 21, round 46: "páginas de 16 tokens" was read as a 16-token sequence, 188,417 of them; the
+    # budget set aside for the cache and the prompt + generated length were not read)
+    r = _ask(client, {"question": "Serving Mistral-7B (32 layers, 8 KV heads, head_dim 128, bf16) on a v5e-4 with "
+                                  "TP=4: how much KV cache per token?"})
+    assert "**KV cache per token:** 2 (K and V) × 32 layers × 8 KV heads × head dim 128 × 2 B (bfloat16) = 128.00 KiB" \
+        in r["answer"]
+    assert "each device holds 2 of them: 32.00 KiB per token" in r["answer"]
+    pt = _ask(client, {"question": "Llama-3-8B numa v5e-4 com TP=4, bf16: se eu reservar 12 GiB por chip para o KV "
+                                   "cache, com páginas de 32 tokens e sequências de 500 tokens de prompt + 500 gerados, "
+                                   "quantas sequências cabem?"})
+    assert pt["language"] == "pt"
+    assert ("Com 12.00 GiB para o cache em cada dispositivo, a 32.00 KiB por token nele, cabem 393216 tokens: "
+            "12288 páginas de 32 tokens. Uma sequência de 1000 tokens ocupa 32 páginas, então cabem 384 sequências "
+            "ao mesmo tempo.") in pt["answer"]
+    assert "× 32 tokens ×" not in pt["answer"]  # the page is not a sequence
