@@ -1701,3 +1701,21 @@ def test_an_undonated_state_short_of_the_overflow_says_what_donation_leaves_and_
                 conversation_id=first.conversation_id)
     assert again.follow_up and again.language == "de"
     assert "etwa 17.90 GiB belegt, immer noch 2.15 GiB über der Kapazität" in again.answer
+
+
+def test_gigabytes_of_outputs_from_kilobytes_of_inputs_are_weights_being_created_not_a_rollout(client):
+    # (issue 21, round 45: a model dying at startup on an 8 GB card was told to run fewer rollout steps)
+    log = ("2023-02-11 09:41:03.118842: W external/xla/xla/stream_executor/tf_allocator_adapter.cc] Allocator "
+           "(GPU_0_bfc) ran out of memory trying to allocate 512.00MiB (rounded to 536870912)requested by op \n"
+           "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+           "536870912 bytes.\nBufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+           "             parameter allocation:     8.0KiB\n              constant allocation:        32B\n"
+           "        maybe_live_out allocation:    3.10GiB\n     preallocated temp allocation:  120.00MiB\n"
+           "                 total allocation:    3.22GiB\n")
+    r = ask(client, "Mon modèle plante dès le démarrage sur ma RTX 3060 6GB. C'est ma config qui est cassée ?",
+            error_log=log)
+    assert r.language == "fr" and r.verdict.startswith("Cet appel demande 3.22 GiB sur un GPU : 3.10 GiB de sorties "
+                                                       "produites à partir de seulement 8.00 KiB d'entrées")
+    assert "Sur votre GPU de 6.00 GiB, ce pool fait 4.50 GiB par défaut" in r.verdict
+    assert "Votre installation n'est pas cassée" in r.verdict
+    assert "fois les paramètres" not in r.answer  # not the rollout's reading
