@@ -286,6 +286,37 @@ class EvidenceRules:
                     break
         return out
 
+    @staticmethod
+    def read_requested_shape(facts: Mapping[str, Any], log: str | None, question: str | None = None) -> dict[str, Any]:
+        """`facts` with the shape whose bytes are exactly the failed request, where the log prints it
+        (a GPU log names the instruction that failed, `f32[500,64,128,128]`, beside its `op_name`)
+        and no allocation listing named the largest buffer already; and, when the question writes
+        that shape's first dimension ("frames[:500]"), that count: every input goes through at once."""
+        out = dict(facts)
+        requested = out.get("requested_bytes")
+        if not (isinstance(requested, int) and requested > 0 and log) or out.get("largest_allocation_shape"):
+            return out
+        sizes = load_signatures().dtype_bytes
+        window = log[:_MARKER_WINDOW]
+        for m in _LISTED_SHAPE.finditer(window):
+            dtype, dims = m.group(1), m.group(2)
+            if dtype not in sizes or not dims.strip():
+                continue
+            if sizes[dtype] * math.prod(int(d) for d in dims.split(",") if d.strip()) != requested:
+                continue
+            out["requested_shape"] = f"{dtype}[{dims.replace(' ', '')}]"
+            op = _OP_NAME.search(window, m.end(), m.end() + REQUESTED_OP_REACH)
+            if op:
+                parts = [p for p in re.sub(r"\[[^\]]*\]", "", op.group(1)).split("/")
+                         if p and not p.startswith(("jit(", "pjit("))]
+                if parts:
+                    out["requested_op_tail"] = "/".join(parts[-2:])
+            leading = int(dims.split(",")[0])
+            if leading >= 2 and re.search(rf"(?<![\d.,]){leading}(?![\d]|[.,]\d)", question or ""):
+                out.update(items_named=leading, requested_leads_with_items=True)
+            break
+        return out
+
     def read_count_facts(self, facts: Mapping[str, Any], question: str | None) -> dict[str, Any]:
         """`facts` with the counts the question states (devices named: "sobre 8 chips")."""
         out = dict(facts)
@@ -509,6 +540,9 @@ PROPOSED_AFTER = 8  # characters after a value where a postposed condition says 
 MAX_FINDINGS = 3
 
 #: a shape as JAX prints it in a donation warning ("int32[128]", "ShapedArray(float32[4096,14336])")
+_OP_NAME = re.compile(r'op_name="([^"]+)"')
+#: how far after a shape its instruction's metadata (op_name) is looked for
+REQUESTED_OP_REACH = 2000
 _LISTED_SHAPE = re.compile(r"(?<![a-z0-9_])([a-z][a-z0-9_]{1,20})\[([\d,\s]*)\]")
 _CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
 

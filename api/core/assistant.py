@@ -252,6 +252,7 @@ class Assistant:
             diagnosis = diagnosis.model_copy(update={"category": "gpu_oom"})
             facts.update(category="gpu_oom", jax_in_process=True)
         facts = self.rules.read_text_facts(facts, log, question)
+        facts = self.rules.read_requested_shape(facts, log, question)
         if facts:  # a count the question states matters only beside evidence ("over 8 chips?")
             facts = self.rules.read_count_facts(facts, question)
             read = self.sizing.read(question)

@@ -1719,3 +1719,19 @@ def test_gigabytes_of_outputs_from_kilobytes_of_inputs_are_weights_being_created
     assert "Sur votre GPU de 6.00 GiB, ce pool fait 4.50 GiB par défaut" in r.verdict
     assert "Votre installation n'est pas cassée" in r.verdict
     assert "fois les paramètres" not in r.answer  # not the rollout's reading
+
+
+def test_a_failed_request_whose_shape_leads_with_every_input_named_is_chunked_not_profiled(client):
+    # (issue 21, round 45: TAPIR on 500 frames got four XProf steps and "cut the batch", the one
+    # thing the asker ruled out)
+    log = ("W external/xla/xla/service/gpu/conv_algorithm_picker.cc:1003] Failed to determine best cudnn convolution "
+           "algorithm for:\n%cudnn-conv.12 = (f32[800,32,96,96]{3,2,1,0}, u8[0]{0}) custom-call(f32[800,32,96,96]{3,2,1,0} "
+           "%p.3, f32[32,32,3,3]{3,2,1,0} %w.1), window={size=3x3 pad=1_1x1_1}, custom_call_target=\"__cudnn$convForward\", "
+           "metadata={op_name=\"jit(encode)/jit(main)/encoder/stem/conv_0/conv_general_dilated\" source_file=\"model.py\" "
+           "source_line=88}\n\nOriginal error: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 943718400 bytes.")
+    r = ask(client, "Con 400 imágenes va bien, pero con imgs[:800] se queda sin memoria. ¿Qué hago sin reducir el "
+                    "número de imágenes?", error_log=log)
+    assert r.facts["requested_shape"] == "f32[800,32,96,96]" and r.facts["items_named"] == 800
+    assert r.verdict.startswith("La asignación que falló, 900.00 MiB (`f32[800,32,96,96]`), es la salida de "
+                                "`conv_0/conv_general_dilated` para todas tus 800 entradas a la vez")
+    assert "jax.lax.map(f, xs, batch_size=k)" in r.verdict and not r.remedies  # no profiling steps after it
