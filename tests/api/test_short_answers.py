@@ -836,3 +836,19 @@ def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_librarie
     assert tried["grounded"] and tried["language"] == "ko"
     assert "원인은 메모리가 아닙니다" in tried["answer"] and "jax[cuda12]" in tried["answer"]
     assert "기본값" not in tried["answer"] and ".95" not in tried["answer"]  # no pool settings' glossary after it
+
+
+def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the_pages_from_free_memory(client):
+    # (issue 21, round 46: "Out of free pages" was not said to be the engine's own allocator, and
+    # "give me a script that reads the free memory and computes the pages" got no code)
+    first = _ask(client, {"question": "Serving Qwen2-7B with our JAX engine on a v5e-8, TP=8, bf16, and mid-decode it "
+                                      "throws \"Out of free pages\". Is that an HBM OOM?"})
+    assert "`Out of free pages` is the inference engine's own page allocator, not XLA running out of HBM" \
+        in first["answer"]
+    assert "`eval_step` is a separate compiled program" not in first["answer"]
+    second = _ask(client, {"question": "ok, write me a script that reads the free memory after loading the weights "
+                                       "and computes how many pages of 32 tokens I can configure",
+                           "conversation_id": first["conversation_id"]})
+    assert second["follow_up"] and "```python" in second["answer"]
+    assert 'free = min(s.get("bytes_limit", 0) - s.get("bytes_in_use", 0) for s in stats)' in second["answer"]
+    assert "page_size = " in second["answer"] and ", 32  # your model's figures here" in second["answer"]
