@@ -72,8 +72,8 @@ RUNTIME_READINGS_OF_A_TPU_ERROR = frozenset({"xla_failed_to_allocate_request"})
 MAX_GENERAL_AFTER_VERDICT = 2
 #: Steps shown with a log when a short answer already answers the question asked beside it.
 MAX_STEPS_BESIDE_ANSWER = 2
-#: the short answer whose code measures a program's arrays and step without running it (figures.yaml)
-MEASURE_ANSWER = "peak_before_running"
+#: the short answer whose code measures the arrays a function would create, without allocating them
+MEASURE_ANSWER = "pytree_bytes_by_shape"
 #: the subject of the answer to a JAX memory question that nothing here answers
 NO_SECTION = "no_section"
 #: Arithmetic on the model the question describes, not shown unasked beside a log that measured it.

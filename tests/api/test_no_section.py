@@ -18,7 +18,7 @@ def test_a_figure_nothing_here_computes_gets_how_to_measure_it_not_passages(clie
     assert r["grounded"] and r["language"] == "en"
     assert r["answer"].startswith("This is a JAX memory question, but the guides have no section on it")
     assert "jax.eval_shape(" in r["answer"] and ".memory_analysis()" in r["answer"]
-    assert "```python" in r["answer"]  # the code that measures it
+    assert "```python" in r["answer"] and "jax.tree_util.tree_leaves_with_path(shapes)" in r["answer"]  # the code that measures it
     assert "### From the guides" not in r["answer"] and not r["citations"]
     assert "The guides do not cover this question" not in r["answer"]
 
