@@ -64,6 +64,19 @@ ACTIVATIONS_CITE = "e1000-compile-hbm-oom#scenario-3e-rematerialization"
 DATASET_CITE = "runtime-buffer-allocation#debugging"
 NOT_VMEM_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 LIMIT_CITE = "scoped-vmem-oom#retune-kernel"
+#: a batch and the peak measured at it ("b96 صار 125.8 GiB", "batch 64: 102.4 GiB", "bs=128 -> 148.2GB")
+_SERIES_POINT = re.compile(r"(?<![a-z0-9_])(?:b|bs|batch(?:[ _]size)?|lote|バッチ|배치|батч\w*|批次?)\s*[=:]?\s*(\d{1,5})\s*(?:\)|,)?\s*"
+                         r"(?:صار|بيطلع|is|was|gives|takes|uses|needs|peaks? at|->|→|=|:|da|dá|даёт|ergibt|fait|→)?\s*"
+                         r"(\d{1,4}(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z0-9_])")
+#: a batch named ("b160", "batch 160")
+_SERIES_ASKED = re.compile(r"(?<![a-z0-9_])(?!b[123]00(?![\d.]))(?:b|bs|batch(?:[ _]size)?|lote|バッチ|배치|батч\w*|批次?)"
+                           r"\s*[=:]?\s*(\d{2,5})(?![\d.])")  # (not a B200 card)
+#: words before a memory figure that make it the program's need or a measured peak, not the pool seen
+_PROGRAM_FIGURE = re.compile(
+    r"(?:reduced to|down from|needs?|requires?|required|"
+    r"memory_analysis|estimate|compiled|measured|i measured|قست|medí|medido|gemessen|mesuré|измер\w*|测得|实测|実測|측정|"
+    r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}$")
+PROGRAM_FIGURE_REACH = 40
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
@@ -839,6 +852,9 @@ class Sizing:
         table = self._smem_table(text, language)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
+        series = self._batch_series(text, earlier, language)
+        if series is not None:  # "b64 102.4, b96 125.8, b128 148.2 GiB: does b160 fit?": the line through them
+            lines = [series, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         scaled = self._batch_scaled(text, earlier, language) if earlier else None
         if scaled is not None:  # "batch 1024 needed >215 GB; at 256, does it fit?": that need scaled
             lines.insert(0, scaled)
@@ -1511,6 +1527,44 @@ class Sizing:
         text_ = (self._msg("batch_scaled_fits", language, left=format_bytes(memory - scaled), **values)
                  if scaled <= memory else self._msg("batch_scaled_over", language, **values))
         return FigureAnswer(kind=KIND, subject="batch_scaled", text=text_, value_bytes=int(scaled),
+                            sources=["computed"], cite=TRAINING_CITE)
+
+    def _batch_series(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """Peaks measured at two or more batches ("b64 102.4 GiB, b96 125.8, b128 148.2") and a batch
+        asked without one ("b160, does it fit on 164 GiB?"): the line through the last two points,
+        its value at that batch, against the memory said."""
+        low = _plain_digits(turn or "").lower()
+        points = {int(m.group(1)): float(m.group(2)) for m in _SERIES_POINT.finditer(low)}
+        if len(points) < 2:
+            return None
+        asked = [int(m.group(1)) for m in _SERIES_ASKED.finditer(low) if int(m.group(1)) not in points]
+        now = self.read(f"{earlier}\n{turn}")
+        # a GPU's whole card: peaks measured above JAX's default pool mean the pool is not the limit
+        card = now.card_memory if now.gpu and now.card_memory else None
+        memory = card or now.device_memory
+        if not memory:  # the memory the asker states beside the peaks ("164 GiB usable", "fits in 164 GiB?")
+            said = [float(m.group(1)) for m in _GB.finditer(_plain_digits(f"{earlier}\n{turn}").lower())
+                    if float(m.group(1)) not in points.values() and float(m.group(1)) > max(points.values())]
+            card = memory = said[-1] * (1 << 30) if said else None
+        if not asked or not memory:
+            return None
+        (b1, g1), (b2, g2) = sorted(points.items())[-2:]
+        per = (g2 - g1) / (b2 - b1)
+        if per <= 0:
+            return None
+        target = asked[-1]
+        predicted = (g2 + per * (target - b2)) * (1 << 30)
+        values = dict(b1=b1, g1=f"{_num(g1)} GiB", b2=b2, g2=f"{_num(g2)} GiB", per=format_bytes(per * (1 << 30)),
+                      target=target, predicted=format_bytes(predicted),
+                      memory=format_bytes(card) if card else now.memory_label or format_bytes(memory))
+        fits = predicted <= memory
+        text_ = self._msg("batch_series_fits" if fits else "batch_series_over", language,
+                          left=format_bytes(memory - predicted), over=format_bytes(predicted - memory), **values)
+        if not fits and per > 0:
+            largest = b2 + int((memory / (1 << 30) - g2) / per) if memory / (1 << 30) > g2 else None
+            if largest and largest > b2:
+                text_ = self._join([text_, self._msg("batch_series_largest", language, largest=largest)], language)
+        return FigureAnswer(kind=KIND, subject="batch_series", text=text_, value_bytes=int(predicted),
                             sources=["computed"], cite=TRAINING_CITE)
 
     def _raw_bytes(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
@@ -3659,8 +3713,16 @@ class Sizing:
         card = s.card_memory
         pool = GPU_POOL_SHARE * card
         low = (text or "").lower()
-        figures = [(float(m.group(1)) * (1 << 30), f"{m.group(1)} GB") for m in _GB.finditer(low)]
+        # a program's own figure ("only reduced to 146.66GiB", "the step needs 61 GB", "I measured: b96
+        # 125.8 GiB") is what it needs, not what nvidia-smi shows the pool holding (a profiler's peak at
+        # the pool's size is the pool filling up, and stays one)
+        figures = [(float(m.group(1)) * (1 << 30), f"{m.group(1)} GB") for m in _GB.finditer(low)
+                   if not _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start())]
         figures += [(int(m.group(1)) << 20, f"{m.group(1)} MiB") for m in _CARD_MIB.finditer(low)]  # nvidia-smi's
+        used = [seen for seen, _ in figures if abs(seen - card) > 0.02 * card]
+        # a use above the default pool ("b128 148.2 GiB" of 164): this process's pool is not 75% of the
+        # card, so a figure near 75% is one of its uses, not the pool
+        above = any(pool + 0.09 * card < seen < 0.98 * card for seen in used) and "leak_asked" not in s.cues
         # what the card held before the program started (a desktop, another process): not JAX's
         before = [(int(m.group(1)) << 20) for m in _BEFORE_MIB.finditer(low)]
         if before:
@@ -3668,7 +3730,7 @@ class Sizing:
                        if seen > before[0]]
         for seen, said in figures:
             # the pool, or the pool and the process's CUDA context above it (a few hundred MB)
-            if abs(seen - card) > 0.02 * card and _pool_seen(seen, card):
+            if not above and abs(seen - card) > 0.02 * card and _pool_seen(seen, card):
                 if "preallocate_off" in s.cues and "oom" not in s.cues:
                     # no preallocation: the pool grew to its ceiling, the default share whatever
                     # other share the text proposes (growth, not a setting that came too late)

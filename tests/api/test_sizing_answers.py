@@ -142,3 +142,23 @@ def test_a_paged_kv_cache_is_sized_per_token_per_device_and_its_budget_in_pages_
             "12288 páginas de 32 tokens. Uma sequência de 1000 tokens ocupa 32 páginas, então cabem 384 sequências "
             "ao mesmo tempo.") in pt["answer"]
     assert "× 32 tokens ×" not in pt["answer"]  # the page is not a sequence
+
+
+def test_peaks_measured_at_several_batches_give_the_next_batch_on_their_line_not_the_gpu_pool(client):
+    # (issue 21, round 48: measured peaks b64 102.4, b96 125.8, b128 148.2 GiB on 164 GiB cards were read
+    # as "JAX's default pool", and "does b160 fit?" was not answered)
+    r = _ask(client, {"question": "Medí el pico con donation en una B200 (164 GiB usables): batch 64 -> 102.4 GiB, "
+                                  "batch 96 -> 125.8 GiB, batch 128 -> 148.2 GiB. ¿Cabe batch 160?"})
+    assert r["language"] == "es"
+    assert "el batch 160 necesita unos 170.60 GiB, 6.60 GiB más que 164.00 GiB, así que no cabe" in r["answer"]
+    assert "el batch más grande que cabe es de unos 150" in r["answer"]
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.9" not in r["answer"] and "75%" not in r["answer"]
+
+
+def test_a_figure_said_to_be_the_program_s_need_is_not_read_as_the_pool_but_nvidia_smi_s_still_is(client):
+    peak = _ask(client, {"question": "On an 80GB A100 memory_analysis says the compiled step needs 61.5 GB and it "
+                                     "OOMs at batch 256. Why?"})
+    assert "JAX's default pool" not in peak["answer"]
+    seen = _ask(client, {"question": "nvidia-smi shows 60GB used on my A100 80GB right after import jax, nothing is "
+                                     "running yet. is that a leak?"})
+    assert seen["answer"].startswith("The 60 GB you see is JAX's default pool")
