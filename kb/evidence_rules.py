@@ -306,11 +306,9 @@ class EvidenceRules:
                 continue
             out["requested_shape"] = f"{dtype}[{dims.replace(' ', '')}]"
             op = _OP_NAME.search(window, m.end(), m.end() + REQUESTED_OP_REACH)
-            if op:
-                parts = [p for p in re.sub(r"\[[^\]]*\]", "", op.group(1)).split("/")
-                         if p and not p.startswith(("jit(", "pjit("))]
-                if parts:
-                    out["requested_op_tail"] = "/".join(parts[-2:])
+            tail = _op_tail(op.group(1)) if op else None
+            if tail:
+                out["requested_op_tail"] = tail
             leading = int(dims.split(",")[0])
             if leading >= 2 and re.search(rf"(?<![\d.,]){leading}(?![\d]|[.,]\d)", question or ""):
                 out.update(items_named=leading, requested_leads_with_items=True)
@@ -539,12 +537,19 @@ PROPOSED_AFTER = 8  # characters after a value where a postposed condition says 
 #: "the largest buffer is ..."): a fourth finding would bury the first
 MAX_FINDINGS = 3
 
-#: a shape as JAX prints it in a donation warning ("int32[128]", "ShapedArray(float32[4096,14336])")
+#: an instruction's metadata in a log, and how far after a shape it is looked for
 _OP_NAME = re.compile(r'op_name="([^"]+)"')
-#: how far after a shape its instruction's metadata (op_name) is looked for
 REQUESTED_OP_REACH = 2000
+#: a shape as JAX prints it in a donation warning ("int32[128]", "ShapedArray(float32[4096,14336])")
 _LISTED_SHAPE = re.compile(r"(?<![a-z0-9_])([a-z][a-z0-9_]{1,20})\[([\d,\s]*)\]")
 _CUDNN_USAGE = re.compile(r"(\d{1,20}) bytes free, (\d{1,20}) bytes total")
+
+
+def _op_tail(op: str) -> str | None:
+    """The last two parts of an op_name, without the jit wrappers and bracketed parameters
+    ("jit(step)/jit(main)/resnet/conv_1/conv_general_dilated[...]" -> "conv_1/conv_general_dilated")."""
+    parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
+    return "/".join(parts[-2:]) if parts else None
 
 
 def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
@@ -580,10 +585,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         out["eager_operation"] = program.group(1)
     out.update(_pool_cap(out))
     out.update(_outside_framework(out))
-    op = str(out.get("largest_allocation_op") or "")
-    parts = [p for p in re.sub(r"\[[^\]]*\]", "", op).split("/") if p and not p.startswith(("jit(", "pjit("))]
-    if parts:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"
-        out["largest_allocation_op_tail"] = "/".join(parts[-2:])
+    tail = _op_tail(str(out.get("largest_allocation_op") or ""))
+    if tail:  # ".../mesh2grid_gnn/concatenate[dimension=2]": "mesh2grid_gnn/concatenate"
+        out["largest_allocation_op_tail"] = tail
     sizes = load_signatures().dtype_bytes  # (one table of element sizes, the parser's)
     listed = [(m.group(1), m.group(2)) for m in _LISTED_SHAPE.finditer(str(out.get("donation_unusable") or ""))
               if m.group(1) in sizes]

@@ -373,12 +373,13 @@ def _total_before_parts(patterns, text: str, hit: tuple[int, float]) -> tuple[in
     return (at, value) if len(between) <= 60 and _PARTS_AFTER.search(between) and value > hit[1] else hit
 
 
-def _line_through(pairs: dict[int, float]) -> tuple[int, float, int, float, float, float] | None:
-    """The line through the first two (count, GiB) measurements: (b1, t1, b2, t2, slope, fixed part),
-    None with fewer than two or a peak that does not grow with the count."""
+def _line_through(pairs: dict[int, float], last: bool = False) -> tuple[int, float, int, float, float, float] | None:
+    """The line through the first two (count, GiB) measurements, or the last two (`last`: the nearest
+    to a larger count asked): (b1, t1, b2, t2, slope, fixed part), None with fewer than two or a peak
+    that does not grow with the count."""
     if len(pairs) < 2:
         return None
-    (b1, t1), (b2, t2) = sorted(pairs.items())[:2]
+    (b1, t1), (b2, t2) = sorted(pairs.items())[-2:] if last else sorted(pairs.items())[:2]
     slope = (t2 - t1) / (b2 - b1)
     return (b1, t1, b2, t2, slope, t1 - slope * b1) if slope > 0 else None
 
@@ -1532,7 +1533,9 @@ class Sizing:
     def _batch_series(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
         """Peaks measured at two or more batches ("b64 102.4 GiB, b96 125.8, b128 148.2") and a batch
         asked without one ("b160, does it fit on 164 GiB?"): the line through the last two points,
-        its value at that batch, against the memory said."""
+        its value at that batch, against the memory said. (`_batch_line` gives the largest batch
+        from two peaks against a device it knows; this one answers the batch asked, and reads the
+        memory from the text when the card is not in the catalogue.)"""
         low = _plain_digits(turn or "").lower()
         points = {int(m.group(1)): float(m.group(2)) for m in _SERIES_POINT.finditer(low)}
         if len(points) < 2:
@@ -1546,22 +1549,20 @@ class Sizing:
             said = [float(m.group(1)) for m in _GB.finditer(_plain_digits(f"{earlier}\n{turn}").lower())
                     if float(m.group(1)) not in points.values() and float(m.group(1)) > max(points.values())]
             card = memory = said[-1] * (1 << 30) if said else None
-        if not asked or not memory:
+        line = _line_through(points, last=True)
+        if not asked or not memory or line is None:
             return None
-        (b1, g1), (b2, g2) = sorted(points.items())[-2:]
-        per = (g2 - g1) / (b2 - b1)
-        if per <= 0:
-            return None
+        b1, g1, b2, g2, per, fixed = line
         target = asked[-1]
-        predicted = (g2 + per * (target - b2)) * (1 << 30)
+        predicted = (fixed + per * target) * (1 << 30)
         values = dict(b1=b1, g1=f"{_num(g1)} GiB", b2=b2, g2=f"{_num(g2)} GiB", per=format_bytes(per * (1 << 30)),
                       target=target, predicted=format_bytes(predicted),
                       memory=format_bytes(card) if card else now.memory_label or format_bytes(memory))
         fits = predicted <= memory
         text_ = self._msg("batch_series_fits" if fits else "batch_series_over", language,
                           left=format_bytes(memory - predicted), over=format_bytes(predicted - memory), **values)
-        if not fits and per > 0:
-            largest = b2 + int((memory / (1 << 30) - g2) / per) if memory / (1 << 30) > g2 else None
+        if not fits:
+            largest = math.floor((memory / (1 << 30) - fixed) / per) if memory / (1 << 30) > g2 else None
             if largest and largest > b2:
                 text_ = self._join([text_, self._msg("batch_series_largest", language, largest=largest)], language)
         return FigureAnswer(kind=KIND, subject="batch_series", text=text_, value_bytes=int(predicted),
