@@ -710,7 +710,7 @@ class Sizing:
                 if many and int(many.group(1)) > 1:
                     s.devices *= int(many.group(1))
                 elif (isinstance(explicit, int) and explicit > s.devices and explicit % s.devices == 0
-                      and (chips_said or explicit != n)):
+                      and (chips_said or explicit not in self._slice_device_counts(low))):
                     # (not "32 devices, right?" said of a v4-32: the name's number counts cores, not devices)
                     s.devices = explicit
             return
@@ -841,7 +841,9 @@ class Sizing:
             lines.insert(0, line)
         state = next((a for a in lines if a.subject in ("training_state", "weights") and a.value_bytes), None)
         if state is not None:  # several slices named ("per chip on a v4-128 and a v5p-64?"): each one's share
-            per_slice = self._state_per_slice(text, state.value_bytes, language)
+            # (a follow-up naming another slice, "a v4-16 instead?", beside the one the conversation named)
+            both = f"{earlier}\n{text}" if earlier and self._slices_in(text) else text
+            per_slice = self._state_per_slice(both, state.value_bytes, language)
             if per_slice is not None:
                 lines.insert(lines.index(state) + 1, per_slice)
         lines = self._left_after(text, earlier, lines, language)
@@ -1981,6 +1983,18 @@ class Sizing:
                                    memory=format_bytes(memory)))
         return FigureAnswer(kind=KIND, subject="state_per_slice", text=self._join(parts, language),
                             value_bytes=int(total), sources=["computed"], cite=TRAINING_CITE)
+
+    def _slice_device_counts(self, low: str) -> set[int]:
+        """The number each slice `low` names counts and the devices it makes ("v4-64": 64 and 32):
+        a count of devices read off a slice's name, not one the text states (a follow-up's "a v4-16
+        instead?" runs on the v4-16, not on the v4-64 named before it)."""
+        counts: set[int] = set()
+        for _, gen, n in self._slices_in(low):
+            counts.add(n)
+            shape = self._slice_shape(gen, n)
+            if shape is not None:
+                counts.add(shape[0] * shape[1])
+        return counts
 
     def _slices_in(self, text: str) -> list[tuple[str, str, int]]:
         """The TPU slices `text` names, in order, each once: (as written, generation, its number)."""

@@ -1542,6 +1542,17 @@ def test_a_state_sized_on_two_slices_gets_each_one_and_the_fewest_chips_asked():
     assert later.device == "TPU v4" and later.devices == 256
 
 
+def test_a_follow_up_naming_a_smaller_slice_instead_sizes_the_state_on_it_beside_the_first():
+    # "and on a v4-16 instead, does it still fit?": the v4-16's 8 chips, not the v4-64's 32 read off its name
+    earlier = ("13B model, full fine-tune with AdamW, all f32 (params + grads + mu + nu), FSDP on a TPU v4-64 slice. "
+               "How much per chip for this state, and what is left for activations?")
+    lines = {a.subject: a.text for a in SIZING.answer("what if I take a v4-16 instead to pay less? still fits?", "en",
+                                                      asked=True, earlier=earlier)}
+    assert "over 8 devices" in lines["training_state"] and "24.21 GiB per device" in lines["training_state"]
+    assert "v4-64: 32 devices, 6.05 GiB each" in lines["state_per_slice"]
+    assert "v4-16: 8 devices, 24.21 GiB each of 30.50 GiB: it fits, 6.29 GiB to spare" in lines["state_per_slice"]
+
+
 def test_cards_counted_times_their_memory_get_one_pool_per_card_and_a_share_proposed_later():
     first = ("Instanz mit 4 GPUs und zusammen 64 GB GPU-Speicher, also 4x16 GB. Es bricht mit \"ran out of memory "
              "trying to allocate 5.96GiB\" ab. Warum reichen 64 GB nicht für 5.96 GiB? Wie viel darf JAX auf einer "
