@@ -50,6 +50,8 @@ PAIRS_SLACK = 0.005  # a failed request this close to a matrix of pairs is that 
 DONATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 ACCUMULATION_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
 KV_CITE = "e1000-compile-hbm-oom#scenario-3a-configuration"
+#: copies of the weights kept beside the trained ones (cues of sizing.yaml), bfloat16 each
+WEIGHT_COPIES = ("reference_model", "rollout_copy")
 POOL_CITE = "runtime-buffer-allocation#debugging"
 SCORES_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
 LOGITS_CITE = "e1000-compile-hbm-oom#scenario-2-large-allocations"
@@ -395,6 +397,26 @@ def _exact_over_nominal(patterns, text: str, hit: tuple[int, float]) -> tuple[in
     return (at, value) if abs(value - hit[1]) <= hit[1] / 3 else hit
 
 
+def _stated_over_nominal_again(patterns, text: str, hit: tuple[int, float]) -> tuple[int, float]:
+    """A count said as parameters ("Qwen-1.5B (about 1.78B params)") over the model's nominal size
+    said again after it without that word ("why doesn't the 1.5B one fit?"): the stated count."""
+    if _PARAMS_WORD.match(text, _match_end(patterns, text, hit[0])):
+        return hit
+    said = [(m.start(1), float(m.group(1)) * p.scale, _PARAMS_WORD.match(text, m.end()) is not None)
+            for p, compiled in patterns for m in compiled.finditer(text) if m.start(1) < hit[0]]
+    stated = [(at, value) for at, value, worded in said if worded and abs(value - hit[1]) <= hit[1] / 3]
+    if not stated:
+        return hit
+    at, value = max(stated)
+    nominal_before = any(not worded and where < at and value_ == hit[1] for where, value_, worded in said)
+    return (at, value) if nominal_before and value != hit[1] else hit
+
+
+def _match_end(patterns, text: str, start: int) -> int:
+    """The end of the match whose number starts at `start`."""
+    return next((m.end() for _, compiled in patterns for m in compiled.finditer(text) if m.start(1) == start), start)
+
+
 def _last(patterns, text: str) -> tuple[int, float] | None:
     """(position, value) of the last match of any pattern in `text`."""
     best = None
@@ -501,6 +523,7 @@ class Sizing:
             hit = _last(patterns, low if name in _SETTING_QUANTITIES else sizes_text)
             if name == "params" and hit is not None:
                 hit = _exact_over_nominal(patterns, sizes_text, _total_before_parts(patterns, sizes_text, hit))
+                hit = _stated_over_nominal_again(patterns, sizes_text, hit)
             if hit is not None and hit[1] > 0:
                 s.values[name] = hit[1]
                 at[name] = hit[0]
@@ -523,7 +546,8 @@ class Sizing:
                     s.from_model.append(key)
         # a baseline compared with ("vs AdamW fp32") is not the choice: read the choice without it
         baselines = [m.group(0) for p in self._cues.get("compared", []) for m in p.finditer(low)]
-        chosen = low
+        # ("a bf16 reference model": its dtype is not the trained state's)
+        chosen = dlow = self._without_copies(low)
         for p in self._cues.get("compared", []):
             chosen = p.sub(" ", chosen)
         s.baseline_optimizer = self._last_of(self._optimizers, " ".join(baselines))
@@ -534,16 +558,16 @@ class Sizing:
             if len({o.name for _, o in named}) > 1 and named[0][1].name != named[-1][1].name:
                 s.baseline_optimizer = named[0][1]
         s.baseline_dtype = self._last_of(self._dtypes, " ".join(baselines))
-        s.dtype = self._last_of(self._dtypes, chosen) or self._last_of(self._dtypes, low)
+        s.dtype = self._last_of(self._dtypes, chosen) or self._last_of(self._dtypes, dlow)
         # the last one: "and in int8?" about the cache wins; said after the cache or before it ("int8 KV cache")
-        near = sorted([*_KV_DTYPE.finditer(low), *_KV_DTYPE_BEFORE.finditer(low)], key=lambda m: m.start())
+        near = sorted([*_KV_DTYPE.finditer(dlow), *_KV_DTYPE_BEFORE.finditer(dlow)], key=lambda m: m.start())
         if near:
             s.kv_dtype = self._last_of(self._dtypes, near[-1].group(1))
             # the model's own dtype is the last one said elsewhere ("bf16 ..., KV cache a int8")
-            rest = _KV_DTYPE_BEFORE.sub(" ", _KV_DTYPE.sub(" ", low))
+            rest = _KV_DTYPE_BEFORE.sub(" ", _KV_DTYPE.sub(" ", dlow))
             s.dtype = self._last_of(self._dtypes, rest) or s.dtype
-        s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(low)}
-        s.state_dtype = self._state_dtype(chosen) or self._state_dtype(low)
+        s.dtypes_named = {d.name for d, pattern in self._dtypes if pattern.search(dlow)}
+        s.state_dtype = self._state_dtype(chosen) or self._state_dtype(dlow)
         s.optimizer = self._last_of(self._optimizers, chosen) or self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
         s.replicated = _replicated_shape(low)
@@ -629,6 +653,21 @@ class Sizing:
                 if value is not None:
                     out[operand] = value
         return out
+
+    def _without_copies(self, low: str) -> str:
+        """`low` with each copy of the weights kept beside the trained ones ("a bf16 reference model",
+        "rollout용 bf16 웨이트 복사본") and a dtype said just before it blanked (same length): their dtype
+        is the copy's, not the state's."""
+        for cue in WEIGHT_COPIES:
+            for p in self._cues.get(cue, []):
+                for m in list(p.finditer(low)):
+                    start = m.start()
+                    before = low[max(0, start - 14):start]
+                    dtype = max((d.end() for _, dp in self._dtypes for d in dp.finditer(before)), default=None)
+                    if dtype is not None and not before[dtype:].strip(" -_"):
+                        start -= len(before) - min(d.start() for _, dp in self._dtypes for d in dp.finditer(before))
+                    low = f"{low[:start]}{' ' * (m.end() - start)}{low[m.end():]}"
+        return low
 
     def _without_what_worked(self, low: str) -> str:
         """`low` with the sentences that say a model worked blanked (same length), when a model or
@@ -847,6 +886,7 @@ class Sizing:
             if per_slice is not None:
                 lines.insert(lines.index(state) + 1, per_slice)
         lines = self._left_after(text, earlier, lines, language)
+        lines = self._kv_beside_state(text, earlier, lines, language)
         lines = self._data_on_host(text, earlier, lines, language)
         lines = self._tensor_part(text, lines, language)
         growth = self._seq_growth(f"{earlier}\n{text}" if earlier else text, text, language)
@@ -2173,6 +2213,33 @@ class Sizing:
                             sources=["computed"], cite=weights.cite)
         return [line, *(a for a in lines if a is not weights)]
 
+    def _kv_beside_state(self, turn: str, earlier: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
+        """"and with a KV cache (28 layers, ..., 64 sequences) too, how much is left per chip?" in a
+        conversation sizing a training state: the cache's share per device beside the state's (and its
+        weight copies'), what is left of each device, first."""
+        kv = next((a for a in lines if a.subject == "kv_cache" and a.value_bytes), None)
+        if kv is None or "left" not in self.read(turn).cues:
+            return lines
+        both = f"{earlier}\n{turn}" if earlier else turn
+        s = self.read(both)
+        if not s.values.get("batch") or not s.device_memory or s.gpu:  # (without a batch the line is per sequence)
+            return lines
+        state = next((a for a in lines if a.subject == "training_state" and a.value_bytes), None) or next(
+            (a for a in self._answer(both, language, True, turn=turn) if a.subject == "training_state" and a.value_bytes),
+            None)
+        if state is None:
+            return lines
+        devices, memory = s.devices or 1, s.device_memory
+        per_state, per_kv = state.value_bytes / devices, kv.value_bytes / devices
+        need = per_state + per_kv
+        values = dict(kv=format_bytes(per_kv), state=format_bytes(per_state), memory=format_bytes(memory))
+        text = (self._msg("state_kv_left", language, left=format_bytes(memory - need), **values) if need <= memory
+                else self._msg("state_kv_over", language, need=format_bytes(need), over=format_bytes(need - memory),
+                               **values))
+        line = FigureAnswer(kind=KIND, subject="state_kv_left", text=text,
+                            value_bytes=int(memory - need), sources=["computed"], cite=TRAINING_CITE)
+        return [line, *lines]
+
     def _data_on_host(self, turn: str, earlier: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
         """A dataset put on the GPU whole that is larger than the card: no pool share fits it; the data
         stays on the host and goes over one batch at a time (with what a batch of rows takes)."""
@@ -2470,6 +2537,13 @@ class Sizing:
                 need, total = need + params * ema_bytes, total + params * ema_bytes
                 parts.append(self._msg("training_ema", language, ema=format_bytes(params * ema_bytes), params=count,
                                        bytes=ema_bytes, need=format_bytes(need)))
+            copies = [c for c in WEIGHT_COPIES if c in s.cues]
+            if copies:  # "and a bf16 reference model too": another bfloat16 copy of the weights each
+                extra = params * 2 * len(copies)
+                need, total = need + extra, total + extra
+                what = _NAME_SEPARATOR.get(language, ", ").join(self._msg(f"copy_{c}", language) for c in copies)
+                parts.append(self._msg("training_copies", language, copies=len(copies), what=what, params=count,
+                                       extra=format_bytes(extra), need=format_bytes(need)))
             # a log of the user's own run and a model known by its name only, its state sharded to a
             # small share of each device: the log says what fills the device, not this arithmetic
             if (s.from_log and "params" in s.from_model and devices > 1 and "optimizer_state" not in s.cues
@@ -3828,7 +3902,9 @@ class Sizing:
         shape = dict(layers=_num(layers), seq=_num(seq), kv_heads=_num(heads), head_dim=_num(head_dim),
                      bytes=_num(dtype_bytes), dtype=dtype_name)
         per_seq = 2 * layers * seq * heads * head_dim * dtype_bytes
-        afford = self._max_batch(s, language, per_seq, seq)
+        # (what the weights alone leave for the cache is not what a training conversation has left:
+        # the state beside it says that)
+        afford = [] if "training" in s.cues and s.optimizer is not None else self._max_batch(s, language, per_seq, seq)
         if held:  # the cache's own budget per device decides how many fit, not the weights
             afford = held
         if not batch:  # what each sequence of the batch costs: the batch the asker can afford follows
@@ -4002,6 +4078,7 @@ _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|woll
                    r"만 |만\)|원해|चाहता|चाहिए|सिर्फ़|أريد|فقط|يحجز")
 #: between the items of a list in one sentence
 _LIST_SEPARATOR = {"zh": "；", "ja": "、", "ar": "؛ ", "fr": " ; "}
+_NAME_SEPARATOR = {"zh": "、", "ja": "、", "ar": "، "}
 _MIB = re.compile(r"(?<![a-z0-9_.])(\d{1,6}(?:\.\d+)?)\s*(?:mib|mb|мб|миб)(?![a-z0-9_])")
 #: what a mapped function makes for each element ("an intermediate of (1024,) float32 per point")
 _PER_ITEM_SHAPE = re.compile(

@@ -2280,3 +2280,22 @@ def test_a_key_said_twice_in_a_catalogue_file_is_refused_not_silently_replaced(t
         read_yaml(path)
     path.write_text("cues:\n  inference: ['serve']\n  training: ['train']\n", encoding="utf-8")
     assert read_yaml(path)["cues"]["training"] == ["train"]
+
+
+def test_a_stated_count_wins_over_the_nominal_size_said_again_and_weight_copies_join_the_state():
+    # "Qwen-1.5B (about 1.78B params) ... why doesn't the 1.5B one fit?": 1.78B; a bf16 reference model is
+    # one more copy of the weights, the rollout engine's bf16 copy another
+    first = ("GRPO on a v5e-4: DeepSeek-R1-Distill-Qwen-1.5B (about 1.78B params), full fine-tune with AdamW, "
+             "f32 master weights, and a bf16 reference model loaded too. Why doesn't the 1.5B one fit? GiB per chip?")
+    assert SIZING.read(first).values["params"] == 1.78e9
+    assert SIZING.read("a 1.5B params model; what about a 1.8B one?").values["params"] == 1.8e9
+    state = {a.subject: a.text for a in SIZING.answer(first, "en", True)}["training_state"]
+    assert "1.78B parameters × 16 B" in state and "26.52 GiB" in state and "1 × 1.78B × 2 B = 3.32 GiB" in state
+    later = ("then both on all 4 chips, the rollout bf16 weight copy split over the 4 chips too, and a KV cache "
+             "(28 layers, KV heads 2, head_dim 128, bf16, max len 4096, 64 concurrent sequences): how much is left per chip?")
+    lines = SIZING.answer(later, "en", asked=True, earlier=first)
+    assert lines[0].subject == "state_kv_left", [a.subject for a in lines]
+    # (26.52 + 2 × 3.32) / 4 = 8.29 GiB, the cache 7.00 / 4 = 1.75 GiB: 15.75 - 10.04 = 5.71 GiB left
+    assert "1.75 GiB per device beside the 8.29 GiB" in lines[0].text and "5.71 GiB is left" in lines[0].text
+    kv = next(a.text for a in lines if a.subject == "kv_cache")
+    assert "= 7.00 GiB" in kv and "sequences fit" not in kv  # (not what the weights alone would leave)
