@@ -234,7 +234,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
-               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "channels", "mem_utilization",
+               "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "logits_chunk", "channels", "mem_utilization",
                "reserve", "checkpoints", "topk", "page_size", "kv_budget")
 
 
@@ -509,15 +509,16 @@ class Sizing:
         # a mixture of experts' active count ("190B total (19B active)") is not the model's size: the
         # total is what its weights and state take
         sizes_text = _ACTIVE_PARAMS.sub(lambda m: " " * len(m.group(0)), sizes_text)
-        # a paged cache's page ("páginas de 16 tokens", "page_size 16") is not a sequence's length:
-        # read, then left out of every other quantity's text
-        page = _last(self._quantities.get("page_size", []), sizes_text)
-        if page is not None and page[1] > 0:
-            s.values["page_size"] = page[1]
-            for _, compiled in self._quantities["page_size"]:
-                sizes_text = compiled.sub(lambda m: " " * len(m.group(0)), sizes_text)
+        # a paged cache's page ("páginas de 16 tokens", "page_size 16") and a chunked loss's chunk
+        # ("chunk = 1024 tokens") are not a sequence's length: read, then left out of every other quantity's text
+        for name in _TOKEN_PARTS:
+            part = _last(self._quantities.get(name, []), sizes_text)
+            if part is not None and part[1] > 0:
+                s.values[name] = part[1]
+                for _, compiled in self._quantities[name]:
+                    sizes_text = compiled.sub(lambda m: " " * len(m.group(0)), sizes_text)
         for name, patterns in self._quantities.items():
-            if name == "page_size":
+            if name in _TOKEN_PARTS:
                 continue
             # (a setting said in the sentence about what worked is still the setting: "0.98 worked for them")
             hit = _last(patterns, low if name in _SETTING_QUANTITIES else sizes_text)
@@ -983,6 +984,10 @@ class Sizing:
         experts = self._experts(s, language)
         if experts is not None:  # a mixture of experts' weights: the experts first, the rest beside them
             out = [experts, *[a for a in out if a.subject != "weights"]]
+        logits = next((a for a in out if a.subject == "logits"), None)
+        if logits is not None and "logits" in turn_cues and not {"optimizer_state", "full_training"} & turn_cues:
+            # "full logits [batch, seq, vocab] in fp16 are 20GB, right?": those, not the model's weights or state
+            out = [logits, *(a for a in out if a.subject not in ("logits", "weights", "training_state"))]
         kept = self._policy_weight_dots(turn_cues, s, language)
         if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
             return [kept]
@@ -3434,6 +3439,17 @@ class Sizing:
                                    indices=format_bytes(indices)))
         elif s.device_memory:
             parts.append(self._share(s, size, language))
+        tensor_parallel = v.get("model_axis") or (s.devices if "shard_asked" in s.cues else None)
+        if tensor_parallel and tensor_parallel > 1 and "global_batch" not in s.cues:
+            # "TP=8: and per GPU?": the logits split along the vocabulary, or whole where they are gathered
+            parts.append(self._msg("logits_sharded", language, devices=_num(tensor_parallel),
+                                   per_device=format_bytes(size / tensor_parallel), logits=format_bytes(size)))
+        chunk = v.get("logits_chunk")
+        if chunk and chunk < batch * seq:  # "a chunked lm-head, 1024 tokens a chunk: how much do I save?"
+            tile = chunk * vocab * dtype_bytes
+            parts.append(self._msg("logits_chunked", language, chunk=_num(chunk), vocab=_num(vocab),
+                                   bytes=_num(dtype_bytes), tile=format_bytes(tile), logits=format_bytes(size),
+                                   saving=format_bytes(size - tile)))
         tiles = int(v.get("vocab_tiles") or 0)
         if tiles > 1:  # MaxText's num_vocab_tiling: the loss over that many tiles of the tokens
             parts.append(self._msg("logits_tiles", language, tiles=tiles, tokens=_num(batch * seq / tiles),
@@ -4079,6 +4095,8 @@ _WISH = re.compile(r"want|should|only|just|limit|cap(?![a-z])|reserve|allot|woll
 #: between the items of a list in one sentence
 _LIST_SEPARATOR = {"zh": "；", "ja": "、", "ar": "؛ ", "fr": " ; "}
 _NAME_SEPARATOR = {"zh": "、", "ja": "、", "ar": "، "}
+#: counts of tokens that are a part of a sequence, not its length: read first, then masked
+_TOKEN_PARTS = ("page_size", "logits_chunk")
 _MIB = re.compile(r"(?<![a-z0-9_.])(\d{1,6}(?:\.\d+)?)\s*(?:mib|mb|мб|миб)(?![a-z0-9_])")
 #: what a mapped function makes for each element ("an intermediate of (1024,) float32 per point")
 _PER_ITEM_SHAPE = re.compile(

@@ -2241,7 +2241,7 @@ def test_logits_kept_while_sampling_are_not_a_loss_s_and_the_top_k_kept_instead_
              "vocab 262144, float32. How big is that buffer?")
     lines = {a.subject: a for a in SIZING.answer(first, "en", asked=True)}
     assert "= 16.00 GiB" in lines["logits"].text and "cross-entropy" not in lines["logits"].text
-    assert "2 B (bfloat16)" in lines["weights"].text  # the float32 said is the logits', not the weights'
+    assert "weights" not in lines  # the buffer asked about, not the model's weights beside it
     turn = "and if we keep only the top-20 logits and their int32 indices?"
     (line,) = [a for a in SIZING.answer(turn, "en", asked=True, earlier=first) if a.subject == "logits"]
     # 8 × 2048 × 20 × (4 + 4) B = 2.5 MiB
@@ -2299,3 +2299,22 @@ def test_a_stated_count_wins_over_the_nominal_size_said_again_and_weight_copies_
     assert "1.75 GiB per device beside the 8.29 GiB" in lines[0].text and "5.71 GiB is left" in lines[0].text
     kv = next(a.text for a in lines if a.subject == "kv_cache")
     assert "= 7.00 GiB" in kv and "sequences fit" not in kv  # (not what the weights alone would leave)
+
+
+def test_logits_asked_come_first_split_over_tensor_parallel_devices_and_in_chunks():
+    # "full logits [batch, seq, vocab] fp16 are 20GB, right? per GPU?" at TP=8: those, not the weights
+    first = ("serving Qwen3-4B-Instruct-2507 in JAX, TP=8 on 8x A100-40GB. prefill BS=16, seq 4k, vocab ~152k "
+             "(exact 151936). the PR says the full logits [batch, seq, vocab] in fp16 are 20GB. right? and per GPU?")
+    assert SIZING.read(first).values["vocab"] == 151936
+    lines = SIZING.answer(first, "en", True)
+    assert lines[0].subject == "logits" and "weights" not in {a.subject for a in lines}
+    assert "16 × 4096 tokens × vocabulary 151936 × 2 B" in lines[0].text and "= 18.55 GiB" in lines[0].text
+    assert "2.32 GiB per device" in lines[0].text  # 18.55 / 8
+    # training, f32 loss, a chunked lm-head of 1024 tokens: one chunk's logits against the whole
+    later = ("ok but training needs all the logits. my micro-batch is 4 x 8192 tokens and the loss is in f32. "
+             "with a chunked lm-head, chunk = 1024 tokens, how much memory do I save?")
+    said = SIZING.read(f"{first}\n{later}")
+    assert said.values["seq"] == 8192 and said.values["logits_chunk"] == 1024
+    logits = next(a.text for a in SIZING.answer(later, "en", asked=True, earlier=first) if a.subject == "logits")
+    assert "4 × 8192 tokens × vocabulary 151936 × 4 B (float32) = 18.55 GiB" in logits
+    assert "1024 × 151936 × 4 B = 593.50 MiB instead of 18.55 GiB: 17.97 GiB less" in logits
