@@ -302,6 +302,11 @@ class Figures:
         return [self._short(a, language) for a, _ in self._answers
                 if any(m in log for m in a.log_markers)]
 
+    def replaced_by(self, ids: set[str]) -> set[str]:
+        """The short answers that any of `ids` replaces (their `unless` names one): a log's own
+        answer ("JIT session error") replaces the general one the question's words matched."""
+        return {a.id for a, _ in self._answers if ids.intersection(a.unless)}
+
     def follow_up_answers(self, subject: str, question: str, language: str) -> list[FigureAnswer]:
         """Short answers that a follow-up asks for in its conversation's terms ("and which policy
         keeps the matmuls?" after a remat question): those that match the subject and the

@@ -413,7 +413,9 @@ class Assistant:
                        if f.snippet else f for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
-            figures += [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
+            logged = [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
+            gone = self.parts.figures.replaced_by({f.subject for f in logged})  # (their `unless`, as for the question's)
+            figures = [f for f in figures if not (f.kind == ANSWER and f.subject in gone)] + logged
         # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").

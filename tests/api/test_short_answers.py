@@ -281,6 +281,14 @@ CASES = [
      "en", "init_without_input", "jax.eval_shape(net.init"),
     ("net.init(rng, x) に巨大なダミー入力を渡すとメモリ不足になります。入力なしでパラメータだけ初期化できますか？", "ja",
      "init_without_input", "jax.ShapeDtypeStruct(shape, dtype)"),
+    # the residuals a checkpointed model keeps, asked by name: the function that lists them
+    ("I wrapped my transformer blocks in jax.checkpoint and the peak went up. Is there a JAX function that tells "
+     "me which residuals are saved for the backward pass, with their shapes and source lines?", "en",
+     "saved_residuals", "print_saved_residuals"),
+    # growth with shapes that change, asked for one call that clears what jit keeps
+    ("Mein Loop ruft eine jit-Funktion mit Eingaben auf, deren Formen sich ständig ändern (unterschiedliche Formen "
+     "in jedem Schritt), und der Speicher wächst. Welcher eine Aufruf leert alle Compilation-Caches?", "de",
+     "compile_cache_growth", "jax.clear_caches()"),
 ]
 
 
@@ -852,3 +860,32 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
     assert second["follow_up"] and "```python" in second["answer"]
     assert 'free = min(s.get("bytes_limit", 0) - s.get("bytes_in_use", 0) for s in stats)' in second["answer"]
     assert "page_size = " in second["answer"] and ", 32  # your model's figures here" in second["answer"]
+
+
+@pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits"])
+def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
+    # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
+    import jax
+    item = next(a for a in FIGURES.data.answers if a.id == answer_id)
+    caplog.set_level("WARNING")
+    try:
+        exec(compile(item.snippet, answer_id, "exec"), {"__name__": "snippet"})  # noqa: S102 (the catalogue's own code)
+    finally:
+        jax.config.update("jax_log_compiles", False)  # (the snippet turns it on for the process)
+    out = capsys.readouterr()
+    if answer_id == "saved_residuals":
+        assert "from the argument w" in out.out and "output of dot_general" in out.out
+    if answer_id == "compile_cache_growth":  # 1000 sizes padded to 128-row buckets: 8 compiles of `total`
+        assert 1 <= caplog.text.count("Compiling jit(total)") <= 8, caplog.text[-500:]
+
+
+def test_a_log_s_own_short_answer_replaces_the_general_one_the_question_matched(client):
+    # "JIT session error: Cannot allocate memory" on the CPU after thousands of shapes: the compiled programs,
+    # not "almost always arrays you still reference"
+    body = _ask(client, {"question": "Sur CPU mon script appelle jnp.dot des milliers de fois avec des tailles différentes "
+                                     "et la mémoire augmente jusqu'au crash, pourquoi ?",
+                         "error_log": "JIT session error: Cannot allocate memory\nINTERNAL: Failed to materialize symbols: "
+                                "{ (main, { main }) }"})
+    assert body["language"] == "fr" and body["grounded"]
+    assert "jax.clear_caches()" in body["answer"].split("```")[0]
+    assert "presque toujours des tableaux" not in body["answer"]
