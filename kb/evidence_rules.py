@@ -599,7 +599,8 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     if isinstance(live_out, int) and isinstance(parameters, int) and parameters > 0:
         out["live_out_parameter_ratio"] = round(live_out / parameters, 1)  # (a rollout's every step returned)
     devices, arguments = out.get("devices_named"), out.get("argument_bytes")
-    if _holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices):
+    if (_holds_whole_batch(out.get("largest_allocation_shape"), out.get("batch_named"), devices)
+            and out.get("batch_per_device_named") != out.get("batch_named")):  # (each device's batch, as said)
         out["largest_holds_whole_batch"] = True
     unaliased = out.get("output_unaliased_bytes")
     if isinstance(unaliased, int) and isinstance(arguments, int) and arguments > 0:

@@ -966,6 +966,12 @@ def test_a_batch_said_per_device_or_already_split_is_not_called_replicated(clien
     assert "largest_holds_whole_batch" not in one_device.facts
     split = ask(client, "8 chips, global batch 256, why OOM?", REPLICATED_BATCH_LOG)
     assert "largest_holds_whole_batch" not in split.facts and "replicated" not in (split.verdict or "")
+    # each device's batch said before the word batch, in Arabic and English
+    each = ask(client, "درّبت على TPU v5e-8 بشكل data parallel، كل جهاز عليه batch 32 و seq 4096، ليش OOM؟",
+               REPLICATED_BATCH_LOG)
+    assert each.facts["batch_per_device_named"] == 32 and "largest_holds_whole_batch" not in each.facts
+    each_en = ask(client, "v5e-8 data parallel, each chip gets a batch of 32, why OOM?", REPLICATED_BATCH_LOG)
+    assert "largest_holds_whole_batch" not in each_en.facts
 
 
 # jax.hessian of a pairwise energy over 1000 particles (x: f32[1000,3]): forward mode over reverse
