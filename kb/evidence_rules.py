@@ -80,8 +80,9 @@ class Rule(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     snippets: dict[str, list[SnippetFill]] = Field(default_factory=dict)
     supersedes: list[str] = Field(default_factory=list, description=(
-        "lines of arithmetic on the question's figures (kb/sizing.py subjects) that the rule's "
-        "measured figures contradict (\"the pool is full\" beside a pool with room) or say again: left out"))
+        "lines of arithmetic on the question's figures (kb/sizing.py subjects), or short answers "
+        "(figures.yaml ids), that the rule's measured figures contradict (\"the pool is full\" beside a pool "
+        "with room) or say again: left out"))
     settles: list[str] = Field(default_factory=list, description=(
         "what the asker tried (intents.yaml `tried` ids) that the verdict already judges: its general "
         "explanation is not shown beside it"))
@@ -397,6 +398,19 @@ def _pool_cap(facts: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _remat_over_pool(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """XLA's rematerialization warning with a peak above JAX's pool on the card named: by how much,
+    and the smallest fraction (steps of .05, a little room) whose pool holds it (absent above .95)."""
+    need, pool, card = (facts.get(k) for k in ("remat_reduced_to_bytes", "gpu_pool_bytes", "gpu_memory_named_bytes"))
+    if not all(isinstance(v, int) and v > 0 for v in (need, pool, card)) or not pool < need <= card:
+        return {}
+    out: dict[str, Any] = {"remat_over_pool_bytes": need - pool}
+    fraction = math.ceil((need / card + 0.03) * 20) / 20
+    if fraction <= MOST_POOL_SHARE:
+        out.update(remat_fraction_to_fit=f"{fraction:.2f}".lstrip("0"), remat_pool_at_fraction_bytes=int(fraction * card))
+    return out
+
+
 def _outside_framework(facts: Mapping[str, Any]) -> dict[str, Any]:
     """Another framework's OOM (PyTorch's): the device memory held outside that framework's own
     allocator, and the pool JAX would take by default on that card (75 %). PyTorch's newer message
@@ -572,6 +586,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         limit = out.get("pool_limit_bytes")
         if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
             out["gpu_pool_bytes"] = limit
+    out.update(_remat_over_pool(out))
     asked, block = out.get("requested_bytes"), out.get("available_bytes")
     if out.get("memory_space") == "shared" and isinstance(asked, int) and isinstance(block, int) and asked > block > 0:
         out["shared_short_bytes"] = asked - block  # what a thread block's shared memory lacks

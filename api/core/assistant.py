@@ -460,6 +460,8 @@ class Assistant:
         if own_code:  # code made from the asker's own arrays and devices is the code asked for, not a stock example
             figures = [f for f in figures if not (f.kind == ANSWER and f.snippet)]
         sizes = [a for a in sizes if a.subject not in outcome.superseded]
+        # (a short answer the verdict replaces: "memory outside the pool" where the step is over the pool itself)
+        figures = [f for f in figures if not (f.kind == ANSWER and f.subject in outcome.superseded)]
         if measured and not asked_size and any(facts.get(k) for k in PROGRAM_FIGURES):
             # a log's own sizes of the program: an estimate of the model's state is beside them (a log
             # with only the failed request, "32.00MiB on device ordinal 0", does not size the program:

@@ -1557,6 +1557,25 @@ def test_a_remat_warning_whose_peak_is_more_than_the_whole_card_says_no_fraction
     assert "18.00 GiB" in r.verdict and "Other GPUs in the machine do not add to it" in r.verdict
 
 
+def test_a_remat_peak_above_the_pool_but_within_the_card_says_by_how_much_and_no_smaller_pool(client):
+    # the kernel that cannot load afterwards is that overflow, not memory outside the pool
+    log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 50.00GiB (53687091200 bytes) by "
+           "rematerialization; only reduced to 66.00GiB (70866960384 bytes), down from 70.00GiB (75161927680 bytes) "
+           "originally\nE pjrt_stream_executor_client.cc:3077] Execution of replica 0 failed: RESOURCE_EXHAUSTED: "
+           "Failed to load in-memory CUBIN (compiled for a different GPU?).: CUDA_ERROR_OUT_OF_MEMORY: out of memory")
+    r = ask(client, "8 ranks FSDP, nvidia-smi says 81559MiB per GPU, no env vars set. it dies on step 1 with this, why?",
+            error_log=log)
+    # 81559 MiB = 79.65 GiB; its default pool 59.74 GiB; 66.00 - 59.74 = 6.26 GiB over; (66/79.65 + .03) -> .90
+    assert r.facts["gpu_memory_named_bytes"] == 81559 << 20
+    assert r.verdict.startswith("The step needs about 66.00 GiB at its peak") and "59.74 GiB, by 6.26 GiB" in r.verdict
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION=.90" in r.verdict
+    assert "lower `XLA_PYTHON_CLIENT_MEM_FRACTION` (e.g. .7)" not in r.answer  # (the short answer it replaces)
+    # above .95 of the card: the step must need less, no fraction is offered
+    big = log.replace("66.00GiB (70866960384 bytes)", "77.00GiB (82678120448 bytes)")
+    r = ask(client, "nvidia-smi says 81559MiB per GPU, it dies on step 1 with this, why?", error_log=big)
+    assert "no `XLA_PYTHON_CLIENT_MEM_FRACTION` up to .95 holds it" in r.verdict
+
+
 def test_the_scheduler_line_beside_the_allocator_s_keeps_the_failed_request_apart(client):
     # the scheduler's inputs-and-outputs figure is not the allocation that failed after it
     log = ("E external/xla/xla/service/gpu/gpu_hlo_schedule.cc:795] The byte size of input/output arguments "
