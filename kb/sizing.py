@@ -991,7 +991,8 @@ class Sizing:
         kept = self._policy_weight_dots(turn_cues, s, language)
         if kept is not None:  # "and with dots_with_no_batch_dims_saveable, how much more?"
             return [kept]
-        line = self._batch_line(text, s, language) or self._count_line(text, turn or text, s, language)
+        line = (self._batch_line(text, s, language) or self._count_line(text, turn or text, s, language)
+                or self._noun_line(turn or text, language))
         if line is not None:  # "what per-device batch fits, from these two measurements?"
             return [line]
         tensor = self._tensor(text, s, language)
@@ -1328,6 +1329,41 @@ class Sizing:
         text_ = text_.replace(" . ", " ").replace(". .", ".").replace("。。", "。")
         return FigureAnswer(kind=KIND, subject="count_line", text=text_, value_bytes=int(t2 * (1 << 30)),
                             sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _noun_line(self, text: str, language: str) -> FigureAnswer | None:
+        """Memory measured at two counts of one thing the text names ("with 1000 synapses the first run
+        takes 7.8 GB, with 2000 already 16 GB, and with 3000 it hangs"): the line through them, per unit
+        of that thing, and at each larger count said the same way."""
+        plain = _plain_digits(text or "").replace(",", ".")
+        low = plain.lower()
+        pairs: dict[int, float] = {}
+        lead, noun = None, None
+        for m in _NOUN_PEAK.finditer(low):
+            n, gb = int(m.group(2)), float(m.group(4))
+            if noun is None and m.group(3):  # (the thing as written: "Synapsen")
+                lead, noun = m.group(1), plain[m.start(3):m.end(3)] if len(plain) == len(low) else m.group(3)
+            if lead is not None and m.group(1) == lead:  # said the same way ("mit 1000 ..., mit 2000 ...")
+                pairs.setdefault(n, gb)
+        line = _line_through(pairs)
+        if noun is None or line is None or len(pairs) < 2:
+            return None
+        b1, t1, b2, t2, slope, fixed = line
+        if fixed < -0.1 * t1:  # (not a line through its origin or above it: two unrelated figures)
+            return None
+        asked = [int(m.group(1)) for m in re.finditer(rf"(?<![a-z]){re.escape(lead)}\s+(\d{{2,7}})(?![\d.])", low)]
+        asked = [v for v in dict.fromkeys(asked) if v not in pairs]
+        gib = lambda x: format_bytes(x * (1 << 30))  # noqa: E731
+        rows = [self._msg("count_line_open_row", language, value=_num(v), peak=gib(fixed + slope * v)) for v in asked]
+        key = "count_line_open" if fixed >= 0.02 * t1 else "count_line_open_through_zero"
+        text_ = self._msg(key, language, name=noun, b1=_num(b1), t1=gib(t1), b2=_num(b2), t2=gib(t2),
+                          slope=gib(slope), fixed=gib(max(fixed, 0)),
+                          rows=_LIST_SEPARATOR.get(language, "; ").join(rows) or _NO_ROWS)
+        if not rows:  # no other count said: the sentence ends before its rows
+            at = text_.index(_NO_ROWS)
+            cut = max(text_.rfind(c, 0, at) for c in (";", "；", "؛", "。"))
+            text_ = text_[:cut] + {"zh": "。", "ja": "。", "hi": "।"}.get(language, ".")
+        return FigureAnswer(kind=KIND, subject="count_line", text=text_,
+                            value_bytes=int(t2 * (1 << 30)), sources=["computed"], cite=ANALYSIS_CITE)
 
     def _batch_line_peaks(self, s: Stated, language: str, b1: int, t1: float, b2: int, t2: float,
                           slope: float, fixed: float) -> FigureAnswer | None:
@@ -4139,6 +4175,11 @@ _BARE_BYTES = re.compile(r"(?<![\d.,\w])(\d{9,13})(?![\d.\w])(?!\s*(?:kib|mib|gi
 _COUNT_NAMES = (r"(?:n_steps|num_steps|rollout_steps|steps|n_layers|num_layers|layers|seq_len|seq|length|iterations|iters|"
                 r"unroll|ステップ数|步数|스텝 수|шаг\w*)")
 _COUNT_NAMED = re.compile(rf"(?<![a-z])({_COUNT_NAMES})\s*[=:]?\s*\d")
+#: a count said with a word before it and the memory measured there ("mit 1000 Synapsen ... 7.8 GB",
+#: "with 2000 already 16 GB"): (that word, the count, the thing counted if named, the GB)
+_NO_ROWS = "\x00"  # (a placeholder for rows that are not there)
+_NOUN_PEAK = re.compile(r"(?<![\w.])([^\W\d_]{2,8})\s+(\d{2,7})(?![\d.])(?:\s+([^\W\d_]{4,20}))?[^\d\n]{0,40}?"
+                        r"(\d+(?:\.\d+)?)\s*(?:gib|gb|go|гб)(?![a-z])")
 _COUNT_PEAK = re.compile(r"(?<![\w.])(\d{1,6})(?!\d|\.\d)\s*(?:steps?|ステップ|步|스텝)?\s*(?:で|では|に|에서|时|時|at|:|->|→|=>|,|、)?\s*"
                          r"(?:の|的)?\s*(?:peak\w*|ピーク|峰值|피크|пик)?\s*(?:は|が|=|:|of|is|at|de|von|à|a|в)?\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z])")
 _COUNT_ASKED = re.compile(rf"{_COUNT_NAMES}\s*[=:]?\s*(\d{{1,6}})(?!\d|\.\d)|(?<![\w.])(\d{{1,6}})\s*(?:steps|ステップ|步|스텝|шаг\w*)")

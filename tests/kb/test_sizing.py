@@ -2318,3 +2318,19 @@ def test_logits_asked_come_first_split_over_tensor_parallel_devices_and_in_chunk
     logits = next(a.text for a in SIZING.answer(later, "en", asked=True, earlier=first) if a.subject == "logits")
     assert "4 × 8192 tokens × vocabulary 151936 × 4 B (float32) = 18.55 GiB" in logits
     assert "1024 × 151936 × 4 B = 593.50 MiB instead of 18.55 GiB: 17.97 GiB less" in logits
+
+
+def test_memory_measured_at_two_counts_of_a_named_thing_gives_the_line_and_the_count_said_next():
+    # "with 1000 synapses 7.8 GB, with 2000 already 16 GB, with 3000 it hangs": 8.4 MiB each, 3000 about 24.20 GiB
+    q = ("jit + vmap over the stimuli with batch 100, checkpointing is on. with 1000 synapses the first run takes "
+         "7,8 GB, with 2000 already 16 GB, and with 3000 it hangs for 20 minutes. what else can I do?")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "count_line"]
+    assert "(1000: 7.80 GiB, 2000: 16.00 GiB)" in line.text and "8.40 MiB for each one" in line.text
+    assert "at 3000: about 24.20 GiB" in line.text
+    # a fixed part where the line does not go through zero, and no row where no other count is said
+    (other,) = [a for a in SIZING.answer("mit 10 Umgebungen 6 GB, mit 20 Umgebungen 10 GB", "de", asked=True)
+                if a.subject == "count_line"]
+    assert "etwa 409.60 MiB pro Stück plus 2.00 GiB" in other.text and "bei" not in other.text
+    # two figures that are not one thing counted twice: nothing
+    assert not [a for a in SIZING.answer("on 8 GPUs 80 GB each, with 4 of them 40 GB", "en", asked=True)
+                if a.subject == "count_line"]
