@@ -106,6 +106,9 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
     # a Korean wish ("want to use") is not a use
     ("ko", "nnx.scan으로 layer stack 하려면 어떻게 해요? remat(checkpoint)도 같이 쓰고 싶은데 코드 예시 있나요?", []),
     ("ko", "배치를 줄이고 remat도 쓰고 있는데 여전히 OOM이에요", ["batch", "remat"]),
+    # what came of it after a dash is its own clause: "без разницы" does not negate the try
+    ("ru", "брал куда меньший кусок датасета — без разницы", ["smaller_dataset"]),
+    ("en", "I tried a much smaller subset of the dataset, same OOM", ["smaller_dataset"]),
 ])
 def test_what_was_tried_is_read_in_the_past_only(language, text, tried):
     assert analyse(text, language).tried == tried
