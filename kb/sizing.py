@@ -2398,7 +2398,8 @@ class Sizing:
         counts = [int(float(m.group(1))) for _, c in patterns for m in c.finditer(whole.lower())]
         before = [n for n in counts if n != k and n >= 1]
         micro = batch / k
-        devices = s.devices if s.devices and s.devices > 1 else None
+        # (a setup compared with, "tested on 8x V100", is not the asker's own one device)
+        devices = s.devices if s.devices and s.devices > 1 and "one_device_only" not in s.cues else None
         if devices:
             parts = [self._msg("microbatches", language, batch=batch, k=k, micro=_num(round(micro, 2)),
                                devices=devices, per_device=_num(round(micro / devices, 2)))]

@@ -2334,3 +2334,12 @@ def test_memory_measured_at_two_counts_of_a_named_thing_gives_the_line_and_the_c
     # two figures that are not one thing counted twice: nothing
     assert not [a for a in SIZING.answer("on 8 GPUs 80 GB each, with 4 of them 40 GB", "en", asked=True)
                 if a.subject == "count_line"]
+
+
+def test_microbatch_counts_worked_out_or_set_against_another_on_the_asker_s_one_device():
+    # the README's 8x V100 is not the asker's one V100; "$((8*16)), i.e. 128 ... why 128 and not 64?"
+    q = ("vit_jax defaults are --batch 512 and --accum_steps 8, tested on a host with 8x V100 16G. I only have one V100. "
+         "The maintainer suggested --accum_steps=$((8*16)), i.e. 128. Why 128 and not 64? What is the micro-batch?")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "microbatches"]
+    assert "512 examples in 64 microbatches are 8 per microbatch (divide by the devices" in line.text
+    assert "from 128 to 64 microbatches" in line.text.lower() and "from 4 to 8" in line.text
