@@ -3714,9 +3714,14 @@ class Sizing:
         workers with 0.1 each): each pool, and for each count of processes said, whether their pools and
         CUDA contexts fit the card; the most that fit."""
         counts = _process_counts(text or "")
-        if not (s.gpu and s.card_memory and s.pool_share and counts) or len(counts) > 4:
+        # (a share proposed for each of them counts too: "if I set 0.08 for each worker, do the 12 fit?")
+        low = (text or "").lower()
+        proposed = (_fractions_named(text, self._cues.get("mem_fraction", []))
+                    if _EACH.search(low) and _WORKERS.search(low) else [])
+        share = s.pool_share or (proposed[-1] if proposed else None)
+        if not (s.gpu and s.card_memory and share and counts) or len(counts) > 4:
             return None
-        card, share = s.card_memory, s.pool_share
+        card = s.card_memory
         per = share * card
         rows = []
         for n in counts:
@@ -4178,6 +4183,9 @@ _COUNT_NAMES = (r"(?:n_steps|num_steps|rollout_steps|steps|n_layers|num_layers|l
 _COUNT_NAMED = re.compile(rf"(?<![a-z])({_COUNT_NAMES})\s*[=:]?\s*\d")
 #: a count said with a word before it and the memory measured there ("mit 1000 Synapsen ... 7.8 GB",
 #: "with 2000 already 16 GB"): (that word, the count, the thing counted if named, the GB)
+#: one value for each of several ("0.08 pour chaque worker", "0.1 each", "je 0,1")
+_EACH = re.compile(r"(?<![a-z])(?:each|every|per (?:worker|process)|chaque|cada|jede[nrs]?|je |каждо\w*|на (?:воркер|процесс)|每个|每|各|각|हर|لكل|كل )")
+_WORKERS = re.compile(r"(?:worker|xdist|pytest|воркер|ワーカー|워커)")
 _NO_ROWS = "\x00"  # (a placeholder for rows that are not there)
 _NOUN_PEAK = re.compile(r"(?<![\w.])([^\W\d_]{2,8})\s+(\d{2,7})(?![\d.])(?:\s+([^\W\d_]{4,20}))?[^\d\n]{0,40}?"
                         r"(\d+(?:\.\d+)?)\s*(?:gib|gb|go|гб)(?![a-z])")
@@ -4582,6 +4590,8 @@ def _process_count(text: str, ordinals: bool = True) -> int | None:
     found += [(m.start(), _CJK_COUNTS.get(m.group(1)) or int(m.group(1))) for m in _COUNTED_AFTER.finditer(low)
               if (_CJK_COUNTS.get(m.group(1)) or m.group(1).isdigit())]
     found += [(m.start(), _NATIVE_COUNTS[next(g for g in m.groups() if g)]) for m in _NATIVE_COUNT.finditer(low)]
+    if "xdist" in low or "pytest" in low:  # "pytest -n 12": twelve worker processes
+        found += [(m.start(), int(m.group(1))) for m in _XDIST_COUNT.finditer(low) if int(m.group(1)) >= 2]
     # a process by its ordinal counts when it is beyond the count said before it ("3 runs ... a fourth
     # run": 4), not when it names one of them ("3 runs ... the second one crashes")
     for m in _ORDINAL_COUNT.finditer(low) if ordinals else ():

@@ -2343,3 +2343,12 @@ def test_microbatch_counts_worked_out_or_set_against_another_on_the_asker_s_one_
     (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "microbatches"]
     assert "512 examples in 64 microbatches are 8 per microbatch (divide by the devices" in line.text
     assert "from 128 to 64 microbatches" in line.text.lower() and "from 4 to 8" in line.text
+
+
+def test_a_share_proposed_for_each_pytest_worker_is_checked_against_the_card_with_their_contexts():
+    earlier = "une seule RTX 4090, la suite de tests avec pytest -n 12 (pytest-xdist) plante avec CUDA_ERROR_OUT_OF_MEMORY"
+    turn = "Et si je mets XLA_PYTHON_CLIENT_MEM_FRACTION=0.08 pour chaque worker, les 12 tiennent sur la 4090 ?"
+    (line,) = [a for a in SIZING.answer(turn, "fr", asked=True, earlier=earlier) if a.subject == "pool_shares"]
+    # 0.08 × 24 GiB = 1.92 GiB each; 12 × 1.92 = 23.04 GiB of pools, with their contexts over the card
+    assert "1.92 GiB" in line.text and "12 processus : 23.04 GiB de pools" in line.text and "ne tient pas" in line.text
+    assert SIZING.process_count(f"{earlier}\n{turn}") == 12
