@@ -3194,6 +3194,9 @@ class Sizing:
         budgets = [float(m.group(1)) for m in _GB.finditer(low)
                    if not (card and abs(float(m.group(1)) - card) <= 0.02 * card)]
         budgets += [float(m.group(1)) / 1024 for m in _MIB.finditer(low)]  # "at most 256 MiB"
+        given = _BATCH_SIZE_GIVEN.search(low)
+        if shapes and not budgets and given and s.device_memory:  # "lax.map(..., batch_size=64): how much a chunk?"
+            return self._chunk_given(shapes[-1], int(given.group(1)), s, language)
         if not shapes or len(budgets) != 1:
             return None
         dims, budget = shapes[-1], budgets[0] * (1 << 30)
@@ -3215,6 +3218,30 @@ class Sizing:
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="chunks", text=self._join(parts, language), value_bytes=int(rows * row),
+                            sources=["computed"], cite=SLICE_CITE)
+
+    def _chunk_given(self, dims: list[int], rows: int, s: Stated, language: str) -> FigureAnswer | None:
+        """A chunk size given for a written-out shape ("lax.map(..., batch_size=64)" over its first
+        dimension): one chunk's array, against the device's memory alone and two of them alive at once."""
+        if not 1 <= rows < dims[0]:
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        chunk = rows * math.prod(dims[1:]) * dtype_bytes
+        memory = s.device_memory
+
+        def verdict(need: float) -> str:
+            return (self._msg("vmem_fits", language, left=format_bytes(memory - need)) if need <= memory
+                    else self._msg("vmem_over", language, over=format_bytes(need - memory)))
+
+        fit_rows = int(memory // (2 * math.prod(dims[1:]) * dtype_bytes))  # two alive at once, nothing else
+        parts = [self._msg("chunk_given", language, shape="[" + ", ".join(str(d) for d in [rows, *dims[1:]]) + "]",
+                           bytes=_num(dtype_bytes), dtype=dtype_name, chunk=format_bytes(chunk),
+                           memory=s.memory_label or format_bytes(memory), device=s.device or "",
+                           one=verdict(chunk), two=format_bytes(2 * chunk), both=verdict(2 * chunk),
+                           chunks=_num(math.ceil(dims[0] / rows)), fit_rows=_num(max(fit_rows, 0)))]
+        if s.dtype is None:
+            parts.append(self._msg("assumed", language, what="float32"))
+        return FigureAnswer(kind=KIND, subject="chunks", text=self._join(parts, language), value_bytes=int(chunk),
                             sources=["computed"], cite=SLICE_CITE)
 
     def _per_example(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -4186,6 +4213,7 @@ _COUNT_NAMED = re.compile(rf"(?<![a-z])({_COUNT_NAMES})\s*[=:]?\s*\d")
 #: one value for each of several ("0.08 pour chaque worker", "0.1 each", "je 0,1")
 _EACH = re.compile(r"(?<![a-z])(?:each|every|per (?:worker|process)|chaque|cada|jede[nrs]?|je |каждо\w*|на (?:воркер|процесс)|每个|每|各|각|हर|لكل|كل )")
 _WORKERS = re.compile(r"(?:worker|xdist|pytest|воркер|ワーカー|워커)")
+_BATCH_SIZE_GIVEN = re.compile(r"batch_size\s*=\s*(\d{1,6})(?!\d)")
 _NO_ROWS = "\x00"  # (a placeholder for rows that are not there)
 _NOUN_PEAK = re.compile(r"(?<![\w.])([^\W\d_]{2,8})\s+(\d{2,7})(?![\d.])(?:\s+([^\W\d_]{4,20}))?[^\d\n]{0,40}?"
                         r"(\d+(?:\.\d+)?)\s*(?:gib|gb|go|гб)(?![a-z])")

@@ -2352,3 +2352,13 @@ def test_a_share_proposed_for_each_pytest_worker_is_checked_against_the_card_wit
     # 0.08 × 24 GiB = 1.92 GiB each; 12 × 1.92 = 23.04 GiB of pools, with their contexts over the card
     assert "1.92 GiB" in line.text and "12 processus : 23.04 GiB de pools" in line.text and "ne tient pas" in line.text
     assert SIZING.process_count(f"{earlier}\n{turn}") == 12
+
+
+def test_a_chunk_size_given_for_a_written_shape_is_sized_against_the_device_alone_and_two_at_once():
+    earlier = ("Colab TPU v2-8, pairwise distance in bfloat16, the HLO shows two big ops of shape (2048, 2048, 14112). "
+               "why so much memory?")
+    turn = "if I keep the broadcast but chunk the queries with lax.map(..., batch_size=64), how much does one chunk take? fits a v2 core?"
+    (line,) = [a for a in SIZING.answer(turn, "en", asked=True, earlier=earlier) if a.subject == "chunks"]
+    # 64 × 2048 × 14112 × 2 B = 3.45 GiB; two at once 6.89 GiB of a v2 core's 7.48 GiB
+    assert "[64, 2048, 14112]:** × 2 B (bfloat16) = 3.45 GiB, in 32 chunks" in line.text
+    assert "6.89 GiB: it fits" in line.text and "up to 69 rows" in line.text
