@@ -392,10 +392,17 @@ def _pool_cap(facts: Mapping[str, Any]) -> dict[str, Any]:
     share = named if isinstance(named, float) and 0 < named < 1 else DEFAULT_POOL_SHARE
     card, need = int(limit / share), in_use + requested
     out: dict[str, Any] = {"pool_need_bytes": need, "card_reported_bytes": card}
-    fraction = math.ceil((need / card + 0.03) * 20) / 20
-    if need > limit and fraction <= MOST_POOL_SHARE:
+    fraction = _fraction_holding(need, card)
+    if need > limit and fraction is not None:
         out.update(pool_fraction_to_fit=f"{fraction:.2f}".lstrip("0"), pool_at_fraction_bytes=int(fraction * card))
     return out
+
+
+def _fraction_holding(need: int, card: int) -> float | None:
+    """The smallest XLA_PYTHON_CLIENT_MEM_FRACTION, in steps of .05 with a little room, whose pool on a
+    `card` of that many bytes holds `need`; None above .95."""
+    fraction = math.ceil((need / card + 0.03) * 20) / 20
+    return fraction if fraction <= MOST_POOL_SHARE else None
 
 
 def _remat_over_pool(facts: Mapping[str, Any]) -> dict[str, Any]:
@@ -405,8 +412,8 @@ def _remat_over_pool(facts: Mapping[str, Any]) -> dict[str, Any]:
     if not all(isinstance(v, int) and v > 0 for v in (need, pool, card)) or not pool < need <= card:
         return {}
     out: dict[str, Any] = {"remat_over_pool_bytes": need - pool}
-    fraction = math.ceil((need / card + 0.03) * 20) / 20
-    if fraction <= MOST_POOL_SHARE:
+    fraction = _fraction_holding(need, card)
+    if fraction is not None:
         out.update(remat_fraction_to_fit=f"{fraction:.2f}".lstrip("0"), remat_pool_at_fraction_bytes=int(fraction * card))
     return out
 

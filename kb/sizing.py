@@ -662,11 +662,11 @@ class Sizing:
         for cue in WEIGHT_COPIES:
             for p in self._cues.get(cue, []):
                 for m in list(p.finditer(low)):
-                    start = m.start()
-                    before = low[max(0, start - 14):start]
-                    dtype = max((d.end() for _, dp in self._dtypes for d in dp.finditer(before)), default=None)
-                    if dtype is not None and not before[dtype:].strip(" -_"):
-                        start -= len(before) - min(d.start() for _, dp in self._dtypes for d in dp.finditer(before))
+                    before = low[max(0, m.start() - 14):m.start()]
+                    # (the dtype written right before it: "bf16 reference model")
+                    adjacent = [d.start() for _, dp in self._dtypes for d in dp.finditer(before)
+                                if not before[d.end():].strip(" -_")]
+                    start = m.start() - (len(before) - min(adjacent)) if adjacent else m.start()
                     low = f"{low[:start]}{' ' * (m.end() - start)}{low[m.end():]}"
         return low
 
@@ -1318,8 +1318,7 @@ class Sizing:
         rows = []
         for value in dict.fromkeys(asked):
             peak = fixed + slope * value
-            verdict = (self._msg("vmem_fits", language, left=format_bytes((memory - peak) * (1 << 30))) if peak <= memory
-                       else self._msg("vmem_over", language, over=format_bytes((peak - memory) * (1 << 30))))
+            verdict = self._fit_verdict(peak * (1 << 30), memory * (1 << 30), language)
             rows.append(self._msg("count_line_row", language, value=_num(value),
                                   peak=format_bytes(peak * (1 << 30)), verdict=verdict))
         gib = lambda x: format_bytes(x * (1 << 30))  # noqa: E731
@@ -2041,8 +2040,7 @@ class Sizing:
             chips, per_chip, memory, _ = shape
             devices = chips * per_chip
             per = total / devices
-            verdict = (self._msg("vmem_fits", language, left=format_bytes(memory - per)) if per <= memory
-                       else self._msg("vmem_over", language, over=format_bytes(per - memory)))
+            verdict = self._fit_verdict(per, memory, language)
             rows.append(self._msg("state_slice_row", language, slice=name, devices=devices, per=format_bytes(per),
                                   memory=format_bytes(memory), verdict=verdict))
             last = (gen, memory, per_chip)
@@ -3067,8 +3065,7 @@ class Sizing:
                              per=format_bytes(per), size=format_bytes(math.prod(dims) * dtype_bytes)))
         if s.device_memory and "vmem_named" not in s.cues:  # each device's share against its memory
             memory = s.device_memory
-            verdict = (self._msg("vmem_fits", language, left=format_bytes(memory - per)) if per <= memory
-                       else self._msg("vmem_over", language, over=format_bytes(per - memory)))
+            verdict = self._fit_verdict(per, memory, language)
             out.append(self._msg("tensor_sharded_verdict", language, memory=s.memory_label or format_bytes(memory),
                                  verdict=verdict))
         if dims[axis] % n:
@@ -3094,8 +3091,7 @@ class Sizing:
                              physical=format_bytes(hw.vmem_bytes))]
         limit = limit_asked(text)
         if limit:  # "and with vmem_limit_bytes at 100 MiB?"
-            verdict = (self._msg("vmem_fits", language, left=format_bytes(limit - double)) if double <= limit
-                       else self._msg("vmem_over", language, over=format_bytes(double - limit)))
+            verdict = self._fit_verdict(double, limit, language)
             out.append(self._msg("tensor_vmem_limit", language, limit=format_bytes(limit), verdict=verdict))
             if double <= limit <= hw.vmem_bytes:  # a limit that holds them: if it still fails, why
                 out.append(self._msg("tensor_vmem_still", language))
@@ -3228,16 +3224,12 @@ class Sizing:
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         chunk = rows * math.prod(dims[1:]) * dtype_bytes
         memory = s.device_memory
-
-        def verdict(need: float) -> str:
-            return (self._msg("vmem_fits", language, left=format_bytes(memory - need)) if need <= memory
-                    else self._msg("vmem_over", language, over=format_bytes(need - memory)))
-
         fit_rows = int(memory // (2 * math.prod(dims[1:]) * dtype_bytes))  # two alive at once, nothing else
         parts = [self._msg("chunk_given", language, shape="[" + ", ".join(str(d) for d in [rows, *dims[1:]]) + "]",
                            bytes=_num(dtype_bytes), dtype=dtype_name, chunk=format_bytes(chunk),
                            memory=s.memory_label or format_bytes(memory), device=s.device or "",
-                           one=verdict(chunk), two=format_bytes(2 * chunk), both=verdict(2 * chunk),
+                           one=self._fit_verdict(chunk, memory, language), two=format_bytes(2 * chunk),
+                           both=self._fit_verdict(2 * chunk, memory, language),
                            chunks=_num(math.ceil(dims[0] / rows)), fit_rows=_num(max(fit_rows, 0)))]
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
@@ -3534,8 +3526,7 @@ class Sizing:
         if card is None or int(card.shared_kib * 1024) == shared:
             return None
         limit = int(card.shared_kib * 1024)
-        verdict = (self._msg("vmem_fits", language, left=format_bytes(limit - requested)) if requested <= limit
-                   else self._msg("vmem_over", language, over=format_bytes(requested - limit)))
+        verdict = self._fit_verdict(requested, limit, language)
         return FigureAnswer(kind=KIND, subject="gpu_shared_on_card", text=self._msg(
             "gpu_shared_on_card", language, gpu=card.names[0].upper(), limit=format_bytes(limit),
             requested=format_bytes(requested), verdict=verdict), value_bytes=limit, sources=["computed"],
@@ -4083,6 +4074,11 @@ class Sizing:
         return [self._msg("kv_max_batch", language, memory=s.memory_label, weights=format_bytes(weights),
                           free=format_bytes(free), per_seq=format_bytes(per_seq),
                           max_batch=int(free // per_seq), seq=_num(seq)), *kept]
+
+    def _fit_verdict(self, need: float, room: float, language: str) -> str:
+        """"it fits, X to spare" or "X over", of `need` bytes against `room` bytes."""
+        return (self._msg("vmem_fits", language, left=format_bytes(room - need)) if need <= room
+                else self._msg("vmem_over", language, over=format_bytes(need - room)))
 
     def _msg(self, key: str, language: str, **values: object) -> str:
         texts = self.data.messages[key].text
