@@ -902,3 +902,15 @@ def test_a_log_s_own_short_answer_replaces_the_general_one_the_question_matched(
     assert body["language"] == "fr" and body["grounded"]
     assert "jax.clear_caches()" in body["answer"].split("```")[0]
     assert "presque toujours des tableaux" not in body["answer"]
+
+
+def test_a_cuda_library_that_gets_no_memory_outside_the_pool_is_answered_with_preallocation_first(client):
+    # a cuBLAS handle on a 4 GB laptop card, asked as a driver problem: not the driver, the pool
+    body = _ask(client, {"question": "En mi portátil con una RTX 3050 de 4 GB JAX se cae con un error de cublas; "
+                                     "en Colab funciona. ¿Es el driver?",
+                         "error_log": "E cuda_blas.cc:219] failed to create cublas handle: cublas error\n"
+                                      "E cuda_blas.cc:221] Failure to initialize cublas may be due to OOM"})
+    assert body["language"] == "es" and body["grounded"]
+    first = body["answer"].split("\n\n")[0]
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in first and "fuera del pool" in first
+    assert "jax.print_environment_info()" in first  # the versions only after that
