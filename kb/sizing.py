@@ -893,7 +893,7 @@ class Sizing:
         growth = self._seq_growth(f"{earlier}\n{text}" if earlier else text, text, language)
         if growth is not None:  # "at seq 512 it passed, at 16384 it does not compile": what grows with S and S²
             lines.insert(0, growth)
-        table = self._smem_table(text, language)
+        table = self._smem_table(text, language, earlier)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
         series = self._batch_series(text, earlier, language)
@@ -2348,17 +2348,25 @@ class Sizing:
             square=_num(round((new / old) ** 2, 2)), head_scores=format_bytes(new * new * 2)),
             sources=["computed"], cite=SCORES_CITE)
 
-    def _smem_table(self, turn: str, language: str) -> FigureAnswer | None:
+    def _smem_table(self, turn: str, language: str, earlier: str = "") -> FigureAnswer | None:
         """A table passed by scalar prefetch (or kept in SMEM) with its element count or shape: its
         bytes against a core's SMEM (about 1 MiB from v4 on), the most entries of its dtype that fit,
-        and, over it, how many pieces or which narrower dtype bring it under."""
+        and, over it, how many pieces or which narrower dtype bring it under. A paged cache's page
+        table is its sequences × (the cache's length / the page size), from the conversation's figures
+        ("max-model-len 16384, page size 16, max-num-seqs 256", then "and with page size 128?")."""
         s = self.read(turn)
-        if "smem_named" not in s.cues:
+        whole = self.read(f"{earlier}\n{turn}") if earlier else s
+        if "smem_named" not in s.cues and not ("smem_named" in whole.cues and "page_size" in s.values):
             return None
         low = _plain_digits(turn).lower()
         counts = [int(float(m.group(1))) for m in _ELEMENT_COUNT.finditer(low)]
         if not counts:
             counts = [math.prod(_dims_of(m)) for m in _SHAPE.finditer(low) if math.prod(_dims_of(m)) >= 1000]
+        pages = None
+        v = whole.values
+        if not counts and v.get("page_size") and v.get("max_len") and v.get("batch"):
+            pages = math.ceil(v["max_len"] / v["page_size"])
+            counts = [int(v["batch"]) * pages]
         if not counts:
             return None
         entries = counts[-1]
@@ -2368,15 +2376,20 @@ class Sizing:
         most = int(SMEM_BYTES // size_b)
         values = dict(entries=_grouped(entries, language), bytes=_num(size_b), dtype=name, size=format_bytes(size),
                       smem=format_bytes(SMEM_BYTES), most=_grouped(most, language))
-        if size <= SMEM_BYTES:
+        parts = math.ceil(size / (SMEM_BYTES * SMEM_TABLE_SHARE))
+        per = math.ceil(entries / parts)
+        split = dict(parts=parts, per=_grouped(per, language), per_size=format_bytes(per * size_b),
+                     half=format_bytes(entries * 2))
+        if size <= SMEM_BYTES - SMEM_SCALARS:
             tail = self._msg("smem_table_fits", language, left=format_bytes(SMEM_BYTES - size))
+        elif size <= SMEM_BYTES:  # all of it: the kernel's other scalars do not fit beside it
+            tail = self._msg("smem_table_full", language, **split)
         else:
-            parts = math.ceil(size / (SMEM_BYTES * SMEM_TABLE_SHARE))
-            per = math.ceil(entries / parts)
-            tail = self._msg("smem_table_over", language, over=format_bytes(size - SMEM_BYTES), parts=parts,
-                             per=_grouped(per, language), per_size=format_bytes(per * size_b),
-                             half=format_bytes(entries * 2))
-        text = self._join([self._msg("smem_table", language, **values), tail], language)
+            tail = self._msg("smem_table_over", language, over=format_bytes(size - SMEM_BYTES), **split)
+        lead = ([self._msg("page_table", language, seqs=_num(v["batch"]), max_len=_num(v["max_len"]),
+                           page=_num(v["page_size"]), pages=_num(pages), entries=_grouped(entries, language))]
+                if pages else [])
+        text = self._join([*lead, self._msg("smem_table", language, **values), tail], language)
         return FigureAnswer(kind=KIND, subject="smem_table", text=text, value_bytes=int(size),
                             sources=["computed"], cite=SMEM_CITE)
 
@@ -4142,6 +4155,8 @@ LOGITS_VOCAB_MIN = 32000
 #: it a scalar-prefetched table should keep to, beside the kernel's other scalars
 SMEM_BYTES = 1 << 20
 SMEM_TABLE_SHARE = 0.75
+#: what a kernel's other scalars take of SMEM beside a table (a table within this of the whole does not fit)
+SMEM_SCALARS = 16 << 10
 #: CUDA unified memory named, by its setting or in words ("unified memory try karta hu")
 _UNIFIED_SAID = re.compile(r"tf_force_unified_memory|colabfold|run_docker\.py|unified[ -]memory|memoria unificada|mem[oó]ria unificada|mémoire unifiée|"
                            r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"

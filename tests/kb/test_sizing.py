@@ -2362,3 +2362,15 @@ def test_a_chunk_size_given_for_a_written_shape_is_sized_against_the_device_alon
     # 64 × 2048 × 14112 × 2 B = 3.45 GiB; two at once 6.89 GiB of a v2 core's 7.48 GiB
     assert "[64, 2048, 14112]:** × 2 B (bfloat16) = 3.45 GiB, in 32 chunks" in line.text
     assert "6.89 GiB: it fits" in line.text and "up to 69 rows" in line.text
+
+
+def test_a_paged_cache_s_page_table_in_smem_is_sized_from_the_conversation_and_again_with_a_new_page_size():
+    first = ("vLLM on a TPU v4-16, multi_queries_paged_attention fails to compile even for 256-token prompts: smem is "
+             "full. max-model-len 16384, block_size(page size) 16, max-num-seqs 256. how much smem does page_indices take?")
+    (line,) = [a for a in SIZING.answer(first, "en", asked=True) if a.subject == "smem_table"]
+    # 256 × 16384 / 16 = 262,144 int32 = 1.00 MiB: all of a v4 core's SMEM, nothing left for the other scalars
+    assert "256 sequences × (16384 / 16 = 1024 pages each) = 262,144 entries" in line.text
+    assert "= 1.00 MiB" in line.text and "That is all of SMEM" in line.text
+    (again,) = [a for a in SIZING.answer("and if I change the page size to 128?", "en", asked=True, earlier=first)
+                if a.subject == "smem_table"]
+    assert "(16384 / 128 = 128 pages each) = 32,768 entries" in again.text and "= 128.00 KiB" in again.text
