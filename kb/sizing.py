@@ -555,7 +555,7 @@ class Sizing:
         if s.baseline_optimizer is None:
             # two optimizers named, no "compared with": the one said first is the baseline of the one
             # switched to ("AdamW in fp32 ... and if I switch to Adafactor?")
-            named = sorted((m.start(), o) for o, p in self._optimizers for m in p.finditer(low))
+            named = sorted(((m.start(), o) for o, p in self._optimizers for m in p.finditer(low)), key=lambda x: x[0])
             if len({o.name for _, o in named}) > 1 and named[0][1].name != named[-1][1].name:
                 s.baseline_optimizer = named[0][1]
         s.baseline_dtype = self._last_of(self._dtypes, " ".join(baselines))
@@ -2449,8 +2449,10 @@ class Sizing:
             setups = [(4 + 4 + 4 * moments, 4, "float32")]
             if {"bfloat16", "float32"} <= s.dtypes_named:
                 setups.append((2 + 2 + 4 * moments, 2, "bfloat16"))
+            # (per device as the text runs it: whole on each under plain data parallel, 1/N where sharding is named)
+            spread = devices if "sharding_named" in s.cues or s.values.get("fsdp_axis") else 1
             for per_param, acc_bytes, name in setups:
-                state, acc = params * per_param / devices, params * acc_bytes / devices
+                state, acc = params * per_param / spread, params * acc_bytes / spread
                 total, values = state + acc, dict(per_param=per_param, dtype=name, state=format_bytes(state),
                                                  acc=format_bytes(acc), total=format_bytes(state + acc),
                                                  memory=s.memory_label or format_bytes(s.device_memory))
@@ -2701,7 +2703,9 @@ class Sizing:
         per = need / devices
         out: list[str] = []
         shown = format_bytes(need)
-        sharded = devices > 1 and training and (s.values.get("fsdp_axis") or "shard_asked" in s.cues)
+        # (sharding named, not only a figure asked per device: "how much per GPU?" of plain data parallel
+        # is the whole state on each, said first, with the sharded figure beside it)
+        sharded = devices > 1 and training and (s.values.get("fsdp_axis") or "sharding_named" in s.cues)
         if need <= memory and sharded:  # sharded, as the text says ("--fsdp-devices 2"): what each device keeps
             out.append(self._msg("fits_sharded_said", language, device=device, memory=label, devices=devices,
                                  per_device=format_bytes(per), left=format_bytes(memory - per)))

@@ -2374,3 +2374,18 @@ def test_a_paged_cache_s_page_table_in_smem_is_sized_from_the_conversation_and_a
     (again,) = [a for a in SIZING.answer("and if I change the page size to 128?", "en", asked=True, earlier=first)
                 if a.subject == "smem_table"]
     assert "(16384 / 128 = 128 pages each) = 32,768 entries" in again.text and "= 128.00 KiB" in again.text
+
+
+def test_sgd_momentum_is_one_moment_and_a_state_asked_per_gpu_under_plain_data_parallel_is_whole_on_each():
+    # "how much do the weights and optimizer state (SGD momentum in f32) take on each card?" of 8 V100s,
+    # with gradient accumulation: 307M × 12 B = 3.43 GiB whole on each card, with the accumulator 4.57 GiB
+    q = ("fine-tuning ViT-L/16 (307M params) with vit_jax on 8 V100 16GB, global batch 512, accum_steps=8, OOM. "
+         "what micro-batch per GPU, and how much do weights and optimizer state (SGD momentum in f32) take per GPU?")
+    said = SIZING.read(q)
+    assert said.optimizer.moments == 1 and said.baseline_optimizer is None
+    lines = {a.subject: a.text for a in SIZING.answer(q, "en", asked=True)}
+    assert "307M parameters × 12 B" in lines["training_state"] and "= 3.43 GiB" in lines["training_state"]
+    assert "3.43 GiB + 1.14 GiB = 4.57 GiB per device" in lines["accumulator"]
+    # sharding named: a share of each
+    sharded = {a.subject: a.text for a in SIZING.answer(q + " with FSDP over the 8", "en", asked=True)}
+    assert "439.17 MiB + 146.39 MiB = 585.56 MiB per device" in sharded["accumulator"]
