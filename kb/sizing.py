@@ -2897,7 +2897,10 @@ class Sizing:
         elements = 1
         for d in dims:
             elements *= d
-        if len(dims) < 2 or elements < (BLOCK_ELEMENTS_MIN if block else 1 << 20):
+        steps = s.values.get("steps")
+        # (a loop's carry kept once per step under grad: small, times many steps, "1000×1000 over 10,000 steps")
+        looped = bool(steps) and steps > 1 and "loop_named" in s.cues and steps * elements >= 1 << 20
+        if len(dims) < 2 or (elements < (BLOCK_ELEMENTS_MIN if block else 1 << 20) and not looped):
             return None
         dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         typed = _TYPED_PREFIX.search((text or "")[max(0, m.start() - 10):m.start() + 1])

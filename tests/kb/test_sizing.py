@@ -2389,3 +2389,13 @@ def test_sgd_momentum_is_one_moment_and_a_state_asked_per_gpu_under_plain_data_p
     # sharding named: a share of each
     sharded = {a.subject: a.text for a in SIZING.answer(q + " with FSDP over the 8", "en", asked=True)}
     assert "439.17 MiB + 146.39 MiB = 585.56 MiB per device" in sharded["accumulator"]
+
+
+def test_a_small_carry_kept_over_many_differentiated_steps_is_sized_per_step_and_with_two_level_remat():
+    # 1000 × 1000 float32 is under the size a lone array is worth sizing, but 10,000 steps of it are not
+    q = ("a lax.scan of 10,000 steps whose carry is a float32 matrix 1000×1000; forward runs, jax.grad OOMs on an "
+         "A100 40GB. how much does it store exactly?")
+    (line,) = [a for a in SIZING.answer(q, "en", asked=True) if a.subject == "tensor"]
+    # 3.81 MiB a step × 10,000 = 37.25 GiB; blocks of 100 under jax.checkpoint: 200 copies, 762.94 MiB
+    assert "= 3.81 MiB" in line.text and "10000 steps: 37.25 GiB" in line.text
+    assert "k = 100, 200 copies, 762.94 MiB" in line.text
