@@ -571,6 +571,8 @@ class Sizing:
         s.state_dtype = self._state_dtype(chosen) or self._state_dtype(dlow)
         s.optimizer = self._last_of(self._optimizers, chosen) or self._last_of(self._optimizers, low)
         s.cues = {k for k, ps in self._cues.items() if any(p.search(low) for p in ps)}
+        if "sharding_named" in s.cues:  # (sharding named is a share per device asked: one pattern for both)
+            s.cues.add("shard_asked")
         s.replicated = _replicated_shape(low)
         if not {"block_m", "block_k", "block_n"} & s.values.keys():
             s.values.update(_block_shapes(low))
