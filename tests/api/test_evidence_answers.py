@@ -1309,6 +1309,26 @@ def test_jax_fallen_back_to_the_cpu_is_said_before_any_memory_setting(client):
     assert not (old.verdict and "jax[tpu]" in old.verdict)
 
 
+def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
+    log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
+           "40123. Not attempting to load libtpu.so in this process.")
+    r = ask(client, "두 번째 평가 스크립트를 같은 TPU VM에서 띄우면 바로 죽습니다. HBM이 모자란 건가요? 배치를 줄여야 하나요?", log)
+    assert r.language == "ko" and r.verdict and "40123" in r.verdict and "TPU_VISIBLE_CHIPS" in r.verdict, r.verdict
+    assert "jax[tpu]" not in r.verdict  # (not a missing TPU build)
+    assert "\n1. " not in r.answer  # no memory remedy steps after it
+
+
+def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
+    # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
+    log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
+           "rematerialization; only reduced to 46.50GiB (49928994816 bytes), down from 52.00GiB (55834574848 bytes) "
+           "originally")
+    r = ask(client, "sur ma RTX PRO 5000 Blackwell (48 Go) ça plante en fin de run, je monte MEM_FRACTION ?", error_log=log)
+    assert r.facts["gpu_memory_named_bytes"] == 48 << 30
+    # 46.50 GiB > .95 × 48 GiB = 45.60 GiB: no fraction offered
+    assert r.language == "fr" and "48.00 GiB" in r.verdict and "jusqu'à .95" in r.verdict, r.verdict
+
+
 def test_a_log_with_only_a_small_failed_request_keeps_the_state_the_named_model_needs(client):
     # the log sizes only the request (64 MiB), not the program: the model's training state on the slice
     # named says why it fails (13B × 16 B = 193.7 GiB, 24.2 GiB per core of a v3-8's 8 × 15.48 GiB)
