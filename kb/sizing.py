@@ -75,10 +75,13 @@ _SERIES_ASKED = re.compile(r"(?<![a-z0-9_])(?!b[123]00(?![\d.]))(?:b|bs|batch(?:
                            r"\s*[=:]?\s*(\d{2,5})(?![\d.])")  # (not a B200 card)
 #: words before a memory figure that make it the program's need or a measured peak, not the pool seen
 _PROGRAM_FIGURE = re.compile(
-    r"(?:reduced to|down from|needs?|requires?|required|"
+    r"(?:reduced to|down from|needs?|requires?|required|pide|necesita|requiere|braucht|benötigt|demande|nécessite|"
+    r"precisa|requer|нужно|требует|需要|必要|필요|चाहिए|يحتاج|تحتاج|"
     r"memory_analysis|estimate|compiled|measured|i measured|قست|medí|medido|gemessen|mesuré|измер\w*|测得|实测|実測|측정|"
     r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}$")
 PROGRAM_FIGURE_REACH = 40
+# a decimal said without a unit ("~7.8"): not a version ("0.4.30"), a setting ("=0.9") or a share ("7.5%")
+_BARE_DECIMAL = re.compile(r"(?<![\w.=:])(\d{1,4}\.\d{1,2})(?![\w.%]|\s*(?:gb|gib|go|гб|g|mib|mb|%)(?![a-z]))")
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
@@ -3906,6 +3909,9 @@ class Sizing:
         figures = [(float(m.group(1)) * (1 << 30), f"{m.group(1)} GB") for m in _GB.finditer(low)
                    if not _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start())]
         figures += [(int(m.group(1)) << 20, f"{m.group(1)} MiB") for m in _CARD_MIB.finditer(low)]  # nvidia-smi's
+        # a decimal without its unit where the card is named in GB ("only ~7.8 available, the card has 10")
+        figures += [(float(m.group(1)) * (1 << 30), m.group(1)) for m in _BARE_DECIMAL.finditer(low)
+                    if not _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start())]
         used = [seen for seen, _ in figures if abs(seen - card) > 0.02 * card]
         # a use above the default pool ("b128 148.2 GiB" of 164): this process's pool is not 75% of the
         # card, so a figure near 75% is one of its uses, not the pool

@@ -1255,6 +1255,17 @@ def test_the_pool_seen_beside_another_framework_compared_with_is_the_pool_not_th
     assert "peak_bytes_in_use" in by["gpu_pool_seen"].text and "other framework" not in by["gpu_pool_seen"].text
 
 
+def test_a_figure_said_without_its_unit_on_a_card_named_in_gb_is_read_as_the_pool():
+    # "only ~11.9 usable though the card has 16": 75% of 16 GiB is 12 GiB; what the program needs is not the pool
+    lines = SIZING.answer("unsere Workstation hat eine GPU mit 16 GB, aber laut Kollegen sind für JAX nur ~11.9 "
+                          "nutzbar, und mein Skript braucht 13.5. Woher kommen die 11.9?", "de", asked=True)
+    by = {a.subject: a for a in lines}
+    assert "gpu_pool_seen" in by and "11.9" in by["gpu_pool_seen"].text and "12.00 GiB" in by["gpu_pool_seen"].text
+    # a version or a setting is not a size
+    assert not [a for a in SIZING.answer("jax 0.4.30 mit XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 auf einer GPU mit 1 GB",
+                                         "de", asked=True) if a.subject == "gpu_pool_seen"]
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
