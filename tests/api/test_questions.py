@@ -109,6 +109,13 @@ def test_the_analysis_reads_asks_topics_and_negated_tries():
     # what came of it after a dash is its own clause: "без разницы" does not negate the try
     ("ru", "брал куда меньший кусок датасета — без разницы", ["smaller_dataset"]),
     ("en", "I tried a much smaller subset of the dataset, same OOM", ["smaller_dataset"]),
+    # a restart or another install done: read; one asked about, or a version only named, is not
+    ("ru", "перезапустил ядро, всё равно OOM на первом шаге", ["restart"]),
+    ("ja", "再起動しても最初のステップでOOMになります", ["restart"]),
+    ("en", "Should I restart the kernel?", []),
+    ("es", "Reinstalé jax[cuda12] y actualicé el driver, sigue igual", ["reinstall"]),
+    ("en", "I already use jax 0.4.30 with CUDA 12", []),
+    ("en", "I upgraded the optimizer to adamw and now it OOMs", []),
 ])
 def test_what_was_tried_is_read_in_the_past_only(language, text, tried):
     assert analyse(text, language).tried == tried
