@@ -173,3 +173,64 @@ def fill_stated(code: str, stated: dict[str, float]) -> str:
 
 def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+#: a step's signature as the user writes it: "def train_step(params, opt_state, batch) -> (params, opt_state,
+#: loss)", or its `def` line and a later "return params, opt_state, loss"
+_SIGNATURE = re.compile(r"def\s+([A-Za-z_]\w*)\s*\(([^()]*)\)\s*(?:->\s*\(?([\w\s,]+?)\)?\s*(?:[:.;`]|$))?", re.M)
+_RETURN = re.compile(r"\breturn\s+\(?([A-Za-z_][\w\s,]*?)\)?\s*(?:[;`\n]|$)")
+#: the donation example a signature replaces: `train_step(state, batch)` donating its first argument
+_DONATION_EXAMPLE = "def train_step(state, batch):"
+
+
+def step_signature(text: str) -> tuple[str, list[str], list[str]] | None:
+    """The last step signature `text` writes with what it returns: its name, its arguments' names
+    (annotations and defaults dropped) and the names it returns; None without one."""
+    found = None
+    for m in _SIGNATURE.finditer(text or ""):
+        args = [a.split(":")[0].split("=")[0].strip() for a in m.group(2).split(",")]
+        args = [a for a in args if a.isidentifier() and a not in ("self",)]
+        outs = m.group(3)
+        if outs is None:
+            ret = _RETURN.search(text, m.end())
+            outs = ret.group(1) if ret else None
+        names = [o.strip() for o in (outs or "").split(",") if o.strip().isidentifier()]
+        if args and names:
+            found = (m.group(1), args, names)
+    return found
+
+
+def fill_signature(code: str | None, text: str) -> tuple[str | None, str | None]:
+    """The donation example (`train_step(state, batch)` donating its first argument) written for the
+    step `text` states: its own name and arguments, donating those it returns anew (the buffers XLA
+    can write the new values into), called in a loop that rebinds them; with the `donate_argnums` it
+    uses. (`code`, None) when `text` states no such step or it returns none of its arguments."""
+    sig = step_signature(text)
+    if not code or _DONATION_EXAMPLE not in code or sig is None:
+        return code, None
+    name, args, outs = sig
+    donated = [i for i, a in enumerate(args) if a in outs]
+    if not donated:
+        return code, None
+    argnums = f"({', '.join(map(str, donated))}{',' if len(donated) == 1 else ''})"
+    rest = [a for i, a in enumerate(args) if i not in donated]
+    loop = rest[0] if len(rest) == 1 else "batch"
+    call_args = ", ".join(args)
+    lines = [
+        "import functools",
+        "import jax",
+        "",
+        f"@functools.partial(jax.jit, donate_argnums={argnums})  # {', '.join(args[i] for i in donated)}: "
+        "returned anew, written into the old buffers",
+        f"def {name}({call_args}):",
+        f"    ...  # your step as it is: returns {', '.join(outs)}",
+        "",
+        f"for {loop} in batches:  # your data loop" if len(rest) == 1 else "for _ in range(num_steps):  # your loop",
+        f"    {', '.join(outs)} = {name}({call_args})  # rebind at once: the donated inputs are gone after the call",
+        "",
+        "# to check: the bytes written in place, about the donated arguments' size",
+        f"# print(jax.jit({name}, donate_argnums={argnums}).lower({call_args}).compile()"
+        ".memory_analysis().alias_size_in_bytes)",
+    ]
+    return "\n".join(lines) + "\n", f"donate_argnums={argnums}"
+

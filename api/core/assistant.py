@@ -41,7 +41,7 @@ from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.commands import load_commands
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_limit, fill_share, fill_size, fill_stated
+from oomkb.kb.snippets import fill_limit, fill_share, fill_signature, fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -411,6 +411,7 @@ class Assistant:
             processes = self.sizing.process_count(f"{said}\n{question}")  # ("3 processes on one card": .30 each)
             figures = [f.model_copy(update={"snippet": fill_share(fill_stated(f.snippet, stated), processes)})
                        if f.snippet else f for f in figures]
+            figures = [self._for_own_step(f, f"{said}\n{question}") if f.snippet else f for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
             logged = [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
@@ -951,6 +952,16 @@ class Assistant:
                                             limit or (analysis.sizes[0] if analysis.sizes and not analysis.tried
                                                       else None)))
         return None
+
+    @staticmethod
+    def _for_own_step(figure: FigureAnswer, said: str) -> FigureAnswer:
+        """A donation example written for the step the conversation states ("def train_step(params,
+        opt_state, batch) -> (params, opt_state, loss)"): its own names, donating what it returns, and
+        the text's `donate_argnums` the same."""
+        code, argnums = fill_signature(figure.snippet, said)
+        if argnums is None:
+            return figure
+        return figure.model_copy(update={"snippet": code, "text": figure.text.replace("donate_argnums=(0,)", argnums)})
 
     @staticmethod
     def _language(explicit: str | None, d: Detection | None) -> tuple[str, str | None, str | None]:

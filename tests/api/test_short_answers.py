@@ -924,3 +924,19 @@ def test_a_cuda_library_that_gets_no_memory_outside_the_pool_is_answered_with_pr
     first = body["answer"].split("\n\n")[0]
     assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in first and "fuera del pool" in first
     assert "jax.print_environment_info()" in first  # the versions only after that
+
+
+def test_donation_code_asked_for_the_step_the_asker_wrote_uses_its_names_and_donates_what_it_returns(client):
+    # "def update(model_state, opt_state, batch, rng) -> (model_state, opt_state, metrics)": donate 0 and 1
+    first = _ask(client, {"question": "Mi paso de entrenamiento es def update(model_state, opt_state, batch, rng) -> "
+                                      "(model_state, opt_state, metrics). ¿Cuánto ahorra la donación con "
+                                      "donate_argnums y cómo la pongo exactamente en mi caso?"})
+    answer = first["answer"]
+    assert "@functools.partial(jax.jit, donate_argnums=(0, 1))" in answer, answer
+    assert "model_state, opt_state, metrics = update(model_state, opt_state, batch, rng)" in answer
+    assert "`donate_argnums=(0, 1)`" in answer and "`donate_argnums=(0,)`" not in answer
+    # a signature returning none of its arguments keeps the general example
+    other = _ask(client, {"question": "def loss_fn(params, batch) -> (loss, aux). ¿Cuánto ahorra la donación con "
+                                      "donate_argnums?"})
+    assert "def train_step(state, batch):" in other["answer"]
+
