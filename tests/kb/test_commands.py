@@ -18,6 +18,21 @@ def test_a_maxtext_command_takes_the_conversation_s_settings_the_last_value_winn
     assert snippet_markdown(Snippet(code=code, check="parse"))[0] == "```bash"
 
 
+def test_a_maxtext_run_checked_ahead_of_time_gets_train_compile_for_the_slices_named():
+    said = ("MaxText gemma2-9b on 4× v6e-256 multislice, per_device_batch_size=3, max_target_length=4096\n"
+            "ok and per_device_batch_size=2?\nI want to check the memory with an AOT compile first: the command please")
+    code = COMMANDS.command(said, "line").snippet
+    assert "python3 -m MaxText.train_compile MaxText/configs/base.yml" in code, code
+    assert "compile_topology=v6e-256 compile_topology_num_slices=4" in code
+    assert "per_device_batch_size=2" in code and "per_device_batch_size=3" not in code and "model_name=gemma2-9b" in code
+    # one slice said as a number of slices, none said: one
+    assert "compile_topology_num_slices=2" in COMMANDS.command("MaxText train_compile, 2 slices of v5e-256, "
+                                                               "remat_policy=full").snippet
+    assert "compile_topology_num_slices=1" in COMMANDS.command("MaxText AOT on v5p-64, remat_policy=full").snippet
+    # a run without ahead-of-time asked stays MaxText.train
+    assert "MaxText.train MaxText" in COMMANDS.command("MaxText on v5p-64, remat_policy=full, the command").snippet
+
+
 def test_no_command_without_the_tool_named_or_any_setting_of_it():
     assert COMMANDS.command("per_device_batch_size=4 on a v5e-8, the command please") is None
     assert COMMANDS.command("MaxText OOM on a v5e-8, the command please") is None
