@@ -472,6 +472,9 @@ SEQUENCE_MIN = 1024
 #: could be anything a loop builds).
 LOOP_STEPS_MIN = 64
 _DIMS = re.compile(r"\[(\d+(?:,\d+)*)\]")
+#: an op name that is an argument of the program: a parameter's path ("params_and_buffers['…w13_weight']",
+#: "params['dense']['kernel']", "args[0]"), not an operation
+_ARGUMENT_OP = re.compile(r"^\s*(?:params\w*|args|state\w*|weights?|variables|model\w*)\s*\[|^\s*(?:params|args)\w*(?:\.|$)")
 
 
 def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, Any]:
@@ -486,6 +489,10 @@ def _allocation_kind(shape: Any, op_name: Any, label: Any = None) -> dict[str, A
     # batch of tangents, one per input element, that every intermediate is multiplied by
     if len(dims) >= 2 and ("jvp(transpose(jvp(" in op or "jvp(jvp(" in op):
         return {"largest_allocation_kind": "forward_tangents", "largest_allocation_steps": dims[0]}
+    # a `copy` instruction whose op is one of the program's arguments (a parameter's path, "params[...]"):
+    # the argument rewritten into the layout or sharding the program chose, alive twice
+    if re.match(r"\s*copy[.\d]*\s*=\s*copy\(", str(label or "").lower()) and _ARGUMENT_OP.search(op):
+        return {"largest_allocation_kind": "argument_copy"}
     # written slice by slice inside a loop: under autodiff, a layer scan's residuals for the backward
     # pass; otherwise a scan or fori_loop stacking one output per iteration
     stacked = "dynamic_update_slice" in op or "dynamic-update-slice" in str(label or "").lower()

@@ -1309,6 +1309,21 @@ def test_jax_fallen_back_to_the_cpu_is_said_before_any_memory_setting(client):
     assert not (old.verdict and "jax[tpu]" in old.verdict)
 
 
+def test_the_largest_buffer_a_copy_of_an_argument_says_the_weights_are_there_twice_and_the_layout_fix(client):
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 17.20G of "
+           "15.75G hbm. Exceeded hbm capacity by 1.45G.\n\nTotal hbm usage >= 17.45G:\n    reserved        "
+           "258.00M\n    program           5.10G\n    arguments        12.09G\n\n  Largest program allocations in "
+           "hbm:\n\n  1. Size: 1.00G\n     Operator: op_name=\"params['decoder']['mlp']['wi']['kernel']\"\n     "
+           "Shape: bf16[32,4096,4096]{1,2,0:T(8,128)(2,1)}\n     Unpadded size: 1.00G\n     XLA label: copy.88 = "
+           "copy(param.3), sharding={devices=[1,1,8]<=[8]}\n     Allocation type: HLO temp")
+    r = ask(client, "Warum braucht das Programm 5 GB Temporäre, wenn die Gewichte doch schon Argumente sind?", log)
+    assert r.language == "de" and r.verdict and "Kopie Ihres eigenen Arguments" in r.verdict, r.verdict
+    assert "Format(Layout.AUTO" in r.verdict and "5.10 GiB" in r.verdict
+    # an op that is an operation, not an argument, is no such copy
+    other = ask(client, "", log.replace("params['decoder']['mlp']['wi']['kernel']", "jit(step)/transpose"))
+    assert not (other.verdict and "Format(Layout.AUTO" in other.verdict)
+
+
 def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
     log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
            "40123. Not attempting to load libtpu.so in this process.")
