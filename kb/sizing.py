@@ -2922,6 +2922,13 @@ class Sizing:
             parts.append(self._share(s, size, language))
         parts += self._tensor_sharded(dims, dtype_bytes, s, language, text)
         subject = "tensor"
+        if s.from_log and s.log_used and s.devices and s.devices > 1 and s.log_used >= 2 * size:
+            # a TPU log's Used per device worth several whole copies of the array said to be sharded: those
+            # arrays are whole on each device (the 92G per chip of a 4 GiB field said split over 32)
+            parts.append(self._msg("tensor_log_copies", language, used=format_bytes(s.log_used),
+                                   copies=_num(round(s.log_used / size, 1)), size=format_bytes(size),
+                                   per=format_bytes(size / s.devices), devices=_num(s.devices)))
+            subject = "tensor_log_copies"
         if (len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN  # [..., S, S]: attention scores
                 and ("attention_named" in s.cues or len(dims) >= 4)):  # [batch, heads, S, S] needs no name
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
@@ -4665,6 +4672,9 @@ _NOT_AXIS_WORDS = frozenset({"gb", "gib", "mb", "mib", "kb", "kib", "tb", "bytes
                              "and", "y", "e", "und", "et", "и", "steps", "epochs", "gpus", "gpu", "chips", "cores", "devices"})
 #: a power of 2 or 10 written out ("2^24", "2**20", "10^6")
 _POWER = re.compile(r"(?<![\w.])(2|10)\s*(?:\^|\*\*)\s*(\d{1,2})(?!\d|\.\d)")
+#: a grid's side to the power of its dimensions ("1024^3", "512³", "4096^2"): a shape, N x N x N (not `**`,
+#: which code writes for a unit, "/ 1024**3", nor after a division)
+_CUBE = re.compile(r"(?<![\w./*])(\d{2,5})\s*(?:\^\s*([23])|([²³]))(?![\d.])")
 #: a table's rows by its width, with the word for rows between ("2^24 صف × 1024", "1M rows x 512")
 _ROWS_BY = re.compile(r"(\d{1,10}(?:\.\d+)?)\s*(k|m|mio|mi|million|millions|millones|milhões)?\s*(?:rows?|linhas|صفوف|صف|строк\w*|行|행|zeilen|lignes|filas|linhas|पंक्तियाँ|पंक्ति|entries|entradas|einträge)"
                       r"\s*[x×*]\s*(\d{1,10})", re.IGNORECASE)
@@ -4746,6 +4756,7 @@ def _plain_digits(text: str) -> str:
     narrow space -> "50000000", "10000"); a shape's or a tuple's commas stay ("(32,128,128)")."""
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)  # "32,5 milliards" -> "32.5 milliards"
     text = _POWER.sub(lambda m: str(int(m.group(1)) ** int(m.group(2))), text)  # "2^24 rows" -> "16777216 rows"
+    text = _CUBE.sub(lambda m: "x".join([m.group(1)] * (3 if (m.group(2) or m.group(3)) in ("3", "³") else 2)), text)  # "1024^3" grid
     text = _NAMED_AXES.sub(lambda m: _axes_sized(m, text), text)  # "[transmits, channels] ... 75 transmits, 128 canales"
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     text = _FIELDS_ON_GRID.sub(_fields_on_grid, text)  # "37 levels × 6 variables on the 721×1440 grid"

@@ -1324,6 +1324,18 @@ def test_the_largest_buffer_a_copy_of_an_argument_says_the_weights_are_there_twi
     assert not (other.verdict and "Format(Layout.AUTO" in other.verdict)
 
 
+def test_a_grid_said_as_a_power_against_a_log_s_use_per_device_counts_whole_copies(client):
+    # "2048^3" is a [2048, 2048, 2048] grid: 32.00 GiB in float32, 2.00 GiB per device split over 16;
+    # the log's 96.00G per device is 3 whole copies
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 96.00G of "
+           "95.74G hbm. Exceeded hbm capacity by 264.00M.")
+    r = ask(client, "Simulação de onda 2048^3 num v5p-32 (16 dispositivos), campos com NamedSharding sobre os 16. "
+                    "De onde vêm os 96G por chip?", log)
+    line = next(f for f in r.figures if f.subject == "tensor_log_copies")
+    assert "[2048, 2048, 2048]" in line.text and "32.00 GiB" in line.text and "3 cópias inteiras" in line.text, line.text
+    assert "2.00 GiB" in line.text and "jax.make_array_from_callback" in line.text
+
+
 def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
     log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
            "40123. Not attempting to load libtpu.so in this process.")

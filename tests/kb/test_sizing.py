@@ -1266,6 +1266,14 @@ def test_a_figure_said_without_its_unit_on_a_card_named_in_gb_is_read_as_the_poo
                                          "de", asked=True) if a.subject == "gpu_pool_seen"]
 
 
+def test_a_grid_side_to_a_power_is_a_shape_but_a_unit_in_code_is_not():
+    (a,) = [x for x in SIZING.answer("un champ 512³ en float32, combien de mémoire ?", "fr", asked=True)
+            if x.subject == "tensor"]
+    assert "[512, 512, 512]" in a.text and "512.00 MiB" in a.text
+    assert not [x for x in SIZING.answer("print(x.nbytes / 1024**3) prints 3.2, how much memory is that?", "en",
+                                         asked=True) if x.subject == "tensor"]
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
