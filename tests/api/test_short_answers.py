@@ -876,7 +876,7 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
 
 
 @pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits", "debug_nans_donation",
-                                       "checkpoint_whole_function", "draws_per_step"])
+                                       "checkpoint_whole_function", "draws_per_step", "peak_before_running"])
 def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
     # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
     import jax
@@ -894,6 +894,8 @@ def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_
         import re
         temps = [float(x) for x in re.findall(r"temporaries ([0-9.]+) MiB", out.out)]
         assert len(temps) == 3 and temps[0] == temps[1] > temps[2], out.out
+    if answer_id == "peak_before_running":  # abstract, sharded inputs compile on the local devices
+        assert "largest batch that fits: 4096" in out.out, out.out
     if answer_id == "draws_per_step":  # one step's draws alive, not every step's: temporaries well under T x M
         import numpy as np
         assert ns["x"].shape == (ns["M"],) and bool(np.isfinite(np.asarray(ns["x"])).all())
