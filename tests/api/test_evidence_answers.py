@@ -1336,6 +1336,14 @@ def test_a_grid_said_as_a_power_against_a_log_s_use_per_device_counts_whole_copi
     assert "2.00 GiB" in line.text and "jax.make_array_from_callback" in line.text
 
 
+def test_a_constant_that_failed_to_load_is_an_array_read_from_a_closure_not_a_temporary(client):
+    log = "jax.errors.JaxRuntimeError: INTERNAL: Failed to allocate 2147483648 bytes for new constant"
+    r = ask(client, "Il crashe au premier appel de ma fonction jit, juste après avoir chargé le dataset, pourquoi ?", log)
+    assert r.grounded and r.language == "fr" and r.verdict and "2.00 GiB" in r.verdict, r.answer[:400]
+    assert "constante du programme compilé" in r.verdict and "\n1. " not in r.answer  # no generic steps
+    assert "def sample(buffer, key" in r.answer  # the closure's short answer, with its code
+
+
 def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
     log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
            "40123. Not attempting to load libtpu.so in this process.")

@@ -1116,6 +1116,8 @@ SAMPLES = {
     "linux_oom_kill_constraint": "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
     "oom_memcg=/job,task_memcg=/job,task=python3,pid=4242,uid=1000",
     "shell_killed_python": "71885 Killed                  python -m train",
+    "xla_gpu_new_constant": "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to allocate 4194304000 bytes for "
+                            "new constant",
 }
 
 
@@ -1132,6 +1134,7 @@ def test_each_sample_is_recognised_by_its_own_signature(signature_id):
 
 
 def test_sample_sizes_are_read_exactly():
+    assert parse_error(SAMPLES["xla_gpu_new_constant"]).requested_bytes == 4194304000
     assert parse_error(SAMPLES["bfc_allocator_ran_out"]).requested_bytes == 32768
     assert parse_error(SAMPLES["cuda_pinned_host_out_of_memory"]).requested_bytes == 17179869184
     assert parse_error(SAMPLES["torch_cuda_out_of_memory"]).requested_bytes == round(1.12 * M)
