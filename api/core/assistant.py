@@ -416,7 +416,8 @@ class Assistant:
             named = {f.subject for f in figures}
             logged = [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
             gone = self.parts.figures.replaced_by({f.subject for f in logged})  # (their `unless`, as for the question's)
-            figures = [f for f in figures if not (f.kind == ANSWER and f.subject in gone)] + logged
+            # (the log's own answers first: they say what failed; the question's words matched the rest)
+            figures = logged + [f for f in figures if not (f.kind == ANSWER and f.subject in gone)]
         # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").

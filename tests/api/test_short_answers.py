@@ -945,3 +945,18 @@ def test_donation_code_asked_for_the_step_the_asker_wrote_uses_its_names_and_don
                                       "donate_argnums?"})
     assert "def train_step(state, batch):" in other["answer"]
 
+
+def test_a_log_s_own_short_answer_comes_before_those_the_question_s_words_matched(client):
+    # NCCL failing to set up its communicator under pmap: NCCL's memory outside the pool first, then pmap's copies
+    body = _ask(client, {"question": "pmap で学習を始めた直後にこれが出ます。GPU メモリは足りているはずですが？",
+                         "error_log": "XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:297: NCCL "
+                                      "operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error"})
+    answer = body["answer"]
+    assert "NCCL_NVLS_ENABLE" in answer and "jax.pmap" in answer, answer[:600]
+    assert answer.index("NCCL_NVLS_ENABLE") < answer.index("jax.pmap")
+    # a GPU's pinned host buffer that could not be allocated is not JAX running on the CPU
+    pinned = _ask(client, {"question": "it fails at device_put of my weights",
+                           "error_log": "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1100] failed to alloc "
+                                        "34359738368 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory"})
+    assert "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB" in pinned["answer"] and "on the CPU" not in pinned["answer"]
+
