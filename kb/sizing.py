@@ -1402,7 +1402,8 @@ class Sizing:
     def _pool_cap(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """One most JAX may take of the GPU named ("JAX should use at most 30 GB of the 48 GB A6000,
         the rest is vLLM's"): the fraction of the whole card that stays under it, rounded down."""
-        if not (s.gpu and s.card_memory and {"mem_fraction", "env_var"} & s.cues and "cap" in s.cues):
+        if not (s.gpu and s.card_memory and ({"mem_fraction", "env_var"} & s.cues and "cap" in s.cues
+                                             or "limit_jax" in s.cues)):
             return None
         card = s.card_memory / (1 << 30)
         needs = self._needs(text, card)

@@ -1274,6 +1274,17 @@ def test_a_grid_side_to_a_power_is_a_shape_but_a_unit_in_code_is_not():
                                          asked=True) if x.subject == "tensor"]
 
 
+@pytest.mark.parametrize("language, text, fraction", [
+    ("es", "¿Cómo limito la memoria que usa JAX en la GPU a 4 GB exactos? Tengo una RTX 4090 y quiero dejar sitio a "
+           "PyTorch.", ".16"),
+    ("de", "Wie kann ich JAX auf meiner A100 40GB auf 10 GB begrenzen?", ".25"),
+    ("ja", "RTX 3090 で JAX のメモリを 6GB に制限したい", ".25"),
+])
+def test_jax_limited_to_a_size_without_the_setting_named_gets_the_fraction(language, text, fraction):
+    (a,) = [x for x in SIZING.answer(text, language) if x.subject == "pool_shares"]
+    assert f"XLA_PYTHON_CLIENT_MEM_FRACTION={fraction}" in a.text, a.text
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
