@@ -299,6 +299,9 @@ CASES = [
     ("Minha simulação de Monte Carlo gera todo o ruído de uma vez: z = jax.random.normal(key, (n_passos, n_trajetorias)) "
      "e depois for t in range(n_passos): x = x + z[t]. Com 20 mil trajetórias estoura a memória da GPU. Como evito?",
      "pt", "draws_per_step", "jax.random.fold_in(key, t)"),
+    # checkpointing every layer asked about: what it keeps, what it costs
+    ("Wie viel Speicher spare ich, wenn ich jede Schicht meines Transformers mit jax.checkpoint umschließe?", "de",
+     "remat_per_layer", "34 × Batch × Sequenz × Hidden"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
