@@ -302,6 +302,12 @@ CASES = [
     # checkpointing every layer asked about: what it keeps, what it costs
     ("Wie viel Speicher spare ich, wenn ich jede Schicht meines Transformers mit jax.checkpoint umschließe?", "de",
      "remat_per_layer", "34 × Batch × Sequenz × Hidden"),
+    # nvidia-smi against memory_stats(): both, of different things (not device 0 filling alone)
+    ("nvidia-smi zeigt 70 GB für meinen Prozess, aber jax.devices()[0].memory_stats()['bytes_in_use'] nur 9 GB. "
+     "Welche Zahl stimmt?", "de", "nvidia_smi_vs_memory_stats", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # a dataset larger than RAM loaded in pieces
+    ("Мой датасет 300 ГБ не помещается в память, jax.device_put падает. Как загружать частями?", "ru",
+     "dataset_streaming", "mmap_mode"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
@@ -879,7 +885,8 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
 
 
 @pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits", "debug_nans_donation",
-                                       "checkpoint_whole_function", "draws_per_step", "peak_before_running"])
+                                       "checkpoint_whole_function", "draws_per_step", "peak_before_running",
+                                       "dataset_streaming"])
 def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
     # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
     import jax
@@ -897,6 +904,8 @@ def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_
         import re
         temps = [float(x) for x in re.findall(r"temporaries ([0-9.]+) MiB", out.out)]
         assert len(temps) == 3 and temps[0] == temps[1] > temps[2], out.out
+    if answer_id == "dataset_streaming":  # batch after batch from the mapped file
+        assert out.out.strip().startswith("[-0.0"), out.out
     if answer_id == "peak_before_running":  # abstract, sharded inputs compile on the local devices
         assert "largest batch that fits: 4096" in out.out, out.out
     if answer_id == "draws_per_step":  # one step's draws alive, not every step's: temporaries well under T x M
