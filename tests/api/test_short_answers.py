@@ -308,6 +308,11 @@ CASES = [
     # a dataset larger than RAM loaded in pieces
     ("Мой датасет 300 ГБ не помещается в память, jax.device_put падает. Как загружать частями?", "ru",
      "dataset_streaming", "mmap_mode"),
+    # the first step fits, the second runs out: two copies of the state, or a second program
+    ("第一步训练正常，第二步就 OOM 了，是为什么？", "zh", "second_step_oom", "donate_argnums"),
+    # a bare "Killed": the kernel's OOM killer or the job's limit, and how to confirm it
+    ("Mi script de JAX muere con 'Killed' sin ningún mensaje en un servidor de 128 GB de RAM. ¿Es la memoria?", "es",
+     "killed_without_message", "dmesg"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
