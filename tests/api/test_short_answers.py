@@ -313,6 +313,9 @@ CASES = [
     # a bare "Killed": the kernel's OOM killer or the job's limit, and how to confirm it
     ("Mi script de JAX muere con 'Killed' sin ningún mensaje en un servidor de 128 GB de RAM. ¿Es la memoria?", "es",
      "killed_without_message", "dmesg"),
+    # compiling fills the host's RAM although the model is small: the program's size
+    ("jit 컴파일할 때 호스트 메모리를 너무 많이 써서 프로세스가 죽어요. 모델은 크지 않은데요.", "ko",
+     "compile_host_memory", "jax.lax.scan"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
