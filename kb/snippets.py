@@ -214,7 +214,8 @@ def fill_signature(code: str | None, text: str) -> tuple[str | None, str | None]
         return code, None
     argnums = f"({', '.join(map(str, donated))}{',' if len(donated) == 1 else ''})"
     rest = [a for i, a in enumerate(args) if i not in donated]
-    loop = rest[0] if len(rest) == 1 else "batch"
+    loop = (f"for {rest[0]} in batches:  # your data loop" if len(rest) == 1  # (the one argument not returned)
+            else "for _ in range(num_steps):  # your loop")
     call_args = ", ".join(args)
     lines = [
         "import functools",
@@ -225,7 +226,7 @@ def fill_signature(code: str | None, text: str) -> tuple[str | None, str | None]
         f"def {name}({call_args}):",
         f"    ...  # your step as it is: returns {', '.join(outs)}",
         "",
-        f"for {loop} in batches:  # your data loop" if len(rest) == 1 else "for _ in range(num_steps):  # your loop",
+        loop,
         f"    {', '.join(outs)} = {name}({call_args})  # rebind at once: the donated inputs are gone after the call",
         "",
         "# to check: the bytes written in place, about the donated arguments' size",
