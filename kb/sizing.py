@@ -1291,6 +1291,10 @@ class Sizing:
             return None
         peak = (args or 0) + fixed + slope * best
         if peaks:
+            # a share proposed rather than set ("if I set MEM_FRACTION=0.95, which batch?"): the batch against it too
+            proposed = _fractions_named(text, self._cues.get("mem_fraction", [])) if s.pool_share is None else []
+            if proposed and s.gpu and s.card_memory:
+                s = replace(s, pool_share=proposed[-1])
             return self._batch_line_peaks(s, language, b1, t1, b2, t2, slope, fixed)
         text_ = self._msg("batch_line", language, slope=f"{_num(round(slope, 4))} GiB", b1=_num(b1), t1=f"{_num(t1)} GiB",
                           b2=_num(b2), t2=f"{_num(t2)} GiB", fixed=f"{_num(round(fixed, 3))} GiB",
@@ -1528,7 +1532,9 @@ class Sizing:
         m = _FRACTION_SET.search((text or "").lower())
         if m is None and _UNIFIED_SAID.search((text or "").lower()):
             # a follow-up in a unified-memory conversation naming the value alone ("if I take 3.2?")
-            m = _BARE_FRACTION.search((text or "").lower().rsplit("\n", 1)[-1])
+            last = (text or "").lower().rsplit("\n", 1)[-1]
+            m = next((x for x in _BARE_FRACTION.finditer(last)
+                      if not _VERSION_BEFORE.search(last, max(0, x.start() - 24), x.start())), None)
         if not (m and s.gpu and s.card_memory):
             return None
         fraction = float(m.group(1))
@@ -1985,7 +1991,7 @@ class Sizing:
                 leave = float(m.group(1)) * _UNIT_BYTES[m.group(2)[0] if m.group(2)[0] in "gm" else
                                                        {"г": "g", "м": "m"}[m.group(2)[0]]]
         card = s.card_memory
-        if not leave or not 0 < leave < 0.5 * card:
+        if not leave or not 0 < leave < 0.8 * card:  # (what the other program keeps: up to most of the card)
             return None
         exact = (card - leave) / card
         fraction = math.floor(exact * 100) / 100
@@ -4229,6 +4235,10 @@ _FRACTION_ASKED = re.compile(
 _VALUE_ASKED = re.compile(r"(?:what|which|welche\w*|quel\w*|qual|cuál|cual|qué|que|какое|какую|多少|どの|얼마|어떤|कौन|कितना|أي|ما)"
                           r"[^.?!\n]{0,20}(?:value|wert|valeur|valor|значени\w*|值|値|값|मान|वैल्यू|قيمة)")
 #: a fraction alone ("wenn ich 3.2 nehme"), not a size or a percent
+#: a software's name or "version" just before a number: a version ("cuda 11.7", "colabfold 1.5.2"), not a value
+_VERSION_BEFORE = re.compile(r"(?:cuda|cudnn|nvcc|driver|toolkit|python|jaxlib|jax|libtpu|torch|pytorch|tensorflow|tf|"
+                             r"numpy|colabfold|alphafold|flax|optax|rocm|version|versión|versão|verze|версия|версии|"
+                             r"版本|バージョン|버전|संस्करण|إصدار|v)\s*[=:]?\s*$")
 _BARE_FRACTION = re.compile(r"(?<![\w.])(\d{1,2}\.\d{1,2})(?![\d.]|\s*(?:gb|gib|g\b|mb|mib|tb|%|x\b|×))")
 #: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
 _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"

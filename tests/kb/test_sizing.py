@@ -1285,6 +1285,31 @@ def test_jax_limited_to_a_size_without_the_setting_named_gets_the_fraction(langu
     assert f"XLA_PYTHON_CLIENT_MEM_FRACTION={fraction}" in a.text, a.text
 
 
+def test_a_share_proposed_beside_two_measured_peaks_gets_the_batch_that_fits_it():
+    # 22.1 GiB at batch 2, 28.4 at 3: 6.3 GiB each, 9.5 fixed; .95 of 40 GiB is 38 GiB: batch 4 (34.7 GiB)
+    (a,) = [x for x in SIZING.answer(
+        "A100 40GB: peak_bytes_in_use batch 2 -> 22.1 GiB, batch 3 -> 28.4 GiB. If I set "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION=0.95, what is the largest batch?", "en", asked=True) if x.subject == "batch_line"]
+    assert "b ≤ 3" in a.text and "b ≤ 4 (34.7 GiB)" in a.text, a.text
+
+
+def test_a_version_is_not_a_unified_memory_fraction_and_a_name_ending_in_max_is_no_cap():
+    assert not [x for x in SIZING.answer("colabfold 1.5.2 (cuda 11.7) on an A100 40GB with unified memory crashes",
+                                         "en", asked=True) if "11.7" in x.text]
+    # "waymax" is not "max": what is left for torch, not a cap on JAX
+    (a,) = [x for x in SIZING.answer("my waymax sim on the 24 GiB card: what XLA_PYTHON_CLIENT_MEM_FRACTION leaves "
+                                     "~14 GiB for torch?", "en", asked=True) if x.subject == "pool_shares"]
+    assert "capped" not in a.text and "14 GiB" in a.text, a.text
+
+
+def test_an_operand_s_dtype_said_after_its_block_shape_is_read():
+    (a,) = [x for x in SIZING.answer("My first Pallas kernel on v5e: bf16 matmul with an f32 scratch accumulator. "
+                                     "BlockSpecs: x (512, 2048), w (2048, 1024), out (512, 1024) in f32, scratch VMEM "
+                                     "f32 (512, 1024). How much VMEM?", "en", asked=True)
+            if x.subject == "pallas_blocks"]
+    assert "512×1024 float32 (2.00 MiB)" in a.text and "18.00 MiB" in a.text, a.text
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
