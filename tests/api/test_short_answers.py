@@ -316,6 +316,12 @@ CASES = [
     # compiling fills the host's RAM although the model is small: the program's size
     ("jit 컴파일할 때 호스트 메모리를 너무 많이 써서 프로세스가 죽어요. 모델은 크지 않은데요.", "ko",
      "compile_host_memory", "jax.lax.scan"),
+    # several processes started by a library on one card, the pool's flag already set: the split, not the flag again
+    ("joblib Parallel(n_jobs=4) で 1 枚の A100 に 4 つの学習を同時に走らせると落ちます。"
+     "XLA_PYTHON_CLIENT_PREALLOCATE=false は設定済みです。", "ja", "processes_share_gpu", "各 .30"),
+    # unified memory asked about as a feature ("does JAX have it?")
+    ("Meine GPU hat 8 GB. In TensorFlow konnte man Unified Memory nutzen und in den RAM auslagern. Gibt es das in JAX?",
+     "de", "cuda_unified_memory", "TF_FORCE_UNIFIED_MEMORY"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
