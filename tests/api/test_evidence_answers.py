@@ -1344,6 +1344,17 @@ def test_a_constant_that_failed_to_load_is_an_array_read_from_a_closure_not_a_te
     assert "def sample(buffer, key" in r.answer  # the closure's short answer, with its code
 
 
+def test_unified_memory_the_driver_refuses_is_a_setting_the_machine_does_not_allow_not_the_program(client):
+    log = ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:767] failed to alloc 68719476736 bytes unified "
+           "memory; result: CUDA_ERROR_INVALID_VALUE: invalid argument\nE external/xla/xla/stream_executor/cuda/"
+           "cuda_driver.cc:767] failed to alloc 61847529062 bytes unified memory; result: CUDA_ERROR_INVALID_VALUE: "
+           "invalid argument")
+    r = ask(client, "Unter WSL2 startet ColabFold gar nicht erst, nur diese Zeilen. Reicht der Speicher meiner 16-GB-Karte "
+                    "nicht?", log)
+    assert r.language == "de" and r.verdict and "64.00 GiB" in r.verdict and "--disable-unified-memory" in r.verdict
+    assert "\n1. " not in r.answer  # no memory remedies after it
+
+
 def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
     log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
            "40123. Not attempting to load libtpu.so in this process.")

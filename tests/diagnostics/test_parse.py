@@ -1116,6 +1116,9 @@ SAMPLES = {
     "linux_oom_kill_constraint": "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
     "oom_memcg=/job,task_memcg=/job,task=python3,pid=4242,uid=1000",
     "shell_killed_python": "71885 Killed                  python -m train",
+    "cuda_unified_alloc_failed": "E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:767] "
+                                 "failed to alloc 34359738368 bytes unified memory; result: CUDA_ERROR_INVALID_VALUE: "
+                                 "invalid argument",
     "xla_gpu_new_constant": "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to allocate 4194304000 bytes for "
                             "new constant",
 }
