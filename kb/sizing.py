@@ -453,6 +453,7 @@ _GPU_NAMED = re.compile(r"(?<![a-z0-9_])(?:[ahlv]\d{2,3}s?|a10g?|t4|rtx ?\d{4}|a
 
 #: What one JAX process takes on a GPU outside its pool (the CUDA context, cuBLAS/cuDNN handles), about.
 CUDA_CONTEXT = 400 << 20
+MANY_PROCESSES = 6  # from this many processes on one card, shares are split to the percent (pytest -n 12)
 #: How far after the words of a cap its figure may stand ("no more than about 8GB").
 CAP_REACH = 24
 #: An [N, N] failed allocation of N items at least this many, nothing pairing them on purpose: a broadcast.
@@ -1048,7 +1049,7 @@ class Sizing:
         if shares is None:
             shares = self._pool_shares(text, s, language, turn)
         if shares is None:  # "2 servers on this card, what fraction each?": one even share
-            shares = self._pool_even_split(turn or text, s, language)
+            shares = self._pool_even_split(turn or text, s, language, conversation=text)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
         if shares is None:
@@ -3800,18 +3801,23 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(per),
                             sources=["computed"], cite=POOL_CITE)
 
-    def _pool_even_split(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _pool_even_split(self, text: str, s: Stated, language: str, conversation: str = "") -> FigureAnswer | None:
         """The one XLA_PYTHON_CLIENT_MEM_FRACTION for each of N processes sharing the GPU named, asked
         without a share set ("2 policy servers on this one GPU, exactly what fraction each?"): the
         card less N CUDA contexts and a margin, split N ways, rounded down to .05; against the need
         each one has where the text states it."""
         low = _plain_digits(text or "").lower()
-        counts = _process_counts(low)
+        # (the processes counted in an earlier turn, "pytest -n 12", where this one only asks the fraction again)
+        counts = _process_counts(low) or _process_counts(_plain_digits(conversation or "").lower())
         if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and not s.pool_share
                 and len(counts) == 1 and _FRACTION_ASKED.search(low)):
             return None
         n, card = counts[0], s.card_memory
-        fraction = math.floor((card - n * 2 * CUDA_CONTEXT) / n / card * 20) / 20
+        # a few processes: two contexts' room each, shares of .05; many (pytest -n 12): one context each, shares
+        # of .01, or nothing would be left to split
+        many = n >= MANY_PROCESSES
+        steps = 100 if many else 20
+        fraction = math.floor((card - n * (1 if many else 2) * CUDA_CONTEXT) / n / card * steps) / steps
         if fraction <= 0:
             return None
         per = fraction * card

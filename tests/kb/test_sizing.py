@@ -1310,6 +1310,14 @@ def test_an_operand_s_dtype_said_after_its_block_shape_is_read():
     assert "512×1024 float32 (2.00 MiB)" in a.text and "18.00 MiB" in a.text, a.text
 
 
+def test_many_workers_counted_in_an_earlier_turn_get_a_share_to_the_percent():
+    # pytest -n 12 said first, the card and the fraction asked after: .04 each (12 × 0.44 GiB + 12 contexts)
+    first = "Running JAX tests in parallel with pytest-xdist (pytest -n 12) on one GPU: OOM as soon as workers start."
+    second = "My card is an RTX 2080 Ti 11GB. With -n 12 and XLA_PYTHON_CLIENT_PREALLOCATE=false, what MEM_FRACTION?"
+    (a,) = [x for x in SIZING.answer(second, "en", asked=True, earlier=first) if x.subject == "pool_even_split"]
+    assert "12 processes" in a.text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.04" in a.text, a.text
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
