@@ -1119,6 +1119,7 @@ SAMPLES = {
     "cuda_unified_alloc_failed": "E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:767] "
                                  "failed to alloc 34359738368 bytes unified memory; result: CUDA_ERROR_INVALID_VALUE: "
                                  "invalid argument",
+    "tpu_program_host_requirement": "E0110 18:36:27.929281 1590 compiler_base.cc:2121] Program host requirement 145.69G:",
     "xla_gpu_new_constant": "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to allocate 4194304000 bytes for "
                             "new constant",
 }
