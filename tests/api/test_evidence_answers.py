@@ -1355,6 +1355,27 @@ def test_unified_memory_the_driver_refuses_is_a_setting_the_machine_does_not_all
     assert "\n1. " not in r.answer  # no memory remedies after it
 
 
+def test_a_transfer_guard_stopping_a_copy_is_not_memory(client):
+    log = ("jax.errors.JaxRuntimeError: INVALID_ARGUMENT: Disallowed host-to-device transfer: "
+           "aval=ShapedArray(int32[4096,16]), dst_sharding=GSPMDSharding({replicated})")
+    r = ask(client, "Mi entorno de RL en GPU falla así al hacer reset. ¿Es falta de memoria? ¿Lo paso a CPU?", log)
+    assert r.language == "es" and r.verdict and "`ShapedArray(int32[4096,16])`" in r.verdict, r.verdict
+    assert "jax.transfer_guard" in r.verdict and "jax.device_put(x)" in r.verdict and "\n1. " not in r.answer
+
+
+def test_a_tpu_program_s_host_buffers_are_offloaded_ones_stacked_over_the_layers(client):
+    log = ("E0110 09:12:44.101010    2231 compiler_base.cc:2121] Program host requirement 40.00G:\nE0110 09:12:44.101010    2231 compiler_base.cc:2121]     HLO temp"
+           "        40.00G (100.0% utilization: Unpadded (40.00G) Padded (40.00G), 0.0% fragmentation (0B))\nE0110 "
+           "compiler_base.cc:2121]   Largest program allocations in host:\nE0110 09:12:44.101010    2231 compiler_base.cc:2121]   1. Size: "
+           "20.00G\nE0110 09:12:44.101010    2231 compiler_base.cc:2121]      Shape: bf16[80,4,4096,8192]{3,2,1,0:T(8,128)(2,1)S(5)}\nE0110 "
+           "compiler_base.cc:2121]      Unpadded size: 20.00G\nE0110 09:12:44.101010    2231 compiler_base.cc:2121]      XLA label: "
+           "custom-call.7 = custom-call(), custom_call_target=\"AllocateBuffer\"\nE0110 09:12:44.101010    2231 compiler_base.cc:2121]      "
+           "Allocation type: HLO temp")
+    r = ask(client, "Warum braucht mein Programm auf dem TPU-Pod 40 GB Host-Speicher beim Kompilieren?", log)
+    assert r.language == "de" and r.verdict and "`bf16[80,4,4096,8192]`" in r.verdict and "40.00 GiB" in r.verdict
+    assert "`S(5)`" in r.verdict and "pinned_host" in r.verdict, r.verdict
+
+
 def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_chips(client):
     log = ("RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by process with pid "
            "40123. Not attempting to load libtpu.so in this process.")

@@ -986,3 +986,14 @@ def test_a_log_s_own_short_answer_comes_before_those_the_question_s_words_matche
                                         "34359738368 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory"})
     assert "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB" in pinned["answer"] and "on the CPU" not in pinned["answer"]
 
+
+def test_a_shared_memory_log_of_a_fused_cross_entropy_kernel_is_not_answered_with_chunked_logits(client):
+    body = _ask(client, {"question": "My Pallas fused cross-entropy kernel on an H100 fails with this. What v_block fits?",
+                         "error_log": "XlaRuntimeError: RESOURCE_EXHAUSTED: Shared memory size limit exceeded: "
+                                      "requested 262144, available: 232448"})
+    assert "shared memory per thread block" in body["answer"] and "def chunked_cross_entropy" not in body["answer"]
+    # memory_stats() read field by field beside a model's vocabulary: not the logits' answer
+    stats = _ask(client, {"question": "My model has vocab_size 131072 and hidden 8192. How do I read these memory_stats: "
+                                      "bytes_in_use 12892489984, largest_alloc_size 2147483648?"})
+    assert "def chunked_cross_entropy" not in stats["answer"]
+
