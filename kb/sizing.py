@@ -972,6 +972,9 @@ class Sizing:
         raw = self._raw_bytes(turn or text, s, language) if asked else None
         if raw is not None:  # "[1606439424, 1606437376, ...]: how many GiB per chip?"
             out.insert(0, raw)
+        jacobian = self._jacobian(turn or text, s, language)
+        if jacobian is not None:  # "root_find with Newton tries to allocate 77 TB": the dense Jacobian of the state
+            return [jacobian]
         trajectory = self._trajectory(text, s, language)
         if trajectory is not None:  # "721×1440 grid, 227 channels, float32: 40 steps, and 120?"
             return [trajectory]
@@ -1373,6 +1376,27 @@ class Sizing:
             text_ = text_[:cut] + {"zh": "。", "ja": "。", "hi": "।"}.get(language, ".")
         return FigureAnswer(kind=KIND, subject="count_line", text=text_,
                             value_bytes=int(t2 * (1 << 30)), sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _jacobian(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """The dense Jacobian of the state the text writes out, where it names a Jacobian (a Newton solve,
+        `jacfwd`, implicit differentiation): N x N entries for a state of N elements, against one vector of
+        N that a matrix-free solver keeps a few of."""
+        if "jacobian" not in s.cues:
+            return None
+        shapes = [m for m in _SHAPE.finditer(text or "") if math.prod(_dims_of(m)) >= 1 << 10]
+        if not shapes:
+            return None
+        dims = _dims_of(shapes[-1])
+        n = math.prod(dims)
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        vector, dense = n * dtype_bytes, n * n * dtype_bytes
+        parts = [self._msg("jacobian_dense", language, shape="[" + ", ".join(map(str, dims)) + "]",
+                           n=_grouped(n, language), dtype=dtype_name, vector=format_bytes(vector),
+                           dense=format_bytes(dense))]
+        if s.device_memory:
+            parts.append(self._share(s, dense, language))
+        return FigureAnswer(kind=KIND, subject="jacobian", text=self._join(parts, language), value_bytes=int(dense),
+                            sources=["computed"], cite=ANALYSIS_CITE)
 
     def _batch_line_peaks(self, s: Stated, language: str, b1: int, t1: float, b2: int, t2: float,
                           slope: float, fixed: float) -> FigureAnswer | None:

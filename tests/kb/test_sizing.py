@@ -1318,6 +1318,13 @@ def test_many_workers_counted_in_an_earlier_turn_get_a_share_to_the_percent():
     assert "12 processes" in a.text and "XLA_PYTHON_CLIENT_MEM_FRACTION=.04" in a.text, a.text
 
 
+def test_a_jacobian_named_beside_a_state_s_shape_is_its_dense_size_against_one_vector():
+    # [500, 1, 500, 3, 2] float32: 1.5M elements, 1.5M² × 4 B = 8.19 TiB dense, 5.72 MiB per vector
+    (a,) = SIZING.answer("with optx.Newton the jacobian of my state [500, 1, 500, 3, 2] float32: does it fit on an "
+                         "A100 80GB?", "en", asked=True)
+    assert a.subject == "jacobian" and "8.19 TiB" in a.text and "5.72 MiB" in a.text and "lx.GMRES" in a.text, a.text
+
+
 def test_giga_parameters_with_a_decimal_comma_win_over_the_model_s_name():
     # "T5-11B (~11,3 G paramètres)": the stated 11.3B, not the name's 11B (11.3e9 × 8 B = 84.19 GiB)
     a = _only("T5-11B (~11,3 G paramètres) en full sur un TPU v3-8 avec Adafactor : combien de mémoire ?", "fr",
