@@ -1385,6 +1385,21 @@ def test_a_tpu_held_by_another_process_is_not_memory_and_says_how_to_split_the_c
     assert "\n1. " not in r.answer  # no memory remedy steps after it
 
 
+def test_an_empty_pool_in_a_ray_actor_is_the_card_taken_by_other_processes_not_the_model(client):
+    # "<allocator contains no memory>": this process reserved nothing; a small request is not the model's size
+    log = ("(Worker pid=5121) 2024-03-02 10:01:06.985303: W external/xla/xla/tsl/framework/bfc_allocator.cc:479] Allocator "
+           "(GPU_0_bfc) ran out of memory trying to allocate 48.0KiB (rounded to 49152)requested by op \n"
+           "(Worker pid=5121) 2024-03-02 10:01:06.985476: W external/xla/xla/tsl/framework/bfc_allocator.cc:491] "
+           "<allocator contains no memory>\n(Worker pid=5121) Exception raised in creation task: The actor died because "
+           "of an error raised in its creation task, ray::Worker.__init__() (pid=5121)")
+    r = ask(client, "pourquoi mes 3 workers ray meurent au chargement des poids alors que le premier démarre bien ?", log)
+    assert r.language == "fr" and r.verdict and "48.00 KiB" in r.verdict and "num_gpus=1" in r.verdict, r.verdict
+    assert "\n1. " not in r.answer  # no remedy steps (batch, remat) after it
+    # without Ray: the same reading, with the processes named generally
+    r = ask(client, "why does this fail on 48KB??", log.replace("ray::", "").replace("(Worker pid=5121) ", ""))
+    assert r.verdict and "no memory at all" in r.verdict and "num_gpus" not in r.verdict, r.verdict
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
