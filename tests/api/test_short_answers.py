@@ -180,6 +180,8 @@ CASES = [
      "откуда 24M и почему лимит 16M?", "ru", "pallas_vmem_accounting", "vmem_limit_bytes"),
     ("MaxText로 v5p-64에서 학습 중인데, 체크포인트 저장할 때마다 호스트 RAM OOM으로 프로세스가 죽어요 (dmesg에 oom-kill)",
      "ko", "host_ram_checkpoint_save", "save_concurrent_gb"),
+    ("Levanter auf v4-32: Host-RAM wächst bei jedem async Checkpoint um ~4 GB und geht nie zurück, gc.collect() "
+     "bringt nichts", "de", "checkpoint_host_ram_ratchet", "np.asarray(shard.data)"),
     ("Offloaded the Adam state to pinned_host like you said, still OOM: Used went from 21.40G to 21.05G on v5e. Why "
      "did it only save 0.35G instead of the 3.5G the state takes per chip?", "en", "offload_saved_less", "mu_dtype"),
     ("Как читать отчёт \"Ran out of memory in memory space hbm\"? Что такое HLO temp, program и arguments и "
@@ -388,6 +390,10 @@ def test_a_question_that_only_mentions_a_concept_in_passing_gets_no_short_answer
         "jax.checkpoint with save_and_offload_only_these_names(offload_dst='pinned_host'): how much host RAM per node?")}
     assert [a.id for a in FIGURES.short_answers_of("orbax checkpoint save eats all host RAM, oom-killed")] == [
         "host_ram_checkpoint_save"]
+    # a floor that rises with every save: the pinned staging answer, and neither gc.collect()'s nor the general growth's
+    ids = [a.id for a in FIGURES.short_answers_of(
+        "host RAM floor grows ~2GB per save with async checkpointing, gc.collect() after each save does nothing")]
+    assert ids[0] == "checkpoint_host_ram_ratchet" and not {"gc_collect_clear_caches", "host_ram_grows"} & set(ids)
     # an optimizer named without asking about memory
     assert not FIGURES.short_answers_of("Which learning rate schedule does optax use for adamw warmup?")
 
