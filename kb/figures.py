@@ -98,6 +98,9 @@ class ShortAnswer(_Strict):
     unless: list[str] = Field(default_factory=list, description="more specific answers that replace this one")
     log_markers: list[str] = Field(default_factory=list,
                                    description="texts of a pasted log that call for this answer too")
+    log_with: list[list[str]] = Field(default_factory=list, description="keyword groups the question must "
+                                      "match too for `log_markers` to call for it (a kernel that fails to load "
+                                      "after several inputs: \"after 6 pairs\")")
     about: str | None = Field(default=None, description="the intents.yaml `tried` item it explains how to "
                               "apply: not shown to someone who says they did that and asks what next")
     covered_by: list[str] = Field(default_factory=list, description="short answers that, given in an earlier "
@@ -203,6 +206,7 @@ class Figures:
                         [SETTING in group for group in q.all]) for q in data.questions]
         self._answers = [(a, [[_keyword(k) for k in group] for group in a.all]) for a in data.answers]
         self._ruled_out = {a.id: [_keyword(k) for k in a.none] for a in data.answers}
+        self._log_with = {a.id: [[_keyword(k) for k in group] for group in a.log_with] for a in data.answers}
         self._code_for = [(a, [_keyword(k) for k in a.code_for]) for a in data.answers if a.snippet and a.code_for]
 
     # -- recognising ------------------------------------------------------------------------
@@ -294,13 +298,16 @@ class Figures:
         gave `ids` does not need again."""
         return set(ids) | {a.id for a, _ in self._answers if ids.intersection(a.covered_by)}
 
-    def log_answers(self, log: str, language: str) -> list[FigureAnswer]:
+    def log_answers(self, log: str, language: str, question: str = "") -> list[FigureAnswer]:
         """Short answers a pasted log calls for (a warning the log shows: "Involuntary full
-        rematerialization"), whatever the question says."""
+        rematerialization"), whatever the question says, except those that also need the question's
+        words (`log_with`)."""
         if not log:
             return []
+        low = question.lower()
         return [self._short(a, language) for a, _ in self._answers
-                if any(m in log for m in a.log_markers)]
+                if any(m in log for m in a.log_markers)
+                and all(any(p.search(low) for p in g) for g in self._log_with[a.id])]
 
     def replaced_by(self, ids: set[str]) -> set[str]:
         """The short answers that any of `ids` replaces (their `unless` names one): a log's own

@@ -158,6 +158,21 @@ def fill_share(code: str | None, processes: int | None) -> str | None:
     return _SHARE_EXAMPLE.sub(lambda m: m.group(1) + share, code)
 
 
+#: a child process's environment that a snippet builds with a pool share ("env = dict(os.environ,
+#: XLA_PYTHON_CLIENT_MEM_FRACTION=".7")"), and a share the conversation names ("MEM_FRACTION=0.7")
+_CHILD_SHARE = re.compile(r"""(dict\(os\.environ,\s*XLA_PYTHON_CLIENT_MEM_FRACTION=")(0?\.\d+)(")""")
+_SAID_SHARE = re.compile(r"MEM_FRACTION\s*[=:]?\s*[\"']?(0?\.\d+)\b", re.IGNORECASE)
+
+
+def fill_child_share(code: str | None, said: str) -> str | None:
+    """`code` with the pool share it gives the processes it starts replaced by the last share of at
+    most 1 that the conversation `said` names (the value the user chose for them)."""
+    shares = [m.group(1) for m in _SAID_SHARE.finditer(said or "") if 0 < float(m.group(1)) <= 1]
+    if not code or not shares:
+        return code
+    return _CHILD_SHARE.sub(lambda m: f"{m.group(1)}{shares[-1]}{m.group(3)}", code)
+
+
 def fill_stated(code: str, stated: dict[str, float]) -> str:
     """`code` with the figures the user stated (a sizing read: layers, batch, seq, ...) put into its
     line of the model's figures, each name that was stated replaced, the others kept."""

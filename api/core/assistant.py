@@ -41,7 +41,7 @@ from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.commands import load_commands
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_limit, fill_share, fill_signature, fill_size, fill_stated
+from oomkb.kb.snippets import fill_child_share, fill_limit, fill_share, fill_signature, fill_size, fill_stated
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -409,13 +409,15 @@ class Assistant:
             said = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
             stated = self.sizing.read(f"{said}\n{question}").values
             processes = self.sizing.process_count(f"{said}\n{question}")  # ("3 processes on one card": .30 each)
-            figures = [f.model_copy(update={"snippet": fill_share(fill_stated(f.snippet, stated), processes)})
+            figures = [f.model_copy(update={"snippet": fill_child_share(
+                           fill_share(fill_stated(f.snippet, stated), processes), f"{said}\n{question}")})
                        if f.snippet else f for f in figures]
             figures = [self._for_own_step(f, f"{said}\n{question}") if f.snippet else f for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
-            logged = [f for f in self.parts.figures.log_answers(log, language) if f.subject not in named]
+            logged = [f for f in self.parts.figures.log_answers(log, language, question) if f.subject not in named]
             gone = self.parts.figures.replaced_by({f.subject for f in logged})  # (their `unless`, as for the question's)
+            logged = [f for f in logged if f.subject not in gone]  # (a log answer the question's words made specific)
             # (the log's own answers first: they say what failed; the question's words matched the rest)
             figures = logged + [f for f in figures if not (f.kind == ANSWER and f.subject in gone)]
         # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
@@ -496,7 +498,7 @@ class Assistant:
             # the arithmetic asked for answers it: concept answers its words also touch are not shown,
             # nor the generation's HBM, which the arithmetic states as the capacity it used (an answer
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
-            marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language)}
+            marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language, question)}
             figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
         said_all = "\n".join([*(t.question for t in earlier if t.question), question])
         command = (self.commands.command(said_all, self._msg("command_from_conversation", language),

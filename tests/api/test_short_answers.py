@@ -1003,3 +1003,26 @@ def test_a_shared_memory_log_of_a_fused_cross_entropy_kernel_is_not_answered_wit
                                       "bytes_in_use 12892489984, largest_alloc_size 2147483648?"})
     assert "def chunked_cross_entropy" not in stats["answer"]
 
+
+
+def test_a_kernel_that_fails_to_load_after_several_inputs_is_the_build_up_and_the_wrapper_gets_their_share(client):
+    # "after 20 proteins": the compiled programs of each new length keep their kernels outside the pool
+    # (not "restart did not help, the program needs more"); the per-input wrapper asked next carries
+    # the share the conversation chose
+    first = _ask(client, {"question": "ColabFold batch on an RTX 4090: after ~20 proteins of different lengths it dies, "
+                                      "one protein alone runs fine. Leak?",
+                          "error_log": "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to load in-memory CUBIN: "
+                                       "CUDA_ERROR_OUT_OF_MEMORY: out of memory"})
+    head = first["answer"].split("### ")[0]
+    assert "jax.clear_caches()" in head and "outside JAX's pool filling up" in head, head
+    assert "\"Failed to load in-memory CUBIN: CUDA_ERROR_OUT_OF_MEMORY\" is not" not in head  # (the general one replaced)
+    _ask(client, {"question": "ok so XLA_PYTHON_CLIENT_MEM_FRACTION=.6 to leave room, how much is outside then?",
+                  "conversation_id": first["conversation_id"]})
+    third = _ask(client, {"question": "write me a python wrapper that runs each protein in a separate process and "
+                                      "resumes where it stopped", "conversation_id": first["conversation_id"]})
+    head = third["answer"].split("### ")[0]
+    assert 'XLA_PYTHON_CLIENT_MEM_FRACTION=".6")' in head and "subprocess.run(cmd, env=env)" in head, head
+    # without a log, a question about the same loop in Russian gets the wrapper too
+    body = _ask(client, {"question": "как запускать каждую последовательность отдельным процессом, чтобы память GPU "
+                                     "освобождалась и можно было продолжить после падения?"})
+    assert body["language"] == "ru" and "subprocess.run(cmd, env=env)" in body["answer"]
