@@ -1588,8 +1588,7 @@ class Sizing:
         if unified and ram:  # the host RAM said ("node pe 64 GB RAM"): whether it holds the part beyond the card
             beyond = (fraction - 1) * card
             short = beyond > 0.9 * ram
-            text_ = self._join([text_, self._msg("pool_beyond_host_short" if short else "pool_beyond_host_ok",
-                                                 language, ram=format_bytes(ram), host=format_bytes(beyond))], language)
+            text_ = self._join([text_, self._host_room(beyond, ram, card, language, format_bytes)], language)
             if short:  # the most that RAM allows, a tenth of it left to the host
                 most = math.floor((card + 0.9 * ram) / card * 10) / 10
                 text_ = self._join([text_, self._msg("pool_unified_most", language, most=_num(most),
@@ -1600,6 +1599,17 @@ class Sizing:
             text_ = self._join([text_, self._msg("pool_platform_allocator", language)], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
+
+    def _host_room(self, beyond: float, ram: float, card: float, language: str, format_bytes) -> str:
+        """Whether `ram` of host RAM holds the `beyond` bytes of a unified pool past the card: with room
+        (at most 60% of it), only just (up to 90%: with the fraction that leaves half the RAM free) or not."""
+        if beyond > 0.9 * ram:
+            return self._msg("pool_beyond_host_short", language, ram=format_bytes(ram), host=format_bytes(beyond))
+        if beyond <= 0.6 * ram:
+            return self._msg("pool_beyond_host_ok", language, ram=format_bytes(ram), host=format_bytes(beyond))
+        lower = math.floor((card + 0.5 * ram) / card * 10) / 10
+        return self._msg("pool_beyond_host_tight", language, ram=format_bytes(ram), host=format_bytes(beyond),
+                         lower=_num(lower), pool=format_bytes(lower * card), lower_host=format_bytes((lower - 1) * card))
 
     def _pool_beyond_card(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """A size JAX should reach that is more than the card ("~500 GB tak use karna hai" on A100
@@ -1621,8 +1631,7 @@ class Sizing:
                            fraction=_num(fraction), pool=format_bytes(fraction * s.card_memory),
                            host=format_bytes(beyond))]
         if host:  # the host RAM said: whether it holds the part beyond the card
-            parts.append(self._msg("pool_beyond_host_ok" if beyond <= 0.9 * host else "pool_beyond_host_short",
-                                   language, ram=format_bytes(host), host=format_bytes(beyond)))
+            parts.append(self._host_room(beyond, host, s.card_memory, language, format_bytes))
         return FigureAnswer(kind=KIND, subject="pool_shares", text=self._join(parts, language),
                             value_bytes=int(fraction * s.card_memory), sources=["computed"], cite=POOL_CITE)
 

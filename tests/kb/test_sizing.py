@@ -1802,6 +1802,12 @@ def test_unified_memory_named_in_words_gets_the_pool_beyond_the_card_and_the_hos
     roomy = next(a for a in SIZING.answer("with unified memory and XLA_PYTHON_CLIENT_MEM_FRACTION=4 on a V100 16GB, the "
                                           "node has 128 GB RAM: enough?", "en", asked=True) if a.subject == "pool_shares")
     assert "48.00 GiB" in roomy.text and "holds those 48.00 GiB" in roomy.text
+    # 4 × 7982 MiB on 32 GB of RAM: 23.38 GiB beyond the card fits only just (73%): the fraction leaving half the RAM
+    tight = next(a for a in SIZING.answer("RTX 2070 (7982 MiB), PC com 32 GB de RAM: com TF_FORCE_UNIFIED_MEMORY=1 e "
+                                          "XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, quanto vai para a RAM? Cabe?", "pt",
+                                          asked=True) if a.subject == "pool_shares")
+    assert "23.38 GiB" in tight.text and "mas no limite" in tight.text, tight.text
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=3`, um pool de 23.38 GiB com 15.59 GiB" in tight.text
 
 
 def test_a_scalar_prefetch_table_is_sized_against_smem_with_the_most_entries_and_the_pieces_that_fit():
