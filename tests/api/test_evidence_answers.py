@@ -1400,6 +1400,18 @@ def test_an_empty_pool_in_a_ray_actor_is_the_card_taken_by_other_processes_not_t
     assert r.verdict and "no memory at all" in r.verdict and "num_gpus" not in r.verdict, r.verdict
 
 
+def test_unified_memory_chunks_refused_as_out_of_memory_are_the_pool_s_setting_not_the_input(client):
+    log = ("2023-05-02 11:00:30.889012: E external/xla/xla/stream_executor/cuda/cuda_driver.cc:771] failed to alloc "
+           "1073741824 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n2023-05-02 "
+           "11:00:30.948473: E external/xla/xla/stream_executor/cuda/cuda_driver.cc:771] failed to alloc 966367744 "
+           "bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n2023-05-02 11:00:42.551242: W "
+           "external/xla/xla/tsl/framework/bfc_allocator.cc:462] Allocator (GPU_0_bfc) ran out of memory trying to "
+           "allocate 8.00MiB (rounded to 8388608)requested by op")
+    r = ask(client, "colabfold en WSL2 con una 3060 de 12GB, se cae nada más empezar. ¿acorto la secuencia?", log)
+    assert r.language == "es" and r.verdict and "--disable-unified-memory" in r.verdict and "por pequeña que fuera" in r.verdict, r.verdict
+    assert "WSL2" in r.verdict and "\n1. " not in r.answer  # no batch or sequence steps after it
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
