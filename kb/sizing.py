@@ -980,7 +980,9 @@ class Sizing:
             return [trajectory]
         pairs = self._pairwise(text, turn or text, s, language)
         if pairs is not None:  # "sinkhorn on x 65536 points, y 32768": the matrix of pairs, whole and in blocks
-            return [pairs]
+            # (the points themselves, when one point's shape is said: "30000 images 3×512×512")
+            data = self._dataset(turn or text, s, language)
+            return [pairs] + ([data] if data is not None and data.value_bytes > pairs.value_bytes else [])
         chunks = self._chunks(text, turn or text, s, language)
         if chunks is not None:  # the chunk size asked for, not the whole array's size again
             return [chunks]
@@ -1875,7 +1877,12 @@ class Sizing:
             before = low[cut: start]
             if cut and low[cut - 1].isalnum():  # (not the end of a word the window cuts: "um" is no "m")
                 before = re.sub(r"^\w+", "", before)
-            before = re.split(r"\d", before)[-1]  # (the words since the last number only)
+            since = re.split(r"\d", before)
+            before = since[-1]  # (the words since the last number only)
+            if len(since) > 1:  # (a unit on that number is no label: "2.5m params" names no side m)
+                before = re.sub(r"^[a-z]+", "", before)
+            if _POINT_LIMIT.search(before):
+                continue  # (a limit met before, not the size of the set)
             labels = _POINT_LABEL.findall(before)
             sides = {"n" if lab in ("x", "n") else "m" for lab in labels}
             label = "both" if sides == {"n", "m"} else (sides.pop() if sides else "")
@@ -4349,6 +4356,11 @@ _EVERY_KTH = re.compile(r"(?:every|each|каждый|каждые|каждого
 _EPSILON = re.compile(r"(?<![a-z0-9_])(?:epsilon|eps)\s*[=:]\s*(\d+(?:\.\d+)?(?:e-?\d+)?)")
 #: the side of a pair matrix a label right before a point count names ("x 65536点", "y も", "n=")
 _POINT_LABEL = re.compile(r"(?<![a-z0-9_])([xynm])(?![a-z0-9_])")
+#: words before a count that make it a limit met before, not the set's size ("my PyTorch version fit at most
+#: ~100 examples")
+_POINT_LIMIT = re.compile(r"(?:at most|up to|maximum|max\.?|(?<![a-z])fit(?:s|ted)?(?![a-z])|влезал\w*|помещал\w*|"
+                          r"максимум|не больше|не более|до ~?$|höchstens|maximal|"
+                          r"au plus|au maximum|como máximo|no máximo|a lo sumo|最多|最大|최대|अधिकतम|بحد أقصى)")
 _GRID = re.compile(r"(?<![\d.])(\d{2,5})\s*[×x*]\s*(\d{2,5})(?![\d.]|\s*[×x*]\s*\d)")
 #: a pool fraction above 1 set (unified memory: "XLA_PYTHON_CLIENT_MEM_FRACTION=\"4.0\"")
 _FRACTION_ABOVE_ONE = re.compile(r"mem_fraction\W{0,4}([1-9]\d?(?:\.\d+)?)(?![\d])")

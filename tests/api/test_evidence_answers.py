@@ -1412,6 +1412,13 @@ def test_unified_memory_chunks_refused_as_out_of_memory_are_the_pool_s_setting_n
     assert "WSL2" in r.verdict and "\n1. " not in r.answer  # no batch or sequence steps after it
 
 
+def test_a_jax_library_named_beside_an_earlier_pytorch_version_is_a_jax_question(client):
+    # "my PyTorch version fit ~100 examples": the question is about stax (neural-tangents), not a PyTorch error
+    r = ask(client, "empirical NTK with stax on 30000 images, 12 GB GPU. my PyTorch implementation only fit 100 "
+                    "examples. how much memory does the full kernel need?")
+    assert r.out_of_scope is None and r.grounded and "3.35 GiB" in r.answer, r.answer[:400]
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "

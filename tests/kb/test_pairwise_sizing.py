@@ -96,3 +96,17 @@ def test_the_blocked_sinkhorn_code_filled_small_equals_the_dense_iterations():
         g = -eps * jax.nn.logsumexp((np.asarray(f)[:, None] - c) / eps + la, axis=0)
     dense = float(np.mean(f) + np.mean(g))
     assert abs(float(scope["reg_ot_cost"](x, y, 50)) - dense) < 1e-4
+
+
+def test_an_ntk_over_images_is_square_in_the_images_and_a_limit_met_before_is_not_a_side():
+    # "30000 картинках 3×512×512" are the points; "fit at most ~100 examples" in PyTorch is not the other side;
+    # the images themselves are sized too (87.89 GiB in float32), and "картинках" counts no cards
+    text = ("Нужно посчитать эмпирическое NTK (J·Jᵀ) для сети на stax с ~2.5M параметров, на ~30000 картинках "
+            "3×512×512. GPU одна, 12 GB. Моя реализация на PyTorch влезала максимум на ~100 примеров. Сколько памяти "
+            "под полное ядро и под данные?")
+    lines = SIZING.answer(text, "ru", True)
+    pairs = next(a for a in lines if a.subject == "pairwise")
+    assert "30\xa0000 × 30\xa0000 × 4 Б (float32) = 3.35 GiB" in pairs.text
+    data = next(a for a in lines if a.subject == "dataset")
+    assert "87.89 GiB" in data.text
+    assert SIZING.read(text).devices in (None, 1)
