@@ -2475,3 +2475,13 @@ def test_a_small_carry_kept_over_many_differentiated_steps_is_sized_per_step_and
     # 3.81 MiB a step × 10,000 = 37.25 GiB; blocks of 100 under jax.checkpoint: 200 copies, 762.94 MiB
     assert "= 3.81 MiB" in line.text and "10000 steps: 37.25 GiB" in line.text
     assert "k = 100, 200 copies, 762.94 MiB" in line.text
+
+
+def test_an_output_block_named_with_its_block_word_before_its_dtype_keeps_that_dtype():
+    # "输出块 f32 (1024, 1024)": the output block is float32 (4 MiB), not the kernel's bf16: 2 × 12 + 4 = 28 MiB
+    line = next(a for a in SIZING.answer("v5e 上的 Pallas matmul：x 是 bf16 (4096, 8192)，w 是 bf16 (8192, 4096)，x 的块是 "
+                                         "(1024, 2048)，w 的块是 (2048, 1024)，输出块 f32 (1024, 1024)，scratch 里一个 f32 "
+                                         "(1024, 1024) 的累加器。VMEM 要多少？", "zh", asked=True)
+                if a.subject == "pallas_blocks")
+    assert "输出 1024×1024 float32（4.00 MiB）" in line.text and "共 28.00 MiB" in line.text, line.text
+    assert "vmem_limit_bytes=29 * 1024 * 1024" in line.text
