@@ -1026,3 +1026,12 @@ def test_a_kernel_that_fails_to_load_after_several_inputs_is_the_build_up_and_th
     body = _ask(client, {"question": "как запускать каждую последовательность отдельным процессом, чтобы память GPU "
                                      "освобождалась и можно было продолжить после падения?"})
     assert body["language"] == "ru" and "subprocess.run(cmd, env=env)" in body["answer"]
+
+
+def test_cusolver_not_initialized_in_a_second_program_started_beside_the_first_is_the_pool_of_the_first(client):
+    # "先开 sim，再开 plan": two JAX programs on one card; cuSolver could not start outside the pools
+    body = _ask(client, {"question": "先开 dial-mpc-sim，再开 dial-mpc-plan 就报这个。nvidia-smi 看 sim 占了 6GB，显存不够了？",
+                         "error_log": "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: cuSolver has not been "
+                                      "initialized"})
+    head = body["answer"].split("### ")[0]
+    assert body["grounded"] and "XLA_PYTHON_CLIENT_PREALLOCATE" in head and "XLA_PYTHON_CLIENT_MEM_FRACTION" in head, head
