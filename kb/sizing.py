@@ -78,7 +78,9 @@ _PROGRAM_FIGURE = re.compile(
     r"(?:reduced to|down from|needs?|requires?|required|pide|necesita|requiere|braucht|benötigt|demande|nécessite|"
     r"precisa|requer|нужно|требует|需要|必要|필요|चाहिए|يحتاج|تحتاج|"
     r"memory_analysis|estimate|compiled|measured|i measured|قست|medí|medido|gemessen|mesuré|измер\w*|测得|实测|実測|측정|"
-    r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}$")
+    r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}$"
+    # a bound ("gradient takes >20 GB"): what the program needs at least, not a pool that is a fixed share
+    r"|(?:>|≥|more than|mehr als|plus de|más de|mais de|больше|более|超过|超出|以上の?|이상|أكثر من)\s*~?\s*$")
 PROGRAM_FIGURE_REACH = 40
 # a decimal said without a unit ("~7.8"): not a version ("0.4.30"), a setting ("=0.9") or a share ("7.5%")
 _BARE_DECIMAL = re.compile(r"(?<![\w.=:])(\d{1,4}\.\d{1,2})(?![\w.%]|\s*(?:gb|gib|go|гб|g|mib|mb|%)(?![a-z]))")

@@ -2485,3 +2485,12 @@ def test_an_output_block_named_with_its_block_word_before_its_dtype_keeps_that_d
                 if a.subject == "pallas_blocks")
     assert "输出 1024×1024 float32（4.00 MiB）" in line.text and "共 28.00 MiB" in line.text, line.text
     assert "vmem_limit_bytes=29 * 1024 * 1024" in line.text
+
+
+def test_a_need_said_as_a_bound_is_not_the_pool_seen():
+    # "the gradient takes >20 GB on my 24 GB GPU": at least what the program needs, not JAX's 18 GiB pool
+    lines = SIZING.answer("forward peak ~5 GB but the reverse-mode gradient takes >20 GB and OOMs on my 24 GB GPU",
+                          "en", asked=True)
+    assert not [a for a in lines if a.subject in ("gpu_pool", "gpu_pool_seen")], [a.text for a in lines]
+    seen = SIZING.answer("nvidia-smi shows 18.5 GB used on my 24 GB GPU right after import, and it OOMs", "en", asked=True)
+    assert [a for a in seen if a.subject == "gpu_pool"]
