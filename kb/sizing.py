@@ -303,6 +303,9 @@ class SizingFile(_Strict):
     # ("x en bf16, w int8, salida bf16"): the words naming each, and the words between it and the dtype
     block_operands: dict[str, str] = Field(default_factory=dict)
     operand_joiner: str = r"\s*"
+    # a training state's parts as the asker lists them with their dtypes ("f32 master weights + Adam in
+    # f32 + bf16 grads"): the words naming weights, grads and moments; a dtype right after or before each
+    state_parts: dict[str, str] = Field(default_factory=dict)
     # how many copies of an operand's block the kernel's pipeline keeps, said after the operand
     # ("RHS はトリプルバッファ", "rhs triple-buffered"): the words for each count; the default is two.
     # `buffer_word`: a word for buffering, which the text must use somewhere for the counts to be read
@@ -354,6 +357,7 @@ class Stated:
     baseline_optimizer: Optimizer | None = None
     baseline_dtype: DType | None = None
     operand_dtypes: dict[str, DType] = field(default_factory=dict)  # a Pallas matmul's x, y, out: each one's dtype named
+    state_parts: dict[str, DType] = field(default_factory=dict)  # weights, grads, moments: each one's dtype named
     operand_buffers: dict[str, int] = field(default_factory=dict)  # ... and each one's buffer count, where said
     # the parameter count computed from the dims the text gives (hidden, MLP, heads, layers, vocab):
     # its parts, and the count the text or a name said before (replaced by it)
@@ -491,6 +495,9 @@ class Sizing:
         self._gpus = [(g, [re.compile(rf"(?<![a-z0-9_]){re.escape(n)}(?![a-z0-9_])") for n in g.names])
                       for g in data.gpus]
         self._operands = {k: compile_(rf"(?:{p}){data.operand_joiner}") for k, p in data.block_operands.items()}
+        # a part then its dtype within a few words ("تدرجات bf16", "Adam (mu و nu بـ f32)"), or the dtype first ("bf16 grads")
+        self._parts_after = {k: compile_(rf"(?<![a-z0-9_])(?:{p})[^\d+,;،、，\n]{{0,16}}?(?=\S)") for k, p in data.state_parts.items()}
+        self._parts_before = {k: compile_(rf"(?:{p})") for k, p in data.state_parts.items()}
         self._buffer_word = compile_(data.buffer_word) if data.buffer_word else None
         self._buffer_counts = [(n, compile_(rf"[^,，、;；。.\n]{{0,14}}?(?:{p})")) for n, p in data.buffer_counts.items()]
 
@@ -585,6 +592,8 @@ class Sizing:
         triple = _block_triple(low, named={"block_m", "block_k", "block_n"} <= s.values.keys())
         if triple is not None and triple[0] > max((at.get(k, -1) for k in ("block_m", "block_k", "block_n")), default=-1):
             s.values.update(triple[1])  # the tiling said last ("2048/1024/2048 after all") wins
+        if self._parts_after:
+            s.state_parts = self._state_parts(low.split("\n")[-1])  # (the newest turn's own list)
         if {"block_m", "block_k", "block_n"} <= s.values.keys():
             s.operand_dtypes = self._operand_dtypes(low)
             s.operand_buffers = self._operand_buffers(low)
@@ -639,6 +648,22 @@ class Sizing:
                     if best is None or m.start() > best[0]:
                         best = (m.start(), dtype)
         return best[1] if best else None
+
+    def _state_parts(self, low: str) -> dict[str, DType]:
+        """The dtype of each part of a training state (weights, grads, moments) where `low` names one
+        right after the part or right before it; the last said winning."""
+        out: dict[str, DType] = {}
+        for part, pattern in self._parts_after.items():
+            for m in pattern.finditer(low):
+                dtype = next((d for d, p in self._dtypes if p.match(low, m.end())), None)
+                if dtype is not None:
+                    out[part] = dtype
+        for part, pattern in self._parts_before.items():
+            for d, p in self._dtypes:
+                for m in p.finditer(low):
+                    if pattern.match(low, m.end() + len(re.match(r"\s*", low[m.end():]).group(0))):
+                        out.setdefault(part, d)
+        return out
 
     def _operand_dtypes(self, low: str) -> dict[str, DType]:
         """Each Pallas matmul operand's dtype where the text names it right after the operand
@@ -2595,6 +2620,19 @@ class Sizing:
                 parts.append(self._msg("training_mixed", language, per_param_mixed=per_mixed,
                                        state_mixed=format_bytes(need),
                                        state_master=format_bytes(params * (per_mixed + 4))))
+            listed = "grads" in s.state_parts and len(s.state_parts) >= 2 and bool(opt.moments)
+            if listed:
+                # the parts listed with their dtypes ("f32 master + Adam f32 + bf16 grads"): their own sum
+                # (a part not given a dtype is float32)
+                w, g = s.state_parts.get("weights"), s.state_parts["grads"]
+                m = s.state_parts.get("moments")
+                wb, gb, mb = (w.bytes if w else 4), g.bytes, (m.bytes if m else 4)
+                per_parts = wb + gb + opt.moments * mb
+                need = params * per_parts
+                parts = [self._msg("training_parts", language, params=count, wb=_num(wb), gb=_num(gb), mb=_num(mb),
+                                   moments=opt.moments, wd=w.name if w else "float32", gd=g.name,
+                                   md=m.name if m else "float32", per_param=_num(per_parts),
+                                   state=format_bytes(need), optimizer=opt.name)]
             if "mu_bf16" in s.cues and opt.moments == 2 and need == state:
                 # "and with mu_dtype=jnp.bfloat16?": the first moment in 2 bytes, the rest as it was
                 need = params * (per_param - 2)
@@ -2604,7 +2642,7 @@ class Sizing:
             if "nu_dtype" in s.cues and "full_training" in s.cues:
                 parts.append(self._msg("nu_dtype", language))  # (the moments' own line is not shown)
             if ("optimizer_state" in s.cues and opt.moments == 2 and (not mixed or "offload" in s.cues)
-                    and "full_training" not in s.cues):
+                    and "full_training" not in s.cues and not listed):  # (the parts listed: their sum answers)
                 # mu and nu asked about: said first (not a mixed setup that only names its f32 moments:
                 # its per-parameter sum is the answer; unless the moments are what is moved to the host)
                 first = [self._msg("optimizer_state", language, optimizer=opt.name, moments=opt.moments,

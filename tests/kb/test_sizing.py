@@ -2494,3 +2494,17 @@ def test_a_need_said_as_a_bound_is_not_the_pool_seen():
     assert not [a for a in lines if a.subject in ("gpu_pool", "gpu_pool_seen")], [a.text for a in lines]
     seen = SIZING.answer("nvidia-smi shows 18.5 GB used on my 24 GB GPU right after import, and it OOMs", "en", asked=True)
     assert [a for a in seen if a.subject == "gpu_pool"]
+
+
+def test_a_training_state_listed_part_by_part_with_dtypes_is_summed_as_listed():
+    # "f32 master weights + Adam (mu, nu) in f32 + bf16 grads": 4 + 2 + 8 = 14 B per parameter, not 16 nor 8;
+    # 405B × 14 B over 256 v6e chips = 20.63 GiB each, 10.62 GiB left of 31.25 GiB
+    lines = SIZING.answer("طيب وللتدريب: أوزان رئيسية f32 + Adam (mu و nu بـ f32) + تدرجات bf16، كم يصير لكل شريحة على "
+                          "نفس الـ v6e-256، وكم يبقى للتفعيلات؟", "ar", asked=True,
+                          earlier="أحاول تهيئة Llama 3.1 405B بصيغة bf16 على شريحة TPU v6e-256")
+    state = next(a for a in lines if a.subject == "training_state")
+    assert "= 14 بايت لكل معامل" in state.text and "20.63 GiB" in state.text and "10.62 GiB" in state.text, state.text
+    assert "mu_dtype" not in state.text  # (the moments alone were not asked)
+    en = next(a for a in SIZING.answer("bf16 grads, fp32 weights, adam: 1.3B params, how much on one v5e chip?", "en",
+                                       asked=True) if a.subject == "training_state")
+    assert "weights 4 B (float32) + gradients 2 B (bfloat16)" in en.text and "16.95 GiB" in en.text
