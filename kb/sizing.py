@@ -1463,6 +1463,11 @@ class Sizing:
         if not (s.gpu and s.card_memory and ({"mem_fraction", "env_var"} & s.cues and "cap" in s.cues
                                              or "limit_jax" in s.cues)):
             return None
+        low = (text or "").lower()
+        hits = [m for pattern in self._cues["cap"] for m in pattern.finditer(low)]
+        if "limit_jax" not in s.cues and hits and all(
+                _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start()) for m in hits):
+            return None  # the cap words only stand after a need ("braucht doch nur 8 GB"), not a limit
         card = s.card_memory / (1 << 30)
         needs = self._needs(text, card)
         if len(needs) != 1:  # several figures: the one the cap words stand before ("not more than ~8GB")
@@ -3952,6 +3957,8 @@ class Sizing:
         out = []
         for pattern in self._cues["cap"]:
             for m in pattern.finditer(low):
+                if _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start()):
+                    continue  # "the matrix needs only 8 GB": a need, not a cap
                 figure = _GB.search(low[m.end(): m.end() + CAP_REACH])
                 if figure is not None:
                     out.append(float(figure.group(1)))

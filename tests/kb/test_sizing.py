@@ -2508,3 +2508,10 @@ def test_a_training_state_listed_part_by_part_with_dtypes_is_summed_as_listed():
     en = next(a for a in SIZING.answer("bf16 grads, fp32 weights, adam: 1.3B params, how much on one v5e chip?", "en",
                                        asked=True) if a.subject == "training_state")
     assert "weights 4 B (float32) + gradients 2 B (bfloat16)" in en.text and "16.95 GiB" in en.text
+
+
+def test_only_said_of_a_need_is_no_cap_for_jax():
+    # "die Matrix braucht doch nur 8 GB?": what the matrix needs, not a limit to give JAX (.10 of an A100 80GB)
+    lines = SIZING.answer("eigh auf einer A100-80GB, XLA_PYTHON_CLIENT_MEM_FRACTION=.95 probiert. Die Matrix braucht doch "
+                          "nur 8 GB?", "de", asked=True)
+    assert not [a for a in lines if "höchstens 8 GB" in a.text], [a.text for a in lines]
