@@ -580,6 +580,26 @@ def _op_tail(op: str) -> str | None:
     return "/".join(parts[-2:]) if parts else None
 
 
+_FFT_LIMIT = re.compile(r"exceeds the memory limit of (\d{1,20})")
+
+
+def _fft_split(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """A batched cuFFT plan whose work area is over XLA's cap for one plan: the cap, the calls the
+    batch splits into and the most transforms one call can take."""
+    limit = _FFT_LIMIT.search(str(facts.get("fft_plan_limit_said") or ""))
+    requested = facts.get("requested_bytes")
+    if not limit or not (isinstance(requested, int) and requested > 0) or int(limit.group(1)) <= 0:
+        return {}
+    cap = int(limit.group(1))
+    out: dict[str, Any] = {"fft_plan_limit_bytes": cap, "fft_calls": -(-requested // cap),
+                           "fft_cap_bytes_exact": cap, "fft_asked_bytes_exact": requested}
+    batch = str(facts.get("fft_batch_count") or "")
+    if batch.isdigit() and int(batch) > 0:
+        out["fft_transforms"] = int(batch)
+        out["fft_rows_per_call"] = int(batch) * cap // requested
+    return out
+
+
 def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dict[str, Any]:
     """`facts` with the figures the rules compare: the TPU generation's physical VMEM and the
     VMEM limit to set (the need rounded up to a whole MiB, capped at the physical VMEM)."""
@@ -609,6 +629,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+    out.update(_fft_split(out))
     program = _ONE_OP_PROGRAM.fullmatch(str(out.get("executable_name") or ""))
     if program:  # "jit_subtract": the program JAX compiles for one operation called outside jit
         out["eager_operation"] = program.group(1)

@@ -1419,6 +1419,18 @@ def test_a_jax_library_named_beside_an_earlier_pytorch_version_is_a_jax_question
     assert r.out_of_scope is None and r.grounded and "3.35 GiB" in r.answer, r.answer[:400]
 
 
+def test_a_batched_fft_plan_over_xla_s_cap_is_split_by_the_rows_that_fit_not_more_memory(client):
+    # 201 × 1,336,566 × 16 B = 4,298,396,256 B > 2^32: at most 1,335,499 transforms per call, 2 calls
+    log = ("E external/xla/xla/stream_executor/cuda/cuda_fft.cc:430] Initialize Params: rank: 1 elem_count: 400 "
+           "input_embed: 400 input_stride: 1 input_distance: 400 output_embed: 201 output_stride: 1 output_distance: 201 "
+           "batch_count: 1336566\nF external/xla/xla/stream_executor/cuda/cuda_fft.cc:439] failed to initialize "
+           "batched cufft plan with customized allocator: Allocating 4298396256 bytes exceeds the memory limit of "
+           "4294967296 bytes.\nAborted (core dumped)")
+    r = ask(client, "с jax_enable_x64 FFT падает с Aborted, хотя nvidia-smi показывает свободную память. почему?", log)
+    assert r.language == "ru" and r.verdict and "1335499" in r.verdict and "4294967296 B" in r.verdict, r.verdict
+    assert "\n1. " not in r.answer  # no memory remedy steps after it
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "

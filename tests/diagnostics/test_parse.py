@@ -1122,6 +1122,9 @@ SAMPLES = {
     "tpu_program_host_requirement": "E0110 18:36:27.929281 1590 compiler_base.cc:2121] Program host requirement 145.69G:",
     "xla_gpu_new_constant": "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to allocate 4194304000 bytes for "
                             "new constant",
+    "cufft_plan_work_area": "F external/xla/xla/stream_executor/cuda/cuda_fft.cc:439] failed to initialize batched cufft "
+                            "plan with customized allocator: Allocating 5000000000 bytes exceeds the memory limit of "
+                            "4294967296 bytes.",
 }
 
 
