@@ -1002,6 +1002,9 @@ class Sizing:
         jacobian = self._jacobian(turn or text, s, language)
         if jacobian is not None:  # "root_find with Newton tries to allocate 77 TB": the dense Jacobian of the state
             return [jacobian]
+        loading = self._host_load(s, language)
+        if loading is not None:  # "the session crashed after using all available RAM" loading a model: host RAM
+            return [loading]
         trajectory = self._trajectory(text, s, language)
         if trajectory is not None:  # "721×1440 grid, 227 channels, float32: 40 steps, and 120?"
             return [trajectory]
@@ -3688,6 +3691,26 @@ class Sizing:
                                                    available=format_bytes(shared))], language)
         return FigureAnswer(kind=KIND, subject="gpu_shared_blocks", text=text, value_bytes=0, sources=["computed"],
                             cite=BLOCKS_CITE)
+
+    def _host_load(self, s: Stated, language: str) -> FigureAnswer | None:
+        """A model whose loading fills the host's RAM ("session crashed after using all available RAM"):
+        its weights held whole in host RAM, and twice while a conversion keeps both copies, against the
+        RAM said."""
+        params = s.values.get("params")
+        if (not {"host_ram_full", "model_loading"} <= s.cues or not params or not 1e8 <= params <= 1e13
+                or {"training", "offload"} & s.cues):
+            return None
+        dtype_bytes, dtype_name = (s.dtype.bytes, s.dtype.name) if s.dtype else (2, "bfloat16")
+        weights = params * dtype_bytes
+        parts = [self._msg("host_load", language, params=_count(params), bytes=_num(dtype_bytes), dtype=dtype_name,
+                           weights=format_bytes(weights), f32=format_bytes(params * 4),
+                           both=format_bytes(params * (4 + dtype_bytes) if dtype_bytes < 4 else 2 * weights))]
+        ram = s.values.get("host_ram")
+        if ram:
+            parts.append(self._msg("host_load_over" if weights > 0.8 * ram else "host_load_fits", language,
+                                   ram=format_bytes(ram), weights=format_bytes(weights)))
+        return FigureAnswer(kind=KIND, subject="host_load", text=self._join(parts, language), value_bytes=int(weights),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _pallas_blocks(self, s: Stated, language: str) -> FigureAnswer | None:
         """A Pallas matmul's VMEM from its block sizes (bm, bk, bn): the x, y and output blocks of

@@ -2515,3 +2515,16 @@ def test_only_said_of_a_need_is_no_cap_for_jax():
     lines = SIZING.answer("eigh auf einer A100-80GB, XLA_PYTHON_CLIENT_MEM_FRACTION=.95 probiert. Die Matrix braucht doch "
                           "nur 8 GB?", "de", asked=True)
     assert not [a for a in lines if "höchstens 8 GB" in a.text], [a.text for a in lines]
+
+
+def test_a_model_whose_loading_fills_the_host_ram_is_sized_in_host_ram_not_hbm():
+    # a notebook that "crashed after using all available RAM" loading a 6B model: host RAM, bf16 11.18 GiB
+    [line] = SIZING.answer("No Colab com TPU o demo do GPT-J 6B morre com 'Your session crashed after using all "
+                           "available RAM'. Por que é a RAM do host que estoura?", "pt", asked=True)
+    assert line.subject == "host_load" and "11.18 GiB" in line.text and "NamedSharding" in line.text, line.text
+    [line] = SIZING.answer("loading llama 70B from_pretrained on a TPU VM with 200 GB host RAM kills the process", "en",
+                           asked=True)
+    assert "130.39 GiB" in line.text and "holds 130.39 GiB of weights once" in line.text
+    # offloading to host RAM in training is another question
+    assert not [a for a in SIZING.answer("jax.checkpoint with offload to pinned_host for a 7B model: how much host RAM "
+                                         "per node?", "en", asked=True) if a.subject == "host_load"]
