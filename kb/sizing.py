@@ -3634,6 +3634,11 @@ class Sizing:
             parts.append(self._msg("logits_chunked", language, chunk=_num(chunk), vocab=_num(vocab),
                                    bytes=_num(dtype_bytes), tile=format_bytes(tile), logits=format_bytes(size),
                                    saving=format_bytes(size - tile)))
+            if s.device_memory and ("training" in s.cues or "inference" not in s.cues):
+                # "will a 4096-token chunk fit on the chip?": the chunk and its gradient against the device
+                parts.append(self._msg("logits_chunk_fit", language, twice=format_bytes(2 * tile),
+                                       memory=format_bytes(s.device_memory),
+                                       verdict=self._fit_verdict(2 * tile, s.device_memory, language)))
         tiles = int(v.get("vocab_tiles") or 0)
         if tiles > 1:  # MaxText's num_vocab_tiling: the loss over that many tiles of the tokens
             parts.append(self._msg("logits_tiles", language, tiles=tiles, tokens=_num(batch * seq / tiles),

@@ -99,7 +99,11 @@ _POOL_SETTINGS = re.compile(r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLO
 #: the steps that would find it with a profiler are not needed after it.
 SIZES_THAT_EXPLAIN_THE_LOG = frozenset({"allocation_factored", "pairwise_log"})
 #: Arithmetic on a written-out array whose code is that array made sharded over the devices
-SHARDING_CODE_SUBJECTS = frozenset({"tensor"})
+SHARDING_CODE_SUBJECTS = frozenset({"tensor", "logits_tensor"})
+#: Short answers whose code is made of the asker's own array: a turn that writes the array out gets the
+#: code the arithmetic builds from it instead ("a shard_map skeleton for [128, 3072, 4096]"); code of any
+#: other technique named beside a shape ("chunked cross-entropy for W [1024, 1048576]") stays.
+ARRAY_CODE_ANSWERS = frozenset({"fsdp_setup"})
 #: The topology the catalogue's deviceless-compile code is written for; replaced by the slice a conversation names.
 DEFAULT_TOPOLOGY = "v5e:2x2"
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
@@ -447,7 +451,8 @@ class Assistant:
             asked_size = asked_size or bool(sizes)
         # code this turn names by its name ("a snippet that AOT-compiles ..."), unless it writes out the
         # array that code is to be made of ("a shard_map skeleton for [128, 3072, 4096]")
-        named_code = [] if self.sizing.writes_shape(question) else self.parts.figures.code_named(question, language)
+        named_code = [f for f in self.parts.figures.code_named(question, language)
+                      if not (f.subject in ARRAY_CODE_ANSWERS and self.sizing.writes_shape(question))]
         if not sizes and earlier_text and "snippet" in analysis.asks and not named_code:
             # "now the exact code for it": the conversation's arithmetic that carries its code, again,
             # with the code (a kernel's vmem_limit_bytes computed from its blocks)

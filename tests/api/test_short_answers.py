@@ -1038,3 +1038,17 @@ def test_cusolver_not_initialized_in_a_second_program_started_beside_the_first_i
                                       "initialized"})
     head = body["answer"].split("### ")[0]
     assert body["grounded"] and "XLA_PYTHON_CLIENT_PREALLOCATE" in head and "XLA_PYTHON_CLIENT_MEM_FRACTION" in head, head
+
+
+def test_a_chunk_of_the_logits_is_sized_against_the_chip_and_the_chunked_loss_code_carries_the_asker_s_figures(client):
+    first = _ask(client, {"question": "vocab 1048576, hidden 1024, per-chip batch 8, seq 2048 on a TPU v4-8. How much do "
+                                      "the f32 logits take at the loss?"})
+    second = _ask(client, {"question": "and if I split the tokens into chunks of 4096, how much is one chunk? fits a v4 chip?",
+                           "conversation_id": first["conversation_id"]})
+    assert "16.00 GiB" in second["answer"] and "32.00 GiB" in second["answer"], second["answer"][:800]
+    third = _ask(client, {"question": "ok give me the lax.scan chunked cross-entropy code for my setup: hidden 1024, vocab "
+                                      "1048576, chunk 512 tokens, W f32 [1024, 1048576]",
+                          "conversation_id": first["conversation_id"]})
+    head = third["answer"].split("### ")[0]
+    assert "batch, seq, hidden, vocab, logits_chunk = 8, 2048, 1024, 1048576, 512" in head, head[:1500]
+    assert "jax.lax.scan(body" in head
