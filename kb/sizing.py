@@ -1012,7 +1012,13 @@ class Sizing:
         if pairs is not None:  # "sinkhorn on x 65536 points, y 32768": the matrix of pairs, whole and in blocks
             # (the points themselves, when one point's shape is said: "30000 images 3×512×512")
             data = self._dataset(turn or text, s, language)
-            return [pairs] + ([data] if data is not None and data.value_bytes > pairs.value_bytes else [])
+            shapes = list(_SHAPE.finditer(turn or text or ""))
+            item = [int(d) for d in re.findall(r"\d+", shapes[-1].group(0))] if shapes else []
+            # (an item's shape smaller than the count of items: "30000 images 3×512×512", not the matrix
+            # itself written out, "60000×60000", beside the "32767 samples" of the next turn)
+            if data is not None and data.value_bytes > pairs.value_bytes and item and max(item) < s.values.get("items", 0):
+                return [pairs, data]
+            return [pairs]
         chunks = self._chunks(text, turn or text, s, language)
         if chunks is not None:  # the chunk size asked for, not the whole array's size again
             return [chunks]
@@ -1860,9 +1866,17 @@ class Sizing:
                            dtype=dtype_name, size=format_bytes(size), others=others)]
         if first is None:
             parts.append(self._msg("assumed", language, what="float32"))
-        if "factorized" in s.cues and n == m:
+        if "eigen_decomposed" in s.cues and n == m:
+            parts.append(self._msg("pairwise_eigh", language, four=format_bytes(4 * size)))
+        elif "factorized" in s.cues and n == m:
             parts.append(self._msg("pairwise_factor", language, double=format_bytes(2 * size)))
         memory = s.device_memory
+        if "eigen_decomposed" in s.cues and n == m:  # the whole matrix at once, four of them: no blocks of rows
+            if memory:
+                parts.append(self._msg("pairwise_eigh_fit", language, memory=s.memory_label or format_bytes(memory),
+                                       device=s.device or "", verdict=self._fit_verdict(4 * size, memory, language)))
+            return FigureAnswer(kind=KIND, subject="pairwise", text=self._join(parts, language), value_bytes=int(size),
+                                sources=["computed"], cite=PAIRWISE_CITE)
         if memory:
             label = s.memory_label or format_bytes(memory)
             parts.append(self._msg("pairwise_fits", language, memory=label, device=s.device or "",
@@ -1918,7 +1932,10 @@ class Sizing:
                 before = re.sub(r"^[a-z]+", "", before)
             if _POINT_LIMIT.search(before):
                 continue  # (a limit met before, not the size of the set)
-            labels = _POINT_LABEL.findall(before)
+            # a label stands right before its count ("y ~400000", "x has 240000", "x も y も"), not a word
+            # some words earlier ("¿y si me quedo con 32767 muestras?": Spanish "and")
+            labels = [m.group(1) for m in _POINT_LABEL.finditer(before)
+                      if all(w in _LABEL_JOINERS for w in re.findall(r"[^\W\d_]{2,}", before[m.end():]))]
             sides = {"n" if lab in ("x", "n") else "m" for lab in labels}
             label = "both" if sides == {"n", "m"} else (sides.pop() if sides else "")
             out.append((label, int(round(float(hit.group(1)) * scale))))
@@ -4431,6 +4448,8 @@ _EVERY_KTH = re.compile(r"(?:every|each|каждый|каждые|каждого
 _EPSILON = re.compile(r"(?<![a-z0-9_])(?:epsilon|eps)\s*[=:]\s*(\d+(?:\.\d+)?(?:e-?\d+)?)")
 #: the side of a pair matrix a label right before a point count names ("x 65536点", "y も", "n=")
 _POINT_LABEL = re.compile(r"(?<![a-z0-9_])([xynm])(?![a-z0-9_])")
+#: the words that may stand between a side's label and its count ("x has 240000", "x and y: 65536")
+_LABEL_JOINERS = frozenset({"has", "hat", "tem", "tiene", "and", "und", "et", "also", "auch", "both", "beide"})
 #: words before a count that make it a limit met before, not the set's size ("my PyTorch version fit at most
 #: ~100 examples")
 _POINT_LIMIT = re.compile(r"(?:at most|up to|maximum|max\.?|(?<![a-z])fit(?:s|ted)?(?![a-z])|влезал\w*|помещал\w*|"

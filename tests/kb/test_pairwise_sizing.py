@@ -110,3 +110,15 @@ def test_an_ntk_over_images_is_square_in_the_images_and_a_limit_met_before_is_no
     data = next(a for a in lines if a.subject == "dataset")
     assert "87.89 GiB" in data.text
     assert SIZING.read(text).devices in (None, 1)
+
+
+def test_a_follow_up_count_with_a_spanish_y_is_square_and_an_eigh_counts_four_matrices_against_one_card():
+    # "¿Y si me quedo con 32767 muestras?": "y" is Spanish "and", not the side m; eigh on one RTX 2080:
+    # 32767² × 4 B = 4.00 GiB, up to 16 GiB with eigenvectors and workspace, over the 6 GiB pool
+    lines = SIZING.answer("¿Y si me quedo con 32767 muestras? ¿Entraría en una 2080?", "es", True,
+                          earlier="nt.predict.gradient_descent_mse de neural-tangents: ntk_train_train es 60000×60000 y "
+                                  "el eigh interno revienta. Tengo 4 RTX 2080 (8 GB cada una).")
+    pairs = next(a for a in lines if a.subject == "pairwise")
+    assert "32.767 × 32.767" in pairs.text and "4.00 GiB" in pairs.text and "16.00 GiB" in pairs.text, pairs.text
+    assert "no cabe" in pairs.text and "filas ocupan" not in pairs.text
+    assert not [a for a in lines if a.subject == "dataset"]
