@@ -1372,3 +1372,16 @@ def test_an_allocation_line_without_its_number_or_size_still_names_its_memory_sp
                     "0'] :: compress_norm_rope_store\n")
     assert r.category == "compile_smem_oom" and r.memory_space == "smem"
     assert (r.requested_bytes, r.available_bytes) == (1179648, 1048576)
+
+
+def test_a_peak_buffer_list_printed_by_a_python_logger_without_thread_ids_is_read():
+    # AlphaFold's run_docker.py relays the container's log as "I0309 12:51:51.367185 run_docker.py:247] ..."
+    log = ("I0309 12:51:51.367185 run_docker.py:247] Buffer 2:\n"
+           "I0309 12:51:51.367281 run_docker.py:247] Size: 2.63GiB\n"
+           "I0309 12:51:51.367475 run_docker.py:247] XLA Label: fusion\n"
+           "I0309 12:51:51.367573 run_docker.py:247] Shape: f32[2350,2350,128]\n"
+           "I0309 12:51:51.367865 run_docker.py:247] Buffer 3:\n"
+           "I0309 12:51:51.367963 run_docker.py:247] Size: 1.32GiB\n"
+           "I0309 12:51:51.368157 run_docker.py:247] Shape: f32[2350,2350,64]\n")
+    parsed = parse_error(log)
+    assert parsed.category == "gpu_oom" and parsed.allocations[0].shape == "f32[2350,2350,128]"
