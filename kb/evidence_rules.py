@@ -386,8 +386,8 @@ def _pool_cap(facts: Mapping[str, Any]) -> dict[str, Any]:
     in effect: the asker's XLA_PYTHON_CLIENT_MEM_FRACTION, else 75 %), and the smallest fraction,
     in steps of .05 with a little room, whose pool holds that need (absent above .95)."""
     limit, in_use, requested = (facts.get(k) for k in ("pool_limit_bytes", "pool_in_use_bytes", "requested_bytes"))
-    if not all(isinstance(v, int) and v > 0 for v in (limit, in_use, requested)):
-        return {}
+    if not all(isinstance(v, int) and v > 0 for v in (limit, in_use, requested)) or facts.get("backend") == "tpu":
+        return {}  # (a TPU's allocator limit is the chip's HBM, no share of a card)
     named = facts.get("mem_fraction_named_fraction")
     share = named if isinstance(named, float) and 0 < named < 1 else DEFAULT_POOL_SHARE
     card, need = int(limit / share), in_use + requested

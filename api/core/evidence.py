@@ -124,6 +124,9 @@ def _error_facts(error: ParsedError, facts: dict[str, Fact]) -> None:
     elif error.category == "compile_hbm_oom" and error.requested_bytes:
         facts["largest_allocation_bytes"] = error.requested_bytes
         facts["largest_allocation_shape"] = error.shape
+    if error.category == "runtime_allocation" and error.reserved_bytes and error.pool_limit_bytes:
+        # the TPU runtime's allocator stats: what the loaded programs reserve beside the live arrays
+        facts["program_reserved_bytes"] = error.reserved_bytes
     if error.category == "other_framework_oom":  # what the other framework's own allocator held
         facts["framework_reserved_bytes"] = error.reserved_bytes
         facts["framework_allocated_bytes"] = error.allocated_bytes

@@ -1431,6 +1431,18 @@ def test_a_batched_fft_plan_over_xla_s_cap_is_split_by_the_rows_that_fit_not_mor
     assert "\n1. " not in r.answer  # no memory remedy steps after it
 
 
+def test_a_tpu_runtime_failure_with_its_allocator_stats_splits_the_chip_into_arrays_and_programs(client):
+    log = ("E1123 04:35:32.542303    3439 tpu_pjrt_client.cc:1811] TpuClient::AllocateBuffer returning error after 1 "
+           "attempt(s): RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 512.00M. That was not "
+           "possible. There are 100.00M free. The largest contiguous region of free memory is 90.00M due to "
+           "fragmentation.; (0x0x0_HBM0)\n[OOM Summary: Reason: Not enough free memory. Allocator stats:\n"
+           "Limit:                    102803437568\nInUse:                     60129542144\n"
+           "MaxInUse:                  60129542144\nReserved:                  42569400320\nLargestFreeBlock: 0\n]")
+    r = ask(client, "retry or is something eating the HBM?", log)
+    assert r.verdict and "95.74 GiB" in r.verdict and "56.00 GiB" in r.verdict and "39.65 GiB" in r.verdict, r.verdict
+    assert "memory_analysis()" in r.verdict and "card" not in r.verdict
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
