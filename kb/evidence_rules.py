@@ -629,6 +629,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         # "46637514752 bytes free, 47587131392 bytes total": what the card had when cuDNN failed
         free, total = int(usage.group(1)), int(usage.group(2))
         out.update(cudnn_free_bytes=free, cudnn_total_bytes=total, free_share_fraction=free / total)
+        used, pool = total - free, int(DEFAULT_POOL_SHARE * total)
+        if 0 <= used - pool <= 1.5 * (1 << 30):  # what is in use is JAX's own default pool and the CUDA context
+            out.update(cudnn_used_bytes=used, cudnn_own_pool_bytes=pool)
     out.update(_fft_split(out))
     program = _ONE_OP_PROGRAM.fullmatch(str(out.get("executable_name") or ""))
     if program:  # "jit_subtract": the program JAX compiles for one operation called outside jit

@@ -1443,6 +1443,15 @@ def test_a_tpu_runtime_failure_with_its_allocator_stats_splits_the_chip_into_arr
     assert "memory_analysis()" in r.verdict and "card" not in r.verdict
 
 
+def test_cudnn_failing_with_the_card_s_use_equal_to_jax_s_own_pool_says_no_other_process_holds_it(client):
+    # 12524191744 total, 2624061440 free: 9.22 GiB used = the 8.75 GiB default pool + the context
+    log = ("E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:439] Could not create cudnn handle: "
+           "CUDNN_STATUS_INTERNAL_ERROR\nE external/xla/xla/stream_executor/cuda/cuda_dnn.cc:443] Memory usage: "
+           "2624061440 bytes free, 12524191744 bytes total.")
+    r = ask(client, "is this really OOM? the card has 12GB", log)
+    assert r.verdict and "9.22 GiB" in r.verdict and "8.75 GiB" in r.verdict and "no other process" in r.verdict, r.verdict
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
