@@ -1342,6 +1342,8 @@ def test_a_constant_that_failed_to_load_is_an_array_read_from_a_closure_not_a_te
     assert r.grounded and r.language == "fr" and r.verdict and "2.00 GiB" in r.verdict, r.answer[:400]
     assert "constante du programme compilé" in r.verdict and "\n1. " not in r.answer  # no generic steps
     assert "def sample(buffer, key" in r.answer  # the closure's short answer, with its code
+    # loaded outside JAX's pool: leaving room outside it lets it load, the argument is the fix
+    assert "hors du pool de JAX" in r.verdict and "XLA_PYTHON_CLIENT_PREALLOCATE=false" in r.verdict
 
 
 def test_unified_memory_the_driver_refuses_is_a_setting_the_machine_does_not_allow_not_the_program(client):
