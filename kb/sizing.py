@@ -3426,9 +3426,20 @@ class Sizing:
         if not (s.device and s.device.startswith("TPU")) or len(dims) < 2 or dtype_bytes not in (1, 2, 4):
             return []
         sub = int(8 * 4 // dtype_bytes)
+        vmem = "vmem_named" in s.cues  # a Pallas block: tiled as written; an array in HBM: laid out by the compiler
         minor, second = dims[-1], dims[-2]
-        minor_padded, second_padded = -(-minor // 128) * 128, -(-second // sub) * sub
         padded = _padded_bytes(dims, dtype_bytes, size)
+        if not vmem and not {"exact", "layout_given"} & s.cues and padded >= 1.25 * size:
+            # the compiler puts other dimensions last where that pads less: the least it pads, not the worst
+            padded, minor, second = _least_padded(dims, dtype_bytes, size)
+            if padded < 1.25 * size:
+                return []
+            minor_padded = -(-minor // 128) * 128
+            second_padded = 1 << (second - 1).bit_length() if second < sub else -(-second // sub) * sub
+            return [self._msg("tpu_padding_least", language, minor=minor, minor_padded=minor_padded, second=second,
+                              second_padded=second_padded, factor=_num(round(padded / size, 1)),
+                              padded=format_bytes(padded))]
+        minor_padded, second_padded = -(-minor // 128) * 128, -(-second // sub) * sub
         if padded < 1.25 * size:
             # the exact bytes asked for ("exactly how much, with layout T(8,128)?"): the tiles' bytes,
             # and what padding the last dimension by hand to another width would change
@@ -3447,7 +3458,6 @@ class Sizing:
                              self._msg("tpu_padding_by_hand_same", language, minor=minor, target=target,
                                        padded_bytes=_grouped(padded, language)))
             return parts
-        vmem = "vmem_named" in s.cues  # a Pallas block: the same tiles, in VMEM; its shape is the kernel's
         parts = [self._msg("tpu_padding_vmem" if vmem else "tpu_padding", language, tile=sub, minor=minor,
                            minor_padded=minor_padded, second=second, second_padded=second_padded,
                            factor=_num(round(padded / size, 1)), padded=format_bytes(padded))]
@@ -4518,6 +4528,25 @@ def _padded_bytes(dims: list[int], dtype_bytes: float, size: float) -> float:
     sub = int(8 * 4 // dtype_bytes)
     minor, second = dims[-1], dims[-2]
     return size / (minor * second) * (-(-minor // 128) * 128) * (-(-second // sub) * sub)
+
+
+def _least_padded(dims: list[int], dtype_bytes: float, size: float) -> tuple[float, int, int]:
+    """A shape's bytes in TPU HBM tiles where the compiler picks which two dimensions go last, as
+    XLA:TPU's layout assignment does for an array it lays out itself (measured: f32[1024,1024,957,2]
+    with 1024 minor and 2 second-minor in (2, 128) tiles, no padding; f32[4096,3] as (3, 4096) in
+    (4, 128) tiles): the least padded choice, with its minor and second-minor sizes. A second-minor
+    dimension below the tile's rows takes the next power of two rows."""
+    sub = int(8 * 4 // dtype_bytes)
+    best = None
+    for i, minor in enumerate(dims):
+        for j, second in enumerate(dims):
+            if i == j:
+                continue
+            rows = 1 << (second - 1).bit_length() if second < sub else -(-second // sub) * sub
+            padded = size / (minor * second) * (-(-minor // 128) * 128) * rows
+            if best is None or padded < best[0]:
+                best = (padded, minor, second)
+    return best
 
 
 def _in_use_and_request(text: str) -> list[float]:

@@ -601,12 +601,19 @@ def test_a_kv_cache_quantized_in_a_follow_up_keeps_the_weights_in_their_own_dtyp
     assert "weights" not in [a.subject for a in lines]
 
 
-def test_a_shape_with_a_small_last_dimension_on_a_tpu_gets_its_tiled_bytes_and_an_unpadded_shape():
+def test_a_shape_with_a_small_last_dimension_on_a_tpu_is_sized_as_the_compiler_lays_it_out():
+    # measured (deviceless v5e compile): XLA:TPU lays f32[2000000, 4] out as (4, 2000000) in (4, 128) tiles,
+    # 32,000,000 bytes, not 4 padded to 128 (976.56 MiB); a layout written out is tiled as written
     line = SIZING.answer("on a TPU v5e my lookup table is f32[2000000, 4], why is it so big in HBM?", "en",
                          asked=True)[0]
-    # 4 is stored as 128: 32x, 30.52 MiB -> 976.56 MiB; the same 8,000,000 floats as [62500, 128]
-    assert line.subject == "padded_tensor"
-    assert "`(8, 128)` tiles" in line.text and "976.56 MiB" in line.text and "`[62500, 128]`" in line.text
+    assert line.subject == "tensor" and "30.52 MiB" in line.text and "976.56" not in line.text, line.text
+    stated = SIZING.answer("on a TPU v5e my table f32[2000000, 4] has layout {1,0:T(8,128)} in the dump: how big in "
+                           "HBM?", "en", asked=True)[0]
+    assert stated.subject == "padded_tensor" and "976.56 MiB" in stated.text and "`[62500, 128]`" in stated.text
+    # where even the best layout pads: f32[100000, 3, 5] takes 8,007,680 bytes (measured: 100000 last, 3 in
+    # (4, 128) tiles) for 6,000,000 of data
+    small = SIZING.answer("on a TPU v5e, f32[100000, 3, 5]: bytes in HBM?", "en", asked=True)[0]
+    assert small.subject == "padded_tensor" and "7.64 MiB" in small.text and "100000" in small.text, small.text
     assert SIZING.answer("on an A100 40GB my table is f32[2000000, 4]", "en", asked=True)[0].subject == "tensor"
 
 
@@ -897,11 +904,15 @@ def test_the_largest_batch_from_two_measured_peaks_against_the_default_pool_and_
     assert line.subject == "batch_line" and "1.05 GiB" in line.text and "b ≤ 44" in line.text and "b ≤ 59" in line.text
 
 
-def test_a_padded_cache_kept_for_k_and_for_v_in_every_layer_is_totalled_as_padded():
+def test_a_cache_kept_for_k_and_for_v_in_every_layer_is_totalled_and_padded_only_as_laid_out():
+    # measured: XLA:TPU lays f32[64,2048,8,64] out with 2048 last and 8 before it, unpadded (256 MiB)
     [line] = SIZING.answer("TPU v6e 上我的 KV cache 是 f32[64,2048,8,64]，24 层，K 和 V 各一份。实际占多少 HBM？", "zh",
                            asked=True)
-    # 256 MiB of data, padded 64 -> 128 to 512 MiB; 2 x 24 of them
-    assert "512.00 MiB" in line.text and "2 × 24 × 512.00 MiB = 24.00 GiB" in line.text
+    assert "256.00 MiB" in line.text and "2 × 24 × 256.00 MiB = 12.00 GiB" in line.text, line.text
+    # with its layout written out (64 last, tiled (8, 128)): 512 MiB each
+    [line] = SIZING.answer("TPU v6e 上我的 KV cache 是 f32[64,2048,8,64]{3,2,1,0:T(8,128)}，24 层，K 和 V 各一份。实际占多少 "
+                           "HBM？", "zh", asked=True)
+    assert "512.00 MiB" in line.text and "2 × 24 × 512.00 MiB = 24.00 GiB" in line.text, line.text
 
 
 def test_a_cache_built_for_a_longer_max_len_than_prompt_and_new_tokens_need_says_so():
