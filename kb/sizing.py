@@ -3431,11 +3431,9 @@ class Sizing:
         padded = _padded_bytes(dims, dtype_bytes, size)
         if not vmem and not {"exact", "layout_given"} & s.cues and padded >= 1.25 * size:
             # the compiler puts other dimensions last where that pads less: the least it pads, not the worst
-            padded, minor, second = _least_padded(dims, dtype_bytes, size)
+            padded, minor, minor_padded, second, second_padded = _least_padded(dims, dtype_bytes, size)
             if padded < 1.25 * size:
                 return []
-            minor_padded = -(-minor // 128) * 128
-            second_padded = 1 << (second - 1).bit_length() if second < sub else -(-second // sub) * sub
             return [self._msg("tpu_padding_least", language, minor=minor, minor_padded=minor_padded, second=second,
                               second_padded=second_padded, factor=_num(round(padded / size, 1)),
                               padded=format_bytes(padded))]
@@ -4530,22 +4528,24 @@ def _padded_bytes(dims: list[int], dtype_bytes: float, size: float) -> float:
     return size / (minor * second) * (-(-minor // 128) * 128) * (-(-second // sub) * sub)
 
 
-def _least_padded(dims: list[int], dtype_bytes: float, size: float) -> tuple[float, int, int]:
+def _least_padded(dims: list[int], dtype_bytes: float, size: float) -> tuple[float, int, int, int, int]:
     """A shape's bytes in TPU HBM tiles where the compiler picks which two dimensions go last, as
-    XLA:TPU's layout assignment does for an array it lays out itself (measured: f32[1024,1024,957,2]
-    with 1024 minor and 2 second-minor in (2, 128) tiles, no padding; f32[4096,3] as (3, 4096) in
-    (4, 128) tiles): the least padded choice, with its minor and second-minor sizes. A second-minor
-    dimension below the tile's rows takes the next power of two rows."""
-    sub = int(8 * 4 // dtype_bytes)
+    XLA:TPU's layout assignment does for an array it lays out itself, the least padded choice: its
+    bytes, its minor dimension and that padded (to 128 lanes), its second-minor and that padded (to 8
+    rows; one below 8 to the next power of two, at least the rows one 32-bit word packs: 1 for f32, 2
+    for bf16, 4 for int8). Measured on deviceless v5e compiles (tests/diagnostics/test_tpu_layouts.py):
+    f32[1024,1024,957,2] unpadded with 1024 last; f32[4096,3] as (3, 4096) in (4, 128) tiles."""
+    least_rows = max(1, int(4 // dtype_bytes))
     best = None
     for i, minor in enumerate(dims):
         for j, second in enumerate(dims):
             if i == j:
                 continue
-            rows = 1 << (second - 1).bit_length() if second < sub else -(-second // sub) * sub
-            padded = size / (minor * second) * (-(-minor // 128) * 128) * rows
+            rows = max(least_rows, 1 << (second - 1).bit_length()) if second < 8 else -(-second // 8) * 8
+            lanes = -(-minor // 128) * 128
+            padded = size / (minor * second) * lanes * rows
             if best is None or padded < best[0]:
-                best = (padded, minor, second)
+                best = (padded, minor, lanes, second, rows)
     return best
 
 
