@@ -84,7 +84,7 @@ _PROGRAM_FIGURE = re.compile(
 PROGRAM_FIGURE_REACH = 40
 # a decimal said without a unit ("~7.8"): not a version ("0.4.30"), a setting ("=0.9") or a share ("7.5%")
 _BARE_DECIMAL = re.compile(r"(?<![\w.=:])(\d{1,4}\.\d{1,2})(?![\w.%]|\s*(?:gb|gib|go|гб|g|mib|mb|%)(?![a-z]))")
-_GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|go|гб|g)(?![a-z0-9_])")
+_GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|gio|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
                          r"свободн\w*|空闲|空き|남은|남아|खाली|فاضية?|متاحة?)")
@@ -231,7 +231,7 @@ _LEAVE = re.compile(r"leave|spare|headroom|keep .{0,12}free|छोड़|laisser
 # a decimal comma before a magnitude or a unit ("32,5 milliards", "7,8 Mio.", "1,5 GB"): a decimal
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*|mrd\.?|billion\w*|bilh\w*|mil millones|"
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
-                            r"[bmk](?![a-z])|gi?b(?![a-z])|go(?![a-z])|гб|g\s*param|%))", re.I)
+                            r"[bmk](?![a-z])|gi?b(?![a-z])|gio(?![a-z])|go(?![a-z])|гб|g\s*param|%))", re.I)
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
@@ -4062,7 +4062,7 @@ class Sizing:
             return None
         card = s.card_memory
         pool = GPU_POOL_SHARE * card
-        low = (text or "").lower()
+        low = _DECIMAL_COMMA.sub(r"\1.\2", text or "").lower()  # ("~11,3 Gio occupés")
         # a program's own figure ("only reduced to 146.66GiB", "the step needs 61 GB", "I measured: b96
         # 125.8 GiB") is what it needs, not what nvidia-smi shows the pool holding (a profiler's peak at
         # the pool's size is the pool filling up, and stays one)

@@ -2539,3 +2539,11 @@ def test_a_model_whose_loading_fills_the_host_ram_is_sized_in_host_ram_not_hbm()
     # offloading to host RAM in training is another question
     assert not [a for a in SIZING.answer("jax.checkpoint with offload to pinned_host for a 7B model: how much host RAM "
                                          "per node?", "en", asked=True) if a.subject == "host_load"]
+
+
+def test_a_pool_seen_written_with_a_decimal_comma_in_gio_is_the_default_pool():
+    # "~11,3 Gio" on a T4 (15360 MiB): 75% of 15.00 GiB = 11.25 GiB, and the context
+    [line] = [a for a in SIZING.answer("Sur un T4 (15360 MiB), après un jax.clear_caches(), nvidia-smi affiche toujours "
+                                       "~11,3 Gio occupés par mon process Python. C'est quoi ce chiffre ?", "fr",
+                                       asked=True) if a.subject == "gpu_pool_seen"]
+    assert "11.25 GiB" in line.text and "15.00 GiB" in line.text
