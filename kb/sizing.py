@@ -84,6 +84,8 @@ _PROGRAM_FIGURE = re.compile(
 PROGRAM_FIGURE_REACH = 40
 # a decimal said without a unit ("~7.8"): not a version ("0.4.30"), a setting ("=0.9") or a share ("7.5%")
 _BARE_DECIMAL = re.compile(r"(?<![\w.=:])(\d{1,4}\.\d{1,2})(?![\w.%]|\s*(?:gb|gib|go|гб|g|mib|mb|%)(?![a-z]))")
+#: a share written as a decimal ("0.9 vs 0.55"), not a version ("0.4.30") nor a size ("0.5 GB")
+_SHARE_DECIMAL = re.compile(r"(?<![\w.])(0?\.\d{1,3})(?![\w.%]|\s*(?:gb|gib|go|mb|mib|g)(?![a-z]))")
 _GB = re.compile(r"(?<![a-z0-9_.])(\d{1,4}(?:\.\d+)?)\s*(?:gb|gib|gio|go|гб|g)(?![a-z0-9_])")
 # a size said to be free ("~3GB livres", "3 GB free"): what is left, not what a process needs
 _FREE_AFTER = re.compile(r"\s*(?:of\s+)?(?:free|left|available|livres?|libres?|frei|verfügbar|disponibles?|disponíveis|"
@@ -2340,6 +2342,24 @@ class Sizing:
         # (a server told to use only a share, "--gpu-memory-utilization=0.98": the memory read is that share already)
         util = s.values.get("mem_utilization")
         usable, label = memory, s.memory_label if util and s.memory_label else format_bytes(memory)
+        if util and 0.3 <= util < 1:
+            whole = memory / util  # the device's own memory, said again ("jax reports 94.74 GiB per device"): no amount
+            amounts = [a for a in amounts if abs(a - whole) > 0.01 * whole]
+            shares = sorted({float(m.group(1)) for m in _SHARE_DECIMAL.finditer(low) if 0.3 <= float(m.group(1)) < 1},
+                            reverse=True)
+            if len(shares) >= 2 and not amounts:
+                # "at 0.9 vs 0.55": each share's budget, what it leaves outside for the compiled programs, and
+                # what is left of it for the KV cache after the weights
+                rows = [self._msg("left_at_utilization", language, share_pct=f"{u:g}", budget=format_bytes(u * whole),
+                                  whole=format_bytes(whole), outside=format_bytes((1 - u) * whole),
+                                  weights=format_bytes(share), kv=format_bytes(u * whole - share))
+                        for u in shares if u * whole > share]
+                if rows:
+                    text = self._msg("left_at_utilization_lead", language,
+                                     lines=_LIST_SEPARATOR.get(language, "; ").join(rows))
+                    line = FigureAnswer(kind=KIND, subject="left_after", text=text,
+                                        value_bytes=int(shares[0] * whole - share), sources=["computed"], cite=weights.cite)
+                    return [line, *(a for a in lines if a is not weights)]
         if share >= usable or not (amounts or util):
             return lines
         parts = []

@@ -2547,3 +2547,13 @@ def test_a_pool_seen_written_with_a_decimal_comma_in_gio_is_the_default_pool():
                                        "~11,3 Gio occupés par mon process Python. C'est quoi ce chiffre ?", "fr",
                                        asked=True) if a.subject == "gpu_pool_seen"]
     assert "11.25 GiB" in line.text and "15.00 GiB" in line.text
+
+
+def test_two_shares_of_a_serving_engine_are_each_split_into_programs_room_and_kv_cache():
+    # vLLM TPU on v7x: 397B FP8 over 8 devices = 46.22 GiB each; 0.9 and 0.55 of 94.75 GiB
+    [line] = [a for a in SIZING.answer(
+        "Qwen 397B FP8 auf v7x-8 mit vLLM, TP=8: gpu-memory-utilization 0.9 läuft, bei mehr Tokens müssen wir auf 0.55 "
+        "runter. jax meldet pro Device 94.74 GiB. Wie viel bleibt pro Device fürs Programm bei 0.9 vs 0.55 und wie viel "
+        "KV-Cache nach den Gewichten?", "de", asked=True) if a.subject == "left_after"]
+    assert "9.47 GiB" in line.text and "39.06 GiB" in line.text, line.text
+    assert "42.64 GiB" in line.text and "5.90 GiB" in line.text
