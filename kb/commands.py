@@ -69,13 +69,15 @@ class Commands:
                 continue
             settings = {k: v for k, v in setting.findall(low) if k not in tool.ignore}
             found = model.findall(low) if model is not None else []
-            if found and tool.model_setting:
-                settings = {tool.model_setting: found[-1], **{k: v for k, v in settings.items()
-                                                              if k != tool.model_setting}}
+            if found and tool.model_setting:  # ("Mixtral 8x7B", "mixtral_8x7b": the config's "mixtral-8x7b")
+                name = re.sub(r"[ _]", "-", found[-1])
+                settings = {tool.model_setting: name, **{k: v for k, v in settings.items()
+                                                         if k != tool.model_setting}}
             for pattern, pair in tool.implied.items():
                 key, value = pair.split("=", 1)
-                if key not in settings and re.search(pattern, low):
-                    settings[key] = value
+                hit = re.search(pattern, low) if key not in settings else None
+                if hit:  # a setting said in words ("FSDP over the 64 chips": ici_fsdp_parallelism={1} is 64)
+                    settings[key] = value.replace("{1}", hit.group(1) or "") if hit.groups() else value
             if not settings:
                 return None
             lines = [tool.line.format(key=k, KEY=k.upper(), value=v) for k, v in settings.items()]

@@ -48,3 +48,16 @@ def test_a_slurm_script_carries_the_conversation_s_environment_host_ram_and_scri
     assert "export XLA_PYTHON_CLIENT_MEM_FRACTION=6" in code and "export TF_FORCE_UNIFIED_MEMORY=1" in code
     assert "srun python run_alphafold.py" in code
     assert not COMMANDS.asks_for_one("my training script runs out of memory")  # a script named is no script asked for
+
+
+def test_maxtext_settings_said_in_words_and_a_model_written_with_a_space_are_filled():
+    conversation = ("Tô rodando o benchmark mixtral_8x7b_dropped_int8 do MaxText num v6e-256.\n"
+                    "Beleza, me passa a linha de comando do MaxText pro v6e-64: FSDP nos 64 chips, sem iota embed, "
+                    "remat full e quantização int8.")
+    code = load_commands().command(conversation, "").snippet
+    for setting in ("model_name=mixtral-8x7b", "use_iota_embed=false", "remat_policy=full", "quantization=int8",
+                    "ici_fsdp_parallelism=64"):
+        assert setting in code, code
+    # a setting written out wins over the words ("ici_fsdp_parallelism=32" said, "FSDP over 64" too)
+    code = load_commands().command("maxtext on Mixtral 8x7B: ici_fsdp_parallelism=32, fsdp over 64 chips", "").snippet
+    assert "ici_fsdp_parallelism=32" in code and "ici_fsdp_parallelism=64" not in code and "mixtral-8x7b" in code
