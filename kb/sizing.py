@@ -242,7 +242,7 @@ _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_di
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
                "mcmc_samples", "mcmc_chains", "latent_values", "model_axis", "fsdp_axis", "microbatches", "vocab_tiles", "logits_chunk", "channels", "mem_utilization",
-               "reserve", "checkpoints", "topk", "page_size", "kv_budget")
+               "reserve", "checkpoints", "topk", "page_size", "kv_budget", "weights_size")
 
 
 class _Strict(BaseModel):
@@ -606,6 +606,11 @@ class Sizing:
                 s.from_dims["named"] = s.values["params"]
             s.values["params"] = s.from_dims["params"]
             s.from_model = [k for k in s.from_model if k != "params"]
+        if "params" not in s.values and s.values.get("weights_size") and "training" in s.cues:
+            # "the params weigh 10.9 GiB" (a checkpoint's size) of a model to train: its parameters, float32
+            # unless a 16-bit type is named (the training state's arithmetic says which it assumed)
+            per = s.dtype.bytes if s.dtype and s.dtype.bytes in (2, 4) else 4
+            s.values["params"] = s.values["weights_size"] / per
         if "params" not in s.values and s.optimizer is not None and s.optimizer.moments:
             # a table trained with an optimizer that keeps moments ("2^24 rows × 1024 float32 with Adam"):
             # its elements are the parameters whose state is asked about

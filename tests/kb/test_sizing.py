@@ -2557,3 +2557,13 @@ def test_two_shares_of_a_serving_engine_are_each_split_into_programs_room_and_kv
         "KV-Cache nach den Gewichten?", "de", asked=True) if a.subject == "left_after"]
     assert "9.47 GiB" in line.text and "39.06 GiB" in line.text, line.text
     assert "42.64 GiB" in line.text and "5.90 GiB" in line.text
+
+
+def test_a_training_run_whose_weights_size_is_said_is_sized_from_it():
+    # "pi0_fast_base params весят 10.9 GiB" (float32): 2.93B parameters, 16 B each with AdamW = 43.60 GiB
+    # against 90% of a 24 GiB card
+    state = next(a for a in SIZING.answer(
+        "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 uv run scripts/train.py pi0_fast_libero на RTX 3090 (24GB): OOM сразу "
+        "после загрузки чекпойнта. В логе видно что pi0_fast_base params весят 10.9 GiB. Что ещё можно сделать?", "ru",
+        asked=True) if a.subject == "training_state")
+    assert "2.93B" in state.text and "43.60 GiB" in state.text and "21.60 GiB" in state.text, state.text
