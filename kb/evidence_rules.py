@@ -591,8 +591,8 @@ def _fft_split(facts: Mapping[str, Any]) -> dict[str, Any]:
     if not limit or not (isinstance(requested, int) and requested > 0) or int(limit.group(1)) <= 0:
         return {}
     cap = int(limit.group(1))
-    out: dict[str, Any] = {"fft_plan_limit_bytes": cap, "fft_calls": -(-requested // cap),
-                           "fft_cap_bytes_exact": cap, "fft_asked_bytes_exact": requested}
+    out: dict[str, Any] = {"fft_calls": -(-requested // cap), "fft_cap_bytes_exact": cap,
+                           "fft_asked_bytes_exact": requested}  # (in bytes, as the log writes them)
     batch = str(facts.get("fft_batch_count") or "")
     if batch.isdigit() and int(batch) > 0:
         out["fft_transforms"] = int(batch)
