@@ -681,7 +681,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
     if not isinstance(need, int) or need <= 0:
         return out
     out["vmem_need_bytes"] = need
-    limit = math.ceil(need / MiB) * MiB
+    # whole MiB with one to spare: the compiler adds a little scratch of its own (measured on a v5e: a kernel
+    # whose report says 72.00M fails to compile at 72 MiB and compiles at 73 MiB)
+    limit = (math.ceil(need / MiB) + 1) * MiB
     verified = out.get("vmem_limit_verified_bytes")
     if isinstance(verified, int) and verified > 0:
         limit = verified  # `oomkb plan` compiled with it: measured, not computed
