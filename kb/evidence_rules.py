@@ -692,6 +692,9 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         if need > gen.vmem_bytes:
             return out  # no limit can help: the rules say so
         limit = min(limit, gen.vmem_bytes)
+    elif need > max((g.vmem_bytes or 0) for g in generations().values()):
+        out["vmem_beyond_every_core"] = True  # more than any generation's core holds: no limit to set anywhere
+        return out
     out["vmem_limit_to_set_bytes"] = limit
     out["vmem_limit_to_set_exact"] = limit
     out["vmem_limit_to_set_kib"] = limit // 1024

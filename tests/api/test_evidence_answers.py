@@ -1456,6 +1456,16 @@ def test_cudnn_failing_with_the_card_s_use_equal_to_jax_s_own_pool_says_no_other
     assert r.verdict and "9.22 GiB" in r.verdict and "8.75 GiB" in r.verdict and "no other process" in r.verdict, r.verdict
 
 
+def test_a_vmem_need_over_any_core_s_vmem_gets_no_limit_even_without_a_generation(client):
+    # "Estimated 268.96MB exceeds 67.11MB vmem capacity": 256.50 MiB, more than the 128 MiB of the largest core
+    log = ("RuntimeError: XLA:TPU compile permanent error.\nRan out of memory in memory space vmem.\n"
+           "Estimated 268.96MB exceeds 67.11MB vmem capacity.")
+    r = ask(client, "Pallas attention kernel with an unrolled loop fails to compile. How high should vmem_limit_bytes go?",
+            log)
+    assert r.verdict and "256.50 MiB" in r.verdict and "no limit can give it that" in r.verdict, r.verdict
+    assert "vmem_limit_bytes=" not in r.answer
+
+
 def test_a_card_named_by_a_model_with_words_and_digits_before_its_memory_is_read(client):
     # "RTX PRO 5000 Blackwell (48 Go)": the model's own digits are not its memory
     log = ("W hlo_rematerialization.cc:3023] Can't reduce memory use below 40.00GiB (42949672960 bytes) by "
