@@ -181,6 +181,8 @@ CASES = [
     ("MaxText로 v5p-64에서 학습 중인데, 체크포인트 저장할 때마다 호스트 RAM OOM으로 프로세스가 죽어요 (dmesg에 oom-kill)",
      "ko", "host_ram_checkpoint_save", "save_concurrent_gb"),
     ("diffrax 的 SaveAt(dense=True) 在求梯度时爆了，为什么？", "zh", "diffrax_dense_output", "SaveAt(ts=...)"),
+    ("I export XLA_CLIENT_MEM_FRACTION=0.5 and since the library sets the other one JAX lands on the CPU. Which one?",
+     "en", "mem_fraction_two_names", "falls back to the CPU"),
     ("jax-smi zeigt immer 160 MB, egal welche Batchgröße. Warum?", "de", "live_array_profiles_miss_temporaries",
      "temp_size_in_bytes"),
     ("tfp.distributions 를 참조만 해도 2×2 cholesky 에서 out of memory 가 납니다 (tensorflow_probability.substrates.jax)",
