@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -104,11 +105,23 @@ def snippet_markdown(snippet: Snippet, indent: str = "") -> list[str]:
 
 def _fence_language(code: str) -> str:
     """`python` for Python; `bash` for a command line (`python3 -m MaxText.train ... \\`), which is no Python."""
-    try:
-        ast.parse(code)
-    except SyntaxError:
-        return "bash"
-    return "python"
+    return "python" if _parses(code) else "bash"
+
+
+#: one parse at a time: CPython 3.11 before 3.11.8 can raise SystemError ("AST constructor recursion depth
+#: mismatch") when two threads parse at once, and the server composes answers on a thread pool
+_PARSE_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=4096)
+def _parses(code: str) -> bool:
+    """Whether `code` is Python (a snippet's code repeats from answer to answer: parsed once)."""
+    with _PARSE_LOCK:
+        try:
+            ast.parse(code)
+        except SyntaxError:
+            return False
+    return True
 
 
 # A snippet line that names the model's figures: `layers, batch, seq = 4, 2, 1024  # your model's figures here`.

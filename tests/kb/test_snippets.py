@@ -161,3 +161,51 @@ def test_the_share_per_process_in_a_snippet_is_the_asker_s_count_s():
     assert 'MEM_FRACTION=.30 python' in three and '= ".30"' in three
     assert three.startswith("# two processes .45 each")  # the comment's example stays
     assert fill_share(code, None) == code and fill_share(code, 40) == code
+
+
+def test_snippets_are_fenced_from_many_threads_at_once_one_parse_at_a_time(monkeypatch):
+    # the server composes answers on a thread pool; CPython 3.11 before 3.11.8 raised SystemError ("AST
+    # constructor recursion depth mismatch") under 16 concurrent /v1/ask requests when two threads ran
+    # ast.parse at once: the parses are serialised (a slow parse here would overlap without the lock)
+    import ast
+    import threading
+    import time
+
+    from oomkb.kb import snippets
+    from oomkb.kb.snippets import Snippet, snippet_markdown
+
+    real_parse, active, most = ast.parse, [0], [0]
+    guard = threading.Lock()
+
+    def slow_parse(code, *args, **kwargs):
+        with guard:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.002)
+        try:
+            return real_parse(code, *args, **kwargs)
+        finally:
+            with guard:
+                active[0] -= 1
+
+    monkeypatch.setattr(snippets.ast, "parse", slow_parse)
+    snippets._parses.cache_clear()
+    codes = [f"def f{i}(x):\n    return x + {i}\n" for i in range(80)]
+    errors = []
+
+    def fence(part):
+        try:
+            for code in part:
+                assert snippet_markdown(Snippet(code=code, check="parse"))[0] == "```python"
+        except Exception as err:  # noqa: BLE001 (any error fails the test)
+            errors.append(err)
+
+    threads = [threading.Thread(target=fence, args=(codes[n::8],)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    snippets._parses.cache_clear()
+    assert not errors, errors[:3]
+    assert most[0] == 1, most[0]
+    assert snippet_markdown(Snippet(code="python3 -m MaxText.train base.yml \\\n  run_name=x", check="parse"))[0] == "```bash"
