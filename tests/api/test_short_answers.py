@@ -1017,7 +1017,6 @@ def test_a_shared_memory_log_of_a_fused_cross_entropy_kernel_is_not_answered_wit
     assert "def chunked_cross_entropy" not in stats["answer"]
 
 
-
 def test_a_kernel_that_fails_to_load_after_several_inputs_is_the_build_up_and_the_wrapper_gets_their_share(client):
     # "after 20 proteins": the compiled programs of each new length keep their kernels outside the pool
     # (not "restart did not help, the program needs more"); the per-input wrapper asked next carries
