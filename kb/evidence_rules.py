@@ -123,6 +123,8 @@ class TextFact(BaseModel):
         "read only beside other evidence (a log's facts): a setting named in a question alone is asked about"))
     flag: bool = Field(default=False, description=(
         "the fact is true where the marker is found, whatever follows it (a setting said: \"PREALLOCATE=false\")"))
+    every: bool = Field(default=False, description=(
+        "every value the text shows after the marker, in order and once each, joined with \", \" (the GPUs a log names one line each)"))
 
 
 #: How far before a value the words proposing it may stand ("if I set XLA_PYTHON_CLIENT_MEM_FRACTION=.95").
@@ -275,17 +277,26 @@ class EvidenceRules:
                 if spec.flag:
                     out.setdefault(spec.fact, True)
                     break
-                start = at + len(spec.marker)
-                end = window.find("\n", start)
-                value = window[start: end if end >= 0 else len(window)]
-                cut = [value.index(stop) for stop in spec.stops if stop in value]
-                if cut:
-                    value = value[: min(cut)]
-                value = value.strip().rstrip(".,; ")[:_TEXT_FACT_CHARS]
-                if value:
-                    out.setdefault(spec.fact, value)
+                values: list[str] = []
+                while at >= 0:
+                    value = self._value_after(window, at + len(spec.marker), spec.stops)
+                    if value and value not in values:
+                        values.append(value)
+                    at = window.find(spec.marker, at + len(spec.marker)) if spec.every else -1
+                if values:
+                    out.setdefault(spec.fact, ", ".join(values)[:_TEXT_FACT_CHARS])
                     break
         return out
+
+    @staticmethod
+    def _value_after(window: str, start: int, stops: list[str]) -> str:
+        """The rest of the line from `start`, up to the first of `stops`."""
+        end = window.find("\n", start)
+        value = window[start: end if end >= 0 else len(window)]
+        cut = [value.index(stop) for stop in stops if stop in value]
+        if cut:
+            value = value[: min(cut)]
+        return value.strip().rstrip(".,; ")[:_TEXT_FACT_CHARS]
 
     @staticmethod
     def read_requested_shape(facts: Mapping[str, Any], log: str | None, question: str | None = None) -> dict[str, Any]:

@@ -1148,13 +1148,15 @@ class Assistant:
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
             for c in citations:
-                lines += self._source_lines(c, language)
+                # under a verdict that memory is not the cause, a guide's memory-saving passage
+                # ("a smaller batch size ...") is named, not quoted: quoted, it reads as the advice
+                lines += self._source_lines(c, language, quoted=not (not_memory and verdict))
         # a log is asked for only where it would settle the question: an error without its log
         if diagnosis is None and not facts and not figures and analysis is not None and "error" in analysis.asks:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")
         return "\n".join(lines).strip() + "\n"
 
-    def _source_lines(self, c: Citation, language: str) -> list[str]:
+    def _source_lines(self, c: Citation, language: str, quoted: bool = True) -> list[str]:
         """One source: the passage in the reader's language first (the section's card), then the
         guide's own wording under an `↳` label, which the web page shows collapsed (<details>)
         and Slack moves into its small-print context; without a translation, the wording only."""
@@ -1164,6 +1166,8 @@ class Assistant:
             text = card.texts.get(language) if card is not None else None
             if text is not None and text.title:
                 where = text.title
+        if not quoted:
+            return [f"- **{where}** (`{c.citation}`, {c.translation_language or c.language})", ""]
         quote = [f"> {q}" if q else ">" for q in c.quote.split("\n")]
         if not c.translation:
             return [f"- **{where}** (`{c.citation}`, {c.language})", "", *quote, ""]

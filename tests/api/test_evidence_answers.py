@@ -1928,3 +1928,23 @@ def test_a_failed_request_whose_shape_leads_with_every_input_named_is_chunked_no
     assert r.verdict.startswith("La asignación que falló, 900.00 MiB (`f32[800,32,96,96]`), es la salida de "
                                 "`conv_0/conv_general_dilated` para todas tus 800 entradas a la vez")
     assert "jax.lax.map(f, xs, batch_size=k)" in r.verdict and not r.remedies  # no profiling steps after it
+
+
+def test_a_context_the_driver_refused_at_start_is_the_gpus_visible_not_the_program(client):
+    # (issue 21, round 56: a job granted one GPU of four, whose JAX tried a context on all of them,
+    # was told "the GPU ran out of memory" and given profiling steps)
+    log = ("2024-03-02 11:20:07.401233: W external/xla/xla/service/platform_util.cc:198] unable to create "
+           "StreamExecutor for CUDA:1: failed initializing StreamExecutor for CUDA device ordinal 1: INTERNAL: "
+           "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory "
+           "reported: 25393692672\n2024-03-02 11:20:07.402871: W external/xla/xla/service/platform_util.cc:198] "
+           "unable to create StreamExecutor for CUDA:2: failed initializing StreamExecutor for CUDA device "
+           "ordinal 2: INTERNAL: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; "
+           "total memory reported: 25393692672")
+    r = ask(client, "Slurm gibt mir eine GPU, aber schon beim import jax kommt das hier. Muss ich das Modell verkleinern?",
+            error_log=log)
+    assert r.language == "de" and r.grounded
+    assert r.verdict.startswith("Das ist kein Speichermangel Ihres Programms") and "`1, 2`" in r.verdict, r.verdict
+    assert "23.65 GiB" in r.verdict and "CUDA_VISIBLE_DEVICES" in r.verdict and "jax_cuda_visible_devices" in r.verdict
+    assert not r.remedies and "jax.profiler" not in r.answer
+    # the cited passage is named, not quoted: its "smaller batch" would read as the advice
+    assert r.citations and "\n> " not in r.answer.split("###")[-1]
