@@ -802,7 +802,12 @@ class Sizing:
             # something else ("8x H100 ... ~11GB of params on each GPU")
             label, memory = card.names[0].upper(), parse_size(card.memory)
             s.shared_per_block = int(card.shared_kib * 1024) if card.shared_kib else None
-        if memory is None and _ANY_GPU.search(low):
+        mig = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)] if _MIG.search(low) else []
+        if mig and (memory is None or max(mig) <= memory):
+            # a MIG instance's memory quoted ("7 parts of an A100, 9728MiB each"): one process has that
+            # instance, not the card
+            memory, label = max(mig), "MIG"
+        elif memory is None and _ANY_GPU.search(low):
             # a card the table does not know (an MX250, a GTX 1650) with nvidia-smi's total quoted
             # ("2048MiB"): that total, the largest figure in MiB the text quotes
             quoted = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)]
@@ -1090,13 +1095,15 @@ class Sizing:
         shares = self._pool_share_short(turn, text, s, language) if _in_use_and_request(turn or "") else None
         if shares is None:  # a GB10 or Jetson: the pool is the system's RAM
             shares = self._unified_machine(turn or text, s, language)
-        if shares is None:
+        # a MIG instance is one process's alone: no split of it between processes
+        mig = s.device == "MIG"
+        if shares is None and not mig:
             shares = self._pool_split(text, s, language)
-        if shares is None:
+        if shares is None and not mig:
             shares = self._pool_per_process(text, s, language)
         if shares is None:
             shares = self._pool_shares(text, s, language, turn)
-        if shares is None:  # "2 servers on this card, what fraction each?": one even share
+        if shares is None and not mig:  # "2 servers on this card, what fraction each?": one even share
             shares = self._pool_even_split(turn or text, s, language, conversation=text)
         if shares is None:
             shares = self._pool_share_short(turn or text, text, s, language)
@@ -1508,7 +1515,8 @@ class Sizing:
         if not (s.gpu and s.card_memory and ({"default_asked", "jax_may_use"} & s.cues) and "memory_named" in s.cues):
             return None
         card, pool = s.card_memory, GPU_POOL_SHARE * s.card_memory
-        size = _in_mib if "mib_asked" in s.cues else format_bytes  # "how many MiB exactly?"
+        # "how many MiB exactly?", or a MIG instance quoted in MiB as nvidia-smi lists it
+        size = _in_mib if "mib_asked" in s.cues or s.device == "MIG" else format_bytes
         parts = [self._msg("pool_default", language, card=size(card), pool=size(pool))]
         if "ceiling_asked" in s.cues:  # "is it a real cap?"
             parts.append(self._msg("pool_default_ceiling", language, ceiling=format_bytes(0.95 * card)))
@@ -1518,7 +1526,7 @@ class Sizing:
             if abs(f - GPU_POOL_SHARE) > 0.005:
                 parts.append(self._msg("pool_default_other", language, fraction=_fraction(f).rstrip("0"),
                                        pool=size(f * card)))
-        if s.devices and s.devices > 1:  # "4x16 GB, so why not 64 GB?": one pool per card
+        if s.devices and s.devices > 1 and s.device != "MIG":  # "4x16 GB, so why not 64 GB?": one pool per card
             parts.append(self._msg("pool_default_each", language, count=s.devices, pool=size(each),
                                    total=size(s.devices * each)))
         if "other_program" in s.cues:
@@ -4500,6 +4508,8 @@ _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|pl
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
+#: a GPU split into MIG instances (one process sees one instance)
+_MIG = re.compile(r"(?<![a-z0-9])mig(?![a-z])")
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it
 _CARD_MIB = re.compile(r"(?<![\d.])(\d{4,6})\s*mib(?![a-z])")
 #: a card's use before the program started ("Vor dem Start sind 1250 MiB belegt", "1250 MiB used before")

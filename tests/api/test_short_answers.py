@@ -337,6 +337,17 @@ CASES = [
     # unified memory asked about as a feature ("does JAX have it?")
     ("Meine GPU hat 8 GB. In TensorFlow konnte man Unified Memory nutzen und in den RAM auslagern. Gibt es das in JAX?",
      "de", "cuda_unified_memory", "TF_FORCE_UNIFIED_MEMORY"),
+    # every host of a pod loading the whole global batch: the per-device batch times the hosts
+    ("v5e-32 で --worker=all にして同じスクリプトを全ホストで動かすと per_device_batch_size=16 で OOM、2 なら通るけど"
+     "ログのグローバルバッチは変わらないし速くもならない。なぜ？", "ja", "per_host_batch_times_hosts",
+     "jax.local_device_count()"),
+    # a card split into MIG instances: one instance per process, no mesh across them
+    ("Tengo una A100 partida en 7 instancias MIG 1g.10gb y JAX solo ve un dispositivo. ¿Cómo hago un pmap sobre las 7?",
+     "es", "mig_one_instance_per_process", "CUDA_VISIBLE_DEVICES"),
+    # the XLA:GPU flag that lets rematerialization move buffers to the host, asked by what it does
+    ("Auf einer A100 will ich, dass XLAs Rematerialisierung Aktivierungen in den Host-Speicher auslagert statt neu "
+     "zu rechnen. Wie heißt das Flag genau und was ist der Standardwert?", "de", "gpu_remat_host_offload_flag",
+     "--xla_gpu_enable_host_memory_offloading"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
@@ -1061,3 +1072,21 @@ def test_a_chunk_of_the_logits_is_sized_against_the_chip_and_the_chunked_loss_co
     head = third["answer"].split("### ")[0]
     assert "batch, seq, hidden, vocab, logits_chunk = 8, 2048, 1024, 1048576, 512" in head, head[:1500]
     assert "jax.lax.scan(body" in head
+
+
+def test_a_pod_s_batch_fix_and_a_mig_instance_s_pool_come_from_the_conversation_s_own_figures(client):
+    # (issue 21, round 56: a per-host batch multiplied by the hosts and a pool asked of a MIG
+    # instance got the device blurb and the FSDP code again)
+    first = _ask(client, {"question": "Sur un v4-32 avec --worker=all, per_device_train_batch_size=16 plante en OOM alors "
+                                      "que sur un v4-8 ça passe ; le batch global affiché reste le même. Pourquoi ?"})
+    assert first["language"] == "fr" and "jax.process_count()" in first["answer"].split("### ")[0]
+    fix = _ask(client, {"question": "Ok, corrige-moi la partie du script qui charge le batch pour que chaque hôte lise "
+                                    "ses propres données.", "conversation_id": first["conversation_id"]})
+    head = fix["answer"].split("### ")[0]
+    code = head.split("```python")[-1]  # this host's own rows, not the state's sharding again
+    assert "jax.process_index()" in code and "spec(x)" not in head, head[:800]
+    mig = _ask(client, {"question": "My A100 is split into 7 MIG instances; nvidia-smi -L shows 9728MiB each. JAX sees one."})
+    pool = _ask(client, {"question": "How much will JAX reserve of the 9728MiB by default, and with "
+                                     "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9?", "conversation_id": mig["conversation_id"]})
+    head = pool["answer"].split("### ")[0]
+    assert "7,296 MiB" in head and "8,755 MiB" in head, head[:800]

@@ -2567,3 +2567,13 @@ def test_a_training_run_whose_weights_size_is_said_is_sized_from_it():
         "после загрузки чекпойнта. В логе видно что pi0_fast_base params весят 10.9 GiB. Что ещё можно сделать?", "ru",
         asked=True) if a.subject == "training_state")
     assert "2.93B" in state.text and "43.60 GiB" in state.text and "21.60 GiB" in state.text, state.text
+
+
+def test_a_size_jax_should_stay_at_said_as_a_wish_is_a_cap_with_its_fraction():
+    # "quiero que se quede en ~4 GB" on a 24 GB card: .16 (4 / 24 = .167, rounded down), not only the default pool
+    lines = SIZING.answer("Uso JAX en una GPU de 24 GB y nvidia-smi marca 18 GB. Quiero que se quede en ~4 GB para "
+                          "compartirla. ¿Qué variable pongo y con qué valor?", "es", asked=True)
+    assert any("`XLA_PYTHON_CLIENT_MEM_FRACTION=.16`" in a.text for a in lines), [a.text for a in lines]
+    # an observation of where it stays is no cap
+    seen = SIZING.answer("On a 24 GB GPU nvidia-smi stays at 18 GB the whole run, why?", "en", asked=True)
+    assert not any("MEM_FRACTION=.75`" in a.text or "MEM_FRACTION=.16" in a.text for a in seen)
