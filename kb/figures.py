@@ -68,6 +68,8 @@ class GenerationFigures(_Strict):
     cores_per_chip: Value | None = None
     slice_counts: Value | None = None
     megacore: Value | None = None
+    chips_per_host: Value | None = None  # a slice of several hosts: the chips each host has
+    single_host_chips: Value | None = None  # the most chips a slice of one host has (v4-8: 4, v5e-8: 8)
     vmem: Value | None = None
     scoped_vmem: Value | None = None
 

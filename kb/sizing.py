@@ -989,6 +989,9 @@ class Sizing:
         samples = self._mcmc_samples(s, language)
         if samples is not None:  # an MCMC run's kept samples: that arithmetic, not a model's state
             return [samples]
+        hosts = self._hosts_batch(text, s, language)
+        if hosts is not None:  # "per_device × jax.device_count() on a v4-32": what each device really gets
+            return [hosts]
         host = self._host_checkpoint(s, language)
         if host is not None:  # a save filling host RAM: that arithmetic, not the device's
             return [host]
@@ -2288,7 +2291,7 @@ class Sizing:
                                                    over=format_bytes(used - cap))], language)
             out.append(FigureAnswer(kind=KIND, subject=f"slice {name}", text=text_,
                                     value_bytes=int(per_device * chips * per_chip), sources=["measured"],
-                                    cite=SLICE_CITE))
+                                    cite=TRAINING_CITE))
         return out
 
     def _donated(self, s: Stated, language: str) -> FigureAnswer | None:
@@ -3392,7 +3395,7 @@ class Sizing:
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="chunks", text=self._join(parts, language), value_bytes=int(rows * row),
-                            sources=["computed"], cite=SLICE_CITE)
+                            sources=["computed"], cite=TRAINING_CITE)
 
     def _chunk_given(self, dims: list[int], rows: int, s: Stated, language: str) -> FigureAnswer | None:
         """A chunk size given for a written-out shape ("lax.map(..., batch_size=64)" over its first
@@ -3412,7 +3415,7 @@ class Sizing:
         if s.dtype is None:
             parts.append(self._msg("assumed", language, what="float32"))
         return FigureAnswer(kind=KIND, subject="chunks", text=self._join(parts, language), value_bytes=int(chunk),
-                            sources=["computed"], cite=SLICE_CITE)
+                            sources=["computed"], cite=TRAINING_CITE)
 
     def _per_example(self, s: Stated, language: str) -> FigureAnswer | None:
         """Per-example gradients (`vmap(grad)`): batch × parameters in float32, and the chunk of
@@ -4179,7 +4182,8 @@ class Sizing:
             head_dim = 128 if v["hidden"] % 128 == 0 else 64 if v["hidden"] % 64 == 0 else v["hidden"]
             heads = v["hidden"] / head_dim
             assumed.append(f"no GQA: KV heads × head dim = d_model {_num(v['hidden'])}")
-        if not all((layers, heads, head_dim)) or not (seq or "per_token" in s.cues or v.get("kv_budget")):
+        if not all((layers, heads, head_dim)) or not (seq or "per_token" in s.cues or v.get("kv_budget")
+                                                      or "tokens_fit" in s.cues):
             return None
         if s.from_model and {"layers", "kv_heads", "head_dim"} & set(s.from_model):
             assumed.insert(0, f"{s.model}: " + ", ".join(
@@ -4192,7 +4196,8 @@ class Sizing:
             assumed.append("bfloat16")
         per_token, held = self._kv_per_token(s, language, layers, heads, head_dim, dtype_bytes, dtype_name, seq)
         if not seq:  # "how much KV per token?" (or a budget without a sequence's length): that line alone
-            parts = [*per_token, *([self._msg("assumed", language, what=", ".join(assumed))] if assumed else [])]
+            parts = [*per_token, *self._kv_tokens_left(s, language, layers, heads, head_dim, dtype_bytes),
+                     *([self._msg("assumed", language, what=", ".join(assumed))] if assumed else [])]
             return FigureAnswer(kind=KIND, subject="kv_cache", text=self._join(parts, language),
                                 value_bytes=int(2 * layers * heads * head_dim * dtype_bytes), sources=["computed"],
                                 cite=KV_CITE)
@@ -4244,7 +4249,7 @@ class Sizing:
         the tokens, pages and sequences it holds: (the per-token lines, the budget's line)."""
         v = s.values
         budget, page = v.get("kv_budget"), v.get("page_size")
-        if "per_token" not in s.cues and not budget:
+        if "per_token" not in s.cues and not budget and "tokens_fit" not in s.cues:
             return [], []
         per_token = 2 * layers * heads * head_dim * dtype_bytes
         devices = s.devices if s.devices and s.devices > 1 and heads % s.devices == 0 else 1
@@ -4270,6 +4275,58 @@ class Sizing:
                                       per_device=format_bytes(per_device), tokens=_num(tokens), seq=_num(seq),
                                       seqs=_num(tokens // seq)))
         return lines, held
+
+    def _hosts_batch(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A per-device batch on a slice of several hosts where the batch's loading is in question
+        (`per_device * jax.device_count()` loaded on every host, "--worker=all"): the hosts and the
+        devices on each, what each device gets when every host loads the global batch and splits it
+        over its own devices, and what each host should load."""
+        per_device = s.values.get("batch")
+        if not (per_device and "hosts_batch" in s.cues and "per_device_batch" in s.cues):
+            return None
+        slices = self._slices_in(text)
+        if not slices:
+            return None
+        name, gen, n = slices[-1]
+        f, shape = self.figures.data.generations.get(gen), self._slice_shape(gen, n)
+        if shape is None or f is None or f.chips_per_host is None or f.single_host_chips is None:
+            return None
+        chips, per_chip = shape[0], shape[1]
+        if chips <= int(f.single_host_chips.value):
+            return None  # one host: every device is local, the global batch is what it loads
+        hosts = chips // int(f.chips_per_host.value)
+        devices, local = chips * per_chip, int(f.chips_per_host.value) * per_chip
+        per_device = int(per_device)
+        loaded = per_device * devices
+        parts = [self._msg("hosts_batch", language, slice=name, chips=chips, hosts=hosts, local=local,
+                           per_device=per_device, devices=devices, loaded=_num(loaded), actual=_num(loaded // local),
+                           times=hosts, per_host=_num(per_device * local))]
+        seq = s.values.get("seq") or s.values.get("max_len")
+        if seq:
+            parts.append(self._msg("hosts_batch_tokens", language, seq=_num(seq),
+                                   actual_tokens=_num(loaded // local * int(seq)), meant_tokens=_num(per_device * int(seq)),
+                                   times=hosts))
+        return FigureAnswer(kind=KIND, subject="hosts_batch", text=self._join(parts, language),
+                            value_bytes=0, sources=["computed"], cite=TRAINING_CITE)
+
+    def _kv_tokens_left(self, s: Stated, language: str, layers: float, heads: float, head_dim: float,
+                        dtype_bytes: float) -> list[str]:
+        """"How many tokens of KV cache fit per chip?" without a budget: what each device has left
+        after its share of the weights (the share said, else the weights over the devices), over the
+        cache's bytes per token there."""
+        v = s.values
+        if "tokens_fit" not in s.cues or v.get("kv_budget") or not s.device_memory:
+            return []
+        devices = s.devices if s.devices and s.devices > 1 else 1
+        weights = v.get("state_per_chip") or (v["params"] * (s.dtype.bytes if s.dtype else 2) / devices
+                                              if v.get("params") else None)
+        if not weights or weights >= s.device_memory:
+            return []
+        split = devices if heads % devices == 0 else 1  # (KV heads split over the devices, as _kv_per_token)
+        per_device = 2 * layers * heads * head_dim * dtype_bytes / split
+        free = s.device_memory - weights
+        return [self._msg("kv_tokens_left", language, memory=format_bytes(s.device_memory), weights=format_bytes(weights),
+                          free=format_bytes(free), per_device=format_bytes(per_device), tokens=_num(int(free // per_device)))]
 
     @staticmethod
     def _join(parts: list[str], language: str) -> str:

@@ -2577,3 +2577,13 @@ def test_a_size_jax_should_stay_at_said_as_a_wish_is_a_cap_with_its_fraction():
     # an observation of where it stays is no cap
     seen = SIZING.answer("On a 24 GB GPU nvidia-smi stays at 18 GB the whole run, why?", "en", asked=True)
     assert not any("MEM_FRACTION=.75`" in a.text or "MEM_FRACTION=.16" in a.text for a in seen)
+
+
+def test_how_many_kv_tokens_fit_per_chip_is_what_the_weights_leave_over_the_cache_per_token_there():
+    # (issue 21, round 57: "after those 32.86 GiB of weights, how many tokens of KV cache fit per chip?"
+    # got the weights line again)
+    lines = SIZING.answer("Sirvo un modelo de 8B en bf16 en una v6e-4 con TP=4. ¿Cuántos tokens de KV cache caben por "
+                          "chip? 32 capas, 8 KV heads, head_dim 128, KV en bf16", "es", asked=True)
+    kv = next(a for a in lines if a.subject == "kv_cache")
+    free = 31.25 * 2**30 - 8e9 * 2 / 4  # (v6e's usable HBM per chip, measured)
+    assert "32.00 KiB" in kv.text and str(int(free // (32 * 1024))) in kv.text, kv.text
