@@ -111,6 +111,9 @@ class ShortAnswer(_Strict):
                             "(a GPU named beside a TPU that is not the asker's device)")
     code_for: list[str] = Field(default_factory=list, description="words naming what its snippet does "
                                 "(optax, shard): a follow-up asking for code that names one gets the snippet")
+    host_memory: bool = Field(default=False, description=(
+        "the answer is about the host's RAM (a save, a load, a data pipeline): the device's sizing lines "
+        "(training state, optimizer state, weights per device) are not shown beside it"))
     settles: list[str] = Field(default_factory=list, description="intents.yaml `tried` items this answer judges "
                                "(host RAM that grows: the GPU pool's settings tried do not touch it): their "
                                "general explanation is not shown beside it")
@@ -270,6 +273,11 @@ class Figures:
         return any(q.kind in ("setting", "setting_default")
                    and all(flag or any(p.search(low) for p in group) for group, flag in zip(groups, has_setting))
                    for q, groups, has_setting in self._kinds)
+
+    @property
+    def host_memory_answers(self) -> frozenset[str]:
+        """The short answers about the host's RAM, not the device's."""
+        return frozenset(a.id for a in self.data.answers if a.host_memory)
 
     def short_answers_of(self, question: str) -> list[ShortAnswer]:
         """The short answers whose every keyword group has a hit in `question`."""

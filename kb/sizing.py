@@ -5037,7 +5037,32 @@ def _plain_digits(text: str) -> str:
     text = _NAMED_AXES.sub(lambda m: _axes_sized(m, text), text)  # "[transmits, channels] ... 75 transmits, 128 canales"
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     text = _FIELDS_ON_GRID.sub(_fields_on_grid, text)  # "37 levels × 6 variables on the 721×1440 grid"
-    return _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
+    text = _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
+    return _bind_symbols(text)
+
+
+#: a size given a name ("n=10000000", "N = 4096", "batch=32"), and a shape written with names ("(n, 2)")
+_SYMBOL_SET = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]{0,15})\s*=\s*(\d{1,12})(?![\d.])")
+_SHAPE_WITH_NAMES = re.compile(r"[(\[]\s*[A-Za-z_0-9][\w\s,]{0,80}?,[\w\s,]{0,80}?[)\]]")
+
+
+def _bind_symbols(text: str) -> str:
+    """Shapes written with the names of sizes the text sets ("n=10000000 ... indices (n, 2) int32"):
+    the names replaced by their values inside the shape, so that it is sized like one written out."""
+    values = {m.group(1): m.group(2) for m in _SYMBOL_SET.finditer(text)}
+    if not values:
+        return text
+    names = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(values, key=len, reverse=True))) + r")(?![\w.])")
+
+    def bound(m: re.Match) -> str:
+        inner = m.group(0)
+        parts = [p.strip() for p in inner[1:-1].split(",") if p.strip()]
+        # only a shape: every part a number or a name set to one
+        if not parts or not all(p.isdigit() or p in values for p in parts):
+            return inner
+        return names.sub(lambda n: values[n.group(1)], inner)
+
+    return _SHAPE_WITH_NAMES.sub(bound, text)
 
 
 def _grouped(n: float, language: str) -> str:

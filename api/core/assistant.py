@@ -106,6 +106,10 @@ SHARDING_CODE_SUBJECTS = frozenset({"tensor", "logits_tensor"})
 ARRAY_CODE_ANSWERS = frozenset({"fsdp_setup"})
 #: The topology the catalogue's deviceless-compile code is written for; replaced by the slice a conversation names.
 DEFAULT_TOPOLOGY = "v5e:2x2"
+#: Sizing lines about what the device holds (its state, its weights): beside an answer about the
+#: host's RAM they size the wrong memory.
+DEVICE_STATE_SUBJECTS = frozenset({"training_state", "optimizer_state", "weights", "state_per_slice"})
+
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
 #: "Did X, still OOM, what now?" without a log: this many untried remedies of the topic's list.
@@ -505,6 +509,10 @@ class Assistant:
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
             marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language, question)}
             figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
+        if any(f.kind == ANSWER and f.subject in self.parts.figures.host_memory_answers for f in figures):
+            # the host's RAM is what ran out (a checkpoint's save): the device's state, sized, is not the answer
+            sizes = [a for a in sizes if a.subject not in DEVICE_STATE_SUBJECTS]
+            figures = [f for f in figures if f.subject not in DEVICE_STATE_SUBJECTS]
         said_all = "\n".join([*(t.question for t in earlier if t.question), question])
         command = (self.commands.command(said_all, self._msg("command_from_conversation", language),
                                          cite=next((f.cite for f in [*sizes, *figures] if f.cite), None))

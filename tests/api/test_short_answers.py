@@ -1090,3 +1090,14 @@ def test_a_pod_s_batch_fix_and_a_mig_instance_s_pool_come_from_the_conversation_
                                      "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9?", "conversation_id": mig["conversation_id"]})
     head = pool["answer"].split("### ")[0]
     assert "7,296 MiB" in head and "8,755 MiB" in head, head[:800]
+
+
+def test_a_checkpoint_save_that_fills_the_host_s_ram_is_not_sized_as_the_device_s_state(client):
+    # (issue 21, round 58: a trainer killed while serializing a checkpoint got the v5p's Adam state
+    # and training state per device, and host offloading, which adds to the host's RAM)
+    body = _ask(client, {"question": "Gemma 2B full fine-tune on a v5e-8 with optax adamw: the trainer process dies with OOM "
+                                     "during checkpoint serialization every few hundred steps; our host estimate is ~10 GB "
+                                     "params + ~20 GB optimizer state. What should we change?"})
+    head = body["answer"].split("### ")[0]
+    assert [f["subject"] for f in body["figures"] if f["kind"] == ANSWER][:1] == ["host_ram_checkpoint_save"], head[:300]
+    assert "Training state" not in head and "Adam state alone" not in head, head[:600]

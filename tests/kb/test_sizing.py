@@ -2587,3 +2587,15 @@ def test_how_many_kv_tokens_fit_per_chip_is_what_the_weights_leave_over_the_cach
     kv = next(a for a in lines if a.subject == "kv_cache")
     free = 31.25 * 2**30 - 8e9 * 2 / 4  # (v6e's usable HBM per chip, measured)
     assert "32.00 KiB" in kv.text and str(int(free // (32 * 1024))) in kv.text, kv.text
+
+
+def test_a_shape_written_with_a_size_s_name_is_sized_with_the_value_the_text_gives_it():
+    # (issue 21, round 58: "n=10,000,000 ... indices (n, 2) int32" then "how much do the indices take?"
+    # got "I cannot compute this")
+    lines = SIZING.answer("I build a BCOO identity with N = 4,000,000: how much memory do its indices of shape (N, 2) "
+                          "int32 take?", "en", asked=True)
+    tensor = next(a for a in lines if a.subject == "tensor")
+    assert "[4000000, 2]" in tensor.text and "30.52 MiB" in tensor.text, tensor.text
+    # a tuple with a word that is not a size set in the text stays as written
+    from oomkb.kb.sizing import _plain_digits
+    assert _plain_digits("n=3; x has axes (batch, n)") == "n=3; x has axes (batch, n)"
