@@ -1948,3 +1948,11 @@ def test_a_context_the_driver_refused_at_start_is_the_gpus_visible_not_the_progr
     assert not r.remedies and "jax.profiler" not in r.answer
     # the cited passage is named, not quoted: its "smaller batch" would read as the advice
     assert r.citations and "\n> " not in r.answer.split("###")[-1]
+
+
+def test_a_tool_said_to_run_on_tensorflow_is_declined_as_tensorflow(client):
+    # (issue 21, round 58: a SLEAP training log of pinned host allocations got JAX's host pool and offloading)
+    r = ask(client, "SLEAP 로 학습 중인데 로그에 이게 계속 나오다가 죽어요. 어떻게 해결하죠?",
+            "2023-05-02 10:11:12.123456: E tensorflow/compiler/xla/stream_executor/gpu/gpu_host_allocator.cc] could not "
+            "allocate pinned host memory of size: 17179869184")
+    assert r.language == "ko" and r.out_of_scope == "tensorflow" and not r.grounded, r.answer[:300]

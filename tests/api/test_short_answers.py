@@ -348,6 +348,9 @@ CASES = [
     ("Auf einer A100 will ich, dass XLAs Rematerialisierung Aktivierungen in den Host-Speicher auslagert statt neu "
      "zu rechnen. Wie heißt das Flag genau und was ist der Standardwert?", "de", "gpu_remat_host_offload_flag",
      "--xla_gpu_enable_host_memory_offloading"),
+    # another CUDA library of the process out of memory beside JAX's pool
+    ("Uso CuPy junto con JAX en la misma GPU y CuPy lanza OutOfMemoryError aunque JAX casi no usa memoria. ¿Qué cambio?",
+     "es", "cuda_library_beside_jax", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
