@@ -353,6 +353,14 @@ class Assistant:
             figures = [f for f in figures if not (f.kind == "hbm" and f.value_bytes
                                                   and abs(f.value_bytes - logged) <= 0.01 * logged)]
         seen = self._shown_before(earlier, language) if context.follow_up else None
+        if context.follow_up and figures:
+            # a general answer that the conversation's more specific one replaces stays replaced in its
+            # follow-ups ("the code to keep every 200th step" after the scan's stacked outputs: not the
+            # backward pass's residuals, which this turn's words alone would match)
+            given_before = (seen.answers if seen is not None else {x.id for x in self.parts.figures.short_answers_of(
+                "\n".join(t.question for t in earlier if t.question))})
+            replaced = self.parts.figures.replaced_by(set(given_before))
+            figures = [f for f in figures if not (f.kind == ANSWER and f.subject in replaced)]
         if context.follow_up and figures:  # a short answer given in an earlier turn is not repeated
             # (those the earlier answers showed, where this server kept them; else those their words call for)
             given = (seen.answers if seen is not None else {x.id for x in self.parts.figures.short_answers_of(
@@ -391,6 +399,9 @@ class Assistant:
                 # "a train_step with donation, and a way to see which arrays are still alive": the
                 # conversation's code and each other piece this turn names
                 mine = {f.subject for f in own}
+                both = mine & {f.subject for f in named}
+                if both:  # this turn names one of the conversation's pieces of code: that one, not all of them
+                    own = [f for f in own if f.subject in both]
                 own = [*own, *(f for f in named if f.subject not in mine)]
             figures = self._not_again(own or combined, answered, analysis, language)
         if not figures and context.follow_up and context.subject:

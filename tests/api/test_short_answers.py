@@ -1104,3 +1104,16 @@ def test_a_checkpoint_save_that_fills_the_host_s_ram_is_not_sized_as_the_device_
     head = body["answer"].split("### ")[0]
     assert [f["subject"] for f in body["figures"] if f["kind"] == ANSWER][:1] == ["host_ram_checkpoint_save"], head[:300]
     assert "Training state" not in head and "Adam state alone" not in head, head[:600]
+
+
+def test_the_conversation_s_specific_answer_keeps_replacing_the_general_one_in_its_follow_ups(client):
+    # (issue 21, round 58: "the code to keep only every 200th step" after the scan's stacked outputs got
+    # the backward pass's residuals and jax.checkpoint, which the follow-up's own words match)
+    first = _ask(client, {"question": "Mi lax.scan sobre 10000 pasos llena la memoria de la GPU aunque el estado por paso es "
+                                      "pequeño; solo necesito el estado final y unos snapshots. ¿Por qué crece?"})
+    assert [f["subject"] for f in first["figures"] if f["kind"] == ANSWER][:1] == ["scan_outputs"]
+    code = _ask(client, {"question": "Dame un patrón de código concreto para que el scan solo guarde en memoria cada N pasos "
+                                     "(N=100).",
+                         "conversation_id": first["conversation_id"]})
+    head = code["answer"].split("### ")[0]
+    assert "jax.lax.scan(chunk" in head and "scan_residuals" not in [f["subject"] for f in code["figures"]], head[:600]
