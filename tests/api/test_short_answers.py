@@ -351,6 +351,9 @@ CASES = [
     # another CUDA library of the process out of memory beside JAX's pool
     ("Uso CuPy junto con JAX en la misma GPU y CuPy lanza OutOfMemoryError aunque JAX casi no usa memoria. ¿Qué cambio?",
      "es", "cuda_library_beside_jax", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # the process's own memory climbing loop after loop: host RAM, with a sampler rebuilt every iteration among causes
+    ("Dans ma boucle, la mémoire du process grimpe à chaque itération jusqu'à ce que le système tue le script, "
+     "alors que la GPU reste stable. Pourquoi ?", "fr", "host_ram_grows", "jax_log_compiles"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
