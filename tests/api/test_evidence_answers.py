@@ -1956,3 +1956,25 @@ def test_a_tool_said_to_run_on_tensorflow_is_declined_as_tensorflow(client):
             "2023-05-02 10:11:12.123456: E tensorflow/compiler/xla/stream_executor/gpu/gpu_host_allocator.cc] could not "
             "allocate pinned host memory of size: 17179869184")
     assert r.language == "ko" and r.out_of_scope == "tensorflow" and not r.grounded, r.answer[:300]
+
+
+def test_a_request_larger_than_any_machine_is_a_number_read_wrong_not_a_size_to_fit(client):
+    # (issue 21, round 58: tcmalloc refusing 377396076847104 bytes right after installing jax with a
+    # libtpu index: no log was recognised and the answer was profiling steps)
+    r = ask(client, "Nach dem Update von jax stürzt schon jnp.ones(3) ab. Was ist das für eine Zahl?",
+            "tcmalloc: large alloc 562949953421312 bytes == (nil) @  0x7f0e2a1c5680 0x7f0e2a1e6824 0x7f0c1b2c42da")
+    assert r.language == "de" and r.grounded
+    assert r.verdict.startswith("Keine Maschine hat 512.00 TiB") and "libtpu" in r.verdict, r.verdict
+    assert not r.remedies
+
+
+def test_a_gpu_allocation_failing_inside_a_flax_from_pretrained_is_the_load_s_two_copies_not_a_batch(client):
+    # (issue 21, round 58: dalle-playground's Mega failing in DalleBart.from_pretrained was told to reduce a batch)
+    log = ("  File \"app.py\", line 41, in load\n    model, params = FlaxBartForConditionalGeneration.from_pretrained(NAME)\n"
+           "  File \"/usr/local/lib/python3.10/site-packages/transformers/modeling_flax_utils.py\", line 1012, in "
+           "from_pretrained\njaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+           "allocate 536870912 bytes.")
+    r = ask(client, "¿Por qué se queda sin memoria al cargar el modelo en una T4?", log)
+    head = r.answer.split("### ")[0]
+    assert r.language == "es" and "_do_init=False" in head, head[:600]
+    assert "reduce" not in (r.verdict or "") and "lote" not in (r.verdict or ""), r.verdict

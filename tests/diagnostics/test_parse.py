@@ -1072,6 +1072,7 @@ SAMPLES = {
     "tpu_vmem_used_of_capacity": "Ran out of memory in memory space vmem. Used 44.05M of 32.00M.",
     "tpu_vmem_out_of_memory_bare": "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom:",
     "xla_out_of_memory_on_host": "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1024 bytes on host",
+    "tcmalloc_large_alloc_failed": "tcmalloc: large alloc 34359738368 bytes == (nil) @  0x7f3a5c2b1680 0x7f3a5c2d2824",
     "xla_gpu_out_of_memory_trying_to_allocate": "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 16.00GiB.",
     "tf_oom_when_allocating_tensor": "ResourceExhaustedError: OOM when allocating tensor of shape [4096] and type float",
     "bfc_allocator_ran_out": "Allocator (GPU_0_bfc) ran out of memory trying to allocate 32.0KiB (rounded to 32768)",
