@@ -354,6 +354,9 @@ CASES = [
     # the process's own memory climbing loop after loop: host RAM, with a sampler rebuilt every iteration among causes
     ("Dans ma boucle, la mémoire du process grimpe à chaque itération jusqu'à ce que le système tue le script, "
      "alors que la GPU reste stable. Pourquoi ?", "fr", "host_ram_grows", "jax_log_compiles"),
+    # a dataset that jnp put on the GPU: kept in host RAM, each batch copied before its step
+    ("Mi dataset está en arrays de jnp y ocupa toda la memoria de la GPU. Quiero que se quede en la RAM de la CPU y "
+     "copiar cada batch a la GPU solo cuando toca. ¿Cómo?", "es", "dataset_on_host", "jax.device_put(batch)"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
