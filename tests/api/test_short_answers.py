@@ -357,6 +357,9 @@ CASES = [
     # a dataset that jnp put on the GPU: kept in host RAM, each batch copied before its step
     ("Mi dataset está en arrays de jnp y ocupa toda la memoria de la GPU. Quiero que se quede en la RAM de la CPU y "
      "copiar cada batch a la GPU solo cuando toca. ¿Cómo?", "es", "dataset_on_host", "jax.device_put(batch)"),
+    # NetKet's expectation values over every sample at once: its chunk_size
+    ("NetKet の MCState で expect_and_grad が GPU のメモリ不足になります。一度に評価するサンプル数を制限する設定はありますか？",
+     "ja", "netket_chunk_size", "chunk_size"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
