@@ -802,8 +802,13 @@ class Sizing:
             # something else ("8x H100 ... ~11GB of params on each GPU")
             label, memory = card.names[0].upper(), parse_size(card.memory)
             s.shared_per_block = int(card.shared_kib * 1024) if card.shared_kib else None
+        profile = _MIG_PROFILE.search(low)
         mig = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)] if _MIG.search(low) else []
-        if mig and (memory is None or max(mig) <= memory):
+        if profile:
+            # a MIG profile named ("1g.16gb"): the instance's memory, whatever total the parent card reports
+            # (nvidia-smi --query-gpu shows the whole card's)
+            memory, label = int(profile.group(2)) << 30, "MIG"
+        elif mig and (memory is None or max(mig) <= memory):
             # a MIG instance's memory quoted ("7 parts of an A100, 9728MiB each"): one process has that
             # instance, not the card
             memory, label = max(mig), "MIG"
@@ -818,7 +823,7 @@ class Sizing:
         reported = self._reported_total(label)
         exact = _card_total(low, memory)
         memory = reported or memory
-        if exact:  # what nvidia-smi or JAX reports of this card
+        if exact and not profile:  # what nvidia-smi or JAX reports of this card (not the parent of a MIG profile)
             memory = exact
         s.gpu = True
         s.device = label or "GPU"
@@ -4565,6 +4570,8 @@ _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|pl
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
+#: a MIG instance's profile ("1g.10gb", "3g.40gb"): its compute slices and its memory in GB
+_MIG_PROFILE = re.compile(r"(?<![a-z0-9])([1-7])g\.(\d{1,3})gb(?![a-z0-9])")
 #: a GPU split into MIG instances (one process sees one instance)
 _MIG = re.compile(r"(?<![a-z0-9])mig(?![a-z])")
 #: the card's total as nvidia-smi ("46068MiB") or JAX ("79.15 GiB total") reports it

@@ -2599,3 +2599,11 @@ def test_a_shape_written_with_a_size_s_name_is_sized_with_the_value_the_text_giv
     # a tuple with a word that is not a size set in the text stays as written
     from oomkb.kb.sizing import _plain_digits
     assert _plain_digits("n=3; x has axes (batch, n)") == "n=3; x has axes (batch, n)"
+
+
+def test_a_mig_profile_named_is_the_instance_s_memory_not_the_parent_card_s():
+    # (issue 21, round 57: a 1g.16gb instance sized as the parent card's 32623 MiB that nvidia-smi reported)
+    lines = SIZING.answer("Meu job roda numa instância MIG 3g.40gb de uma A100 80GB (nvidia-smi --query-gpu mostra "
+                          "81920 MiB). Quanto o JAX reserva por padrão?", "pt", asked=True)
+    pool = next(a for a in lines if a.subject == "pool_default")
+    assert "30,720 MiB" in pool.text and "40,960 MiB" in pool.text, pool.text
