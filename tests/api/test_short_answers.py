@@ -1126,3 +1126,19 @@ def test_the_conversation_s_specific_answer_keeps_replacing_the_general_one_in_i
                          "conversation_id": first["conversation_id"]})
     head = code["answer"].split("### ")[0]
     assert "jax.lax.scan(chunk" in head and "scan_residuals" not in [f["subject"] for f in code["figures"]], head[:600]
+
+
+def test_slurm_with_one_task_per_node_sees_one_gpu_per_process_and_the_fixed_job_is_handed_over(client):
+    # (issue 21, round 57: a Slurm job of 2 nodes x 2 GPUs seeing 2 devices got the x64 paragraph,
+    # and "pásame el sbatch" got nothing)
+    first = _ask(client, {"question": "Slurm, 2 Knoten mit je 2 GPUs, sbatch mit --nodes=2 --ntasks-per-node=1 und "
+                                      "jax.distributed.initialize(); jax.config.update('jax_enable_x64', True). "
+                                      "jax.devices() zeigt nur 2 GPUs statt 4. Warum?"})
+    assert [f["subject"] for f in first["figures"] if f["kind"] == ANSWER][:1] == ["slurm_one_process_per_gpu"]
+    assert "local_device_ids=[0, 1]" in first["answer"]
+    job = _ask(client, {"question": "pásame el sbatch y el script arreglados", "conversation_id": first["conversation_id"]})
+    assert "--ntasks-per-node=2" in job["answer"].split("### ")[0], job["answer"][:500]
+    # an array split "among the 4" is sized over 4 devices, not the 2 GPUs of a node said before
+    size = _ask(client, {"question": "una matriz float64 de 40000x40000, ¿cuánto queda por GPU si la reparto entre las 4?",
+                         "conversation_id": first["conversation_id"]})
+    assert "2.98 GiB" in size["answer"], size["answer"][:500]
