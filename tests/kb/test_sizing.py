@@ -2607,3 +2607,10 @@ def test_a_mig_profile_named_is_the_instance_s_memory_not_the_parent_card_s():
                           "81920 MiB). Quanto o JAX reserva por padrão?", "pt", asked=True)
     pool = next(a for a in lines if a.subject == "pool_default")
     assert "30,720 MiB" in pool.text and "40,960 MiB" in pool.text, pool.text
+
+
+def test_an_l4_is_the_22_49_gib_cuda_reports_not_the_24_gb_it_is_sold_as():
+    # (issue 21, round 58: an L4's pool given as 18.00 GiB, 75% of 24 GiB; nvidia-smi shows 23034MiB)
+    pool = next(a for a in SIZING.answer("On an L4, how much does JAX reserve by default?", "en", asked=True)
+                if a.subject == "pool_default")
+    assert "16.87 GiB of 22.49 GiB" in pool.text, pool.text
