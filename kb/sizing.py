@@ -797,6 +797,13 @@ class Sizing:
         memory = counted.get("gpu_memory_named_bytes")
         label = None
         card = _own_card(low, self._gpus)
+        sized = _SIZED_CARD.search(low)
+        first = _first_named(low, card, self._gpus) if card is not None else 0
+        if (card is not None and memory and sized is not None and sized.start() < first
+                and not _MY_CARD.search(low[max(0, first - 24): first])):
+            # a card named with its size first ("A100 80GB ... the eval fits a 2080 Ti"): that one, whose
+            # size the text gives, is the card it runs on
+            card = None
         if card is not None:
             # a card with one size: its public memory, not a figure the question gives for
             # something else ("8x H100 ... ~11GB of params on each GPU")
@@ -4596,6 +4603,17 @@ def _a_pool_seen(size: float, low: str, card: float) -> bool:
     cards = [card, *(float(m.group(1)) for m in _GB.finditer(low)
                      if _CARD_BEFORE.search(low[max(0, m.start() - 12): m.start()]))]
     return any((GPU_POOL_SHARE - 0.02) * c <= size <= GPU_POOL_SHARE * c + POOL_SEEN_EXTRA for c in cards)
+
+
+#: a GPU model named with its memory ("A100 80GB", "V100 32G"), as the asker's own figure for it
+_SIZED_CARD = re.compile(r"(?:a100|h100|h200|v100|p100|a6000|a40|l40s?|rtx\s*(?:pro\s+)?\w*|titan\s*\w*|tesla\s*[a-z]?\d*)"
+                         r"[^.\n\d]{0,12}\d{1,4}\s*(?:gb|gib|go|гб|g)(?![a-z0-9])")
+
+
+def _first_named(low: str, card: Gpu, gpus) -> int:
+    """Where `low` first names `card` (of the table `gpus`)."""
+    return min((m.start() for gpu, patterns in gpus if gpu is card for p in patterns for m in p.finditer(low)),
+               default=len(low))
 
 
 def _own_card(low: str, gpus) -> Gpu | None:

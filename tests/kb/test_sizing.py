@@ -2614,3 +2614,11 @@ def test_an_l4_is_the_22_49_gib_cuda_reports_not_the_24_gb_it_is_sold_as():
     pool = next(a for a in SIZING.answer("On an L4, how much does JAX reserve by default?", "en", asked=True)
                 if a.subject == "pool_default")
     assert "16.87 GiB of 22.49 GiB" in pool.text, pool.text
+
+
+def test_a_card_named_with_its_size_first_is_the_one_it_runs_on_not_a_card_mentioned_after():
+    # (issue 21, round 58: "A100 80GB ... the eval part fits a 2080 Ti in under 10GB" sized as the 2080 Ti)
+    s = SIZING.read("fine-tuning on an A100 80GB runs out of memory; the eval alone fits a 2080 Ti in under 10GB")
+    assert s.card_memory == 80 * 2**30, s.card_memory
+    mine = SIZING.read("a friend's A100 80GB runs it, but on my 2080 Ti it OOMs")
+    assert mine.card_memory != 80 * 2**30  # (the asker's own card, said so, stays theirs)
