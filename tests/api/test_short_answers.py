@@ -360,6 +360,8 @@ CASES = [
     # NetKet's expectation values over every sample at once: its chunk_size
     ("NetKet の MCState で expect_and_grad が GPU のメモリ不足になります。一度に評価するサンプル数を制限する設定はありますか？",
      "ja", "netket_chunk_size", "chunk_size"),
+    # a setting made in the middle of a notebook that did not take: before JAX starts, in the first cell
+    ("我在 jupyter notebook 中间设了显存比例，好像没生效，应该怎么写？", "zh", "env_before_import", "os.environ"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),

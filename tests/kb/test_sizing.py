@@ -2622,3 +2622,9 @@ def test_a_card_named_with_its_size_first_is_the_one_it_runs_on_not_a_card_menti
     assert s.card_memory == 80 * 2**30, s.card_memory
     mine = SIZING.read("a friend's A100 80GB runs it, but on my 2080 Ti it OOMs")
     assert mine.card_memory != 80 * 2**30  # (the asker's own card, said so, stays theirs)
+
+
+def test_a_card_s_memory_said_before_the_word_card_in_korean_is_the_gpu_s():
+    # (issue 21, round 59: "16GB 카드" was no GPU, so nothing was sized against it)
+    s = SIZING.read("XLA_PYTHON_CLIENT_MEM_FRACTION=.9로 하면 16GB 카드에서 몇 개까지 돌릴 수 있을까요?")
+    assert s.gpu and s.card_memory == 16 * 2**30, (s.device, s.card_memory)
