@@ -1978,3 +1978,16 @@ def test_a_gpu_allocation_failing_inside_a_flax_from_pretrained_is_the_load_s_tw
     head = r.answer.split("### ")[0]
     assert r.language == "es" and "_do_init=False" in head, head[:600]
     assert "reduce" not in (r.verdict or "") and "lote" not in (r.verdict or ""), r.verdict
+
+
+def test_tiny_requests_refused_beside_a_broken_stream_are_the_pool_gone_first(client):
+    # (issue 21, round 60: "pytest -n" with every worker preallocating: tests failing to allocate 1 to 64
+    # bytes were told the stream broke first and the build might be bad)
+    log = ("FAILED tests/core_test.py::CoreTest::test_vjp_3 - RuntimeError: Resource exhausted: Out of memory while trying "
+           "to allocate 16 bytes.\nFAILED tests/api_test.py::APITest::test_jit_2 - RuntimeError: INVALID_ARGUMENT: stream "
+           "is uninitialized or in an error state")
+    r = ask(client, "running the jax test suite with pytest -n 8 on one GPU: hundreds of tests fail with out of memory on "
+                    "a few bytes. is my build broken?", log)
+    head = r.answer.split("### ")[0]
+    assert "stream is uninitialized" not in (r.verdict or ""), r.verdict
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in head, head[:800]
