@@ -362,6 +362,9 @@ CASES = [
      "ja", "netket_chunk_size", "chunk_size"),
     # a setting made in the middle of a notebook that did not take: before JAX starts, in the first cell
     ("我在 jupyter notebook 中间设了显存比例，好像没生效，应该怎么写？", "zh", "env_before_import", "os.environ"),
+    # nvidia-smi showing nearly the whole card right after a tiny layer: the pool, not a leak
+    ("Con solo crear una capa pequeña en mi GPU de 8 GB, el proceso de python se queda con casi toda la memoria según "
+     "nvidia-smi. ¿Es un leak?", "es", "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
