@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -274,7 +274,7 @@ class Figures:
                    and all(flag or any(p.search(low) for p in group) for group, flag in zip(groups, has_setting))
                    for q, groups, has_setting in self._kinds)
 
-    @property
+    @cached_property
     def host_memory_answers(self) -> frozenset[str]:
         """The short answers about the host's RAM, not the device's."""
         return frozenset(a.id for a in self.data.answers if a.host_memory)

@@ -4264,7 +4264,7 @@ class Sizing:
         if "per_token" not in s.cues and not budget and "tokens_fit" not in s.cues:
             return [], []
         per_token = 2 * layers * heads * head_dim * dtype_bytes
-        devices = s.devices if s.devices and s.devices > 1 and heads % s.devices == 0 else 1
+        devices = _kv_split(s, heads)
         lines = [self._msg("kv_per_token", language, layers=_num(layers), kv_heads=_num(heads),
                            head_dim=_num(head_dim), bytes=_num(dtype_bytes), dtype=dtype_name,
                            per_token=format_bytes(per_token))]
@@ -4334,8 +4334,7 @@ class Sizing:
                                               if v.get("params") else None)
         if not weights or weights >= s.device_memory:
             return []
-        split = devices if heads % devices == 0 else 1  # (KV heads split over the devices, as _kv_per_token)
-        per_device = 2 * layers * heads * head_dim * dtype_bytes / split
+        per_device = 2 * layers * heads * head_dim * dtype_bytes / _kv_split(s, heads)
         free = s.device_memory - weights
         return [self._msg("kv_tokens_left", language, memory=format_bytes(s.device_memory), weights=format_bytes(weights),
                           free=format_bytes(free), per_device=format_bytes(per_device), tokens=_num(int(free // per_device)))]
@@ -4577,6 +4576,12 @@ _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|pl
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")
+def _kv_split(s: Stated, heads: float) -> int:
+    """The devices a KV cache's heads are split over (tensor parallelism): those named, where they
+    divide the heads; else one."""
+    return s.devices if s.devices and s.devices > 1 and heads % s.devices == 0 else 1
+
+
 #: a MIG instance's profile ("1g.10gb", "3g.40gb"): its compute slices and its memory in GB
 _MIG_PROFILE = re.compile(r"(?<![a-z0-9])([1-7])g\.(\d{1,3})gb(?![a-z0-9])")
 #: a GPU split into MIG instances (one process sees one instance)
