@@ -72,7 +72,9 @@ def _run(tmp_path: Path, script: str, *args: str, timeout: float = 120) -> subpr
 def test_capture_names_the_creating_lines_and_the_holder_and_reraises(tmp_path):
     import jax.numpy as jnp
 
-    kept = [jnp.ones((321, 7)) for _ in range(3)]  # created on this line
+    # Large enough to be the largest group, so its holder is among those looked for whatever arrays
+    # earlier tests left alive (a CI run found none for three (321, 7) arrays).
+    kept = [jnp.ones((2053, 1031)) for _ in range(3)]  # created on this line
     created_at = f"{__file__}:{sys._getframe().f_lineno - 1}"
     report_path = tmp_path / "oom.json"
     with pytest.raises(Exception) as raised:
@@ -83,8 +85,8 @@ def test_capture_names_the_creating_lines_and_the_holder_and_reraises(tmp_path):
     assert report == catcher.report
     assert report.error.category == "host_oom" and report.error.backend == "cpu"
     assert report.error.requested_bytes == FOUR_TIB
-    group = next(g for g in report.live_buffers if g.shape == "(321, 7)")
-    assert (group.count, group.dtype, group.bytes) == (3, "float32", 3 * 321 * 7 * 4)
+    group = next(g for g in report.live_buffers if g.shape == "(2053, 1031)")
+    assert (group.count, group.dtype, group.bytes) == (3, "float32", 3 * 2053 * 1031 * 4)
     assert group.source == created_at
     holder = group.held_by[0]
     assert holder.kind == "local_variable" and holder.path.startswith("kept[")
