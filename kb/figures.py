@@ -32,6 +32,7 @@ __all__ = ["FigureAnswer", "Figures", "load_figures"]
 FILE = "figures.yaml"
 Kind = Literal["setting_default", "setting", "scoped_vmem", "vmem", "hbm", "cores"]
 ANSWER = "answer"  # the FigureAnswer kind of a short answer
+SETTING_KINDS = ("setting", "setting_default")  # the question kinds about a setting (and its answers' kind)
 MESSAGES: dict[str, tuple[str, ...]] = {
     "hbm": ("generation", "public", "public_source", "usable_chip", "usable_device", "devices",
             "measured_with"),
@@ -270,7 +271,7 @@ class Figures:
         """Whether `question` asks what a setting does, its default or how to turn it off, without
         naming one ("and how do I turn it off?"): a follow-up's setting is its conversation's."""
         low = question.lower()
-        return any(q.kind in ("setting", "setting_default")
+        return any(q.kind in SETTING_KINDS
                    and all(flag or any(p.search(low) for p in group) for group, flag in zip(groups, has_setting))
                    for q, groups, has_setting in self._kinds)
 
@@ -350,13 +351,13 @@ class Figures:
         replaced = {name for a in short for name in a.replaces}
         dropped = {kind for a in short for kind in a.drops}
         kinds = [k for k in self.kinds_of(question) if k.kind not in dropped]
-        if (named_settings and not dropped & {"setting", "setting_default"}
-                and not any(k.kind in ("setting", "setting_default") for k in kinds)):
+        if (named_settings and not dropped & set(SETTING_KINDS)
+                and not any(k.kind in SETTING_KINDS for k in kinds)):
             low = question.lower()
             answers += [self._setting(s, language) for s, pats in self._identifiers
                         if s.name not in replaced and any(p.search(low) for p in pats)]
         for kind in kinds:
-            if kind.kind in ("setting_default", "setting"):  # the same line: default, what it does
+            if kind.kind in SETTING_KINDS:  # the same line: default, what it does
                 answers += [self._setting(s, language) for s in self.settings_in(question)
                             if s.name not in replaced or kind.kind == "setting_default"]
                 continue

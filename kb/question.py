@@ -89,6 +89,10 @@ class Intents(_Strict):
     tried: list[Tried] = Field(min_length=1)
     unnamed_oom_next: list[str] = Field(default_factory=list, description=(
         "the steps for an OOM said without a log, a topic or anything tried, in order"))
+    no_effect: list[str] = Field(default_factory=list, description=(
+        "words that say what was done made no difference (\"null Effekt\", \"didn't help\"): the "
+        "clause with them, or the one just before it in the same sentence, names something tried, "
+        "whatever negation the phrase itself holds"))
     requests: list[str] = Field(default_factory=list, description=(
         "words that ask for something (\"give me the code ... with donation\"): a clause with one "
         "describes what is wanted, not what was done"))
@@ -203,6 +207,7 @@ class _Matcher:
                            for lang, words in intents.already_except.items()}
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
         self.requests = _pattern(intents.requests) if intents.requests else None
+        self.no_effect = _pattern(intents.no_effect) if intents.no_effect else None
 
     def clauses(self, text: str) -> list[str]:
         return [c for c in self.breaks.split(" " + _lowered(text) + " ") if c.strip()]
@@ -210,6 +215,22 @@ class _Matcher:
     def already_of(self, language: str | None) -> re.Pattern[str]:
         """The "already" words of `language` (all of them, less those that are another word there)."""
         return self.already_in.get(language or "", self.already)
+
+    def without_effect(self, text: str) -> list[tuple[bool, bool]]:
+        """Per clause of `text`: whether it says what was done made no difference ("null Effekt"),
+        and whether the clause after it, joined by a list separator only, says so."""
+        clauses = self.clauses(text)
+        if self.no_effect is None:
+            return [(False, False)] * len(clauses)
+        said = [bool(self.no_effect.search(c)) for c in clauses]
+        low = _lowered(text)
+        joined: list[bool] = []  # whether clause n+1 follows clause n within one sentence
+        pos = 0
+        for piece in clauses:
+            at = low.find(piece.strip(), pos)
+            joined.append(bool(_LIST_SEPARATOR.fullmatch((low[pos:at] if at >= 0 else "").strip() or ",")))
+            pos = at + len(piece.strip()) if at >= 0 else pos
+        return [(said[n], n + 1 < len(clauses) and said[n + 1] and joined[n + 1]) for n in range(len(clauses))]
 
     def listed_after_already(self, text: str, language: str | None = None) -> list[bool]:
         """Per clause of `text` (as `clauses` splits it): whether an earlier clause of the same
@@ -280,6 +301,8 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
     # "ya probé bajar el batch, activar donate_argnums y pasar a bf16": an "already" opens a list
     # whose comma-separated items are all tried, up to the end of its sentence
     listed = m.listed_after_already(text or "", language)
+    # "PREALLOCATE=false gesetzt, null Effekt": a clause said to have made no difference was done
+    no_effect = m.without_effect(text or "")
     already = m.already_of(language)
     tried: list[str] = []
     tried_remedies: list[str] = []
@@ -292,8 +315,10 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
             elif m.requests is not None and m.requests.search(clause) and not already.search(clause):
                 hit = False  # "give me a train step with donation": what is wanted, not what was done
             else:
-                hit = (subject.search(clause) and (done.search(clause) or already.search(clause) or listed[n])
-                       and not negation.search(clause))
+                said_here, said_next = no_effect[n]
+                hit = (subject.search(clause)
+                       and (done.search(clause) or already.search(clause) or listed[n] or said_here or said_next)
+                       and (said_here or not negation.search(clause)))
             if hit:
                 tried.append(item.id)
                 tried_remedies += [r for r in item.remedies if r not in tried_remedies]
@@ -318,6 +343,12 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
             asked = [m.intents.topics[best].id]
     return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
                             sizes=sizes_in(text or ""), topics_named=named)
+
+
+def tried_covers(tried_ids: list[str], name: str, path: str = str(INTENTS_FILE)) -> bool:
+    """Whether `name` (a setting's) is the subject of one of the tried items `tried_ids`."""
+    low = _lowered(name)
+    return any(subject.search(low) for item, subject, _, _ in load_intents(path).tried if item.id in tried_ids)
 
 
 def unnamed_oom_next(path: str = str(INTENTS_FILE)) -> list[str]:

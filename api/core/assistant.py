@@ -36,7 +36,7 @@ from oomkb.kb.remedies.choice import choose_remedies
 from oomkb.kb.remedies.rendering import diagnosis_line, message, remedy_text
 from oomkb.kb.remedies.schema import MissingValue
 from oomkb.kb.errors import QueryError
-from oomkb.kb.figures import ANSWER, FigureAnswer
+from oomkb.kb.figures import ANSWER, SETTING_KINDS, FigureAnswer
 from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.commands import load_commands
@@ -378,7 +378,7 @@ class Assistant:
             # a generation's figure only when this turn names the generation ("and on v4?"), not
             # because an earlier turn named the chip ("and in bf16, how much do I save?")
             if not self.parts.figures.generations_in(question):
-                combined = [f for f in combined if f.kind in (ANSWER, "setting", "setting_default")]
+                combined = [f for f in combined if f.kind == ANSWER or f.kind in SETTING_KINDS]
             # code this turn names itself ("the lines for a mesh over the 8 cores") wins over the
             # conversation's own code, unless it points back at that ("the optax code for that")
             named = self._for_this_platform(
@@ -422,7 +422,9 @@ class Assistant:
         # "I added nn.remat, still OOM: what next?": how to apply what they did is not the answer, nor
         # its code when the next step's code is asked with it ("what next? with code")
         if "next" in analysis.asks and not {"why", "flag", "figure"} & set(analysis.asks):
-            figures = [f for f in figures if f.about is None or f.about not in analysis.tried]
+            figures = [f for f in figures if (f.about is None or f.about not in analysis.tried)
+                       # ("PREALLOCATE=false and MEM_FRACTION=.95 set, no effect": not what they do)
+                       and not (f.kind in SETTING_KINDS and question_api.tried_covers(analysis.tried, f.subject))]
             figures += self._then_after_tried(analysis, question, language, {f.subject for f in figures})
         if any(f.snippet for f in figures):  # the user's own figures in the code they are shown
             said = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""

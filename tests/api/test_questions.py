@@ -148,6 +148,14 @@ def test_a_requested_snippet_is_filled_with_the_askers_size(client):
     ("how do I put remat on my model?", "en", []),
     ("splash attention と full remat 入れたけどまだ OOM", "ja", ["remat", "fused_attention"]),
     ("should I use splash attention for 32k context?", "en", []),
+    # what made no difference (or made it worse) was done, whatever negation the phrase holds
+    ("Probiert hab ich XLA_PYTHON_CLIENT_PREALLOCATE=false und XLA_PYTHON_CLIENT_MEM_FRACTION=.95, null Effekt.", "de",
+     ["gpu_pool_flags"]),
+    ("set XLA_PYTHON_CLIENT_PREALLOCATE=false, it didn't help", "en", ["gpu_pool_flags"]),
+    ("J'ai monté XLA_PYTHON_CLIENT_MEM_FRACTION à 0.83 : c'est pire.", "fr", ["gpu_pool_flags"]),
+    ("设置了 XLA_PYTHON_CLIENT_PREALLOCATE=false，没用", "zh", ["gpu_pool_flags"]),
+    ("should I set XLA_PYTHON_CLIENT_PREALLOCATE=false?", "en", []),
+    ("XLA_PYTHON_CLIENT_MEM_FRACTION は何もしないの？", "ja", []),
 ])
 def test_what_was_tried_is_read_in_more_wordings(question, language, tried):
     from oomkb.kb.question import analyse
