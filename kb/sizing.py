@@ -947,6 +947,7 @@ class Sizing:
         lines = self._kv_beside_state(text, earlier, lines, language)
         lines = self._data_on_host(text, earlier, lines, language)
         lines = self._tensor_part(text, lines, language)
+        lines = self._tensor_per_item(text, lines, language)
         growth = self._seq_growth(f"{earlier}\n{text}" if earlier else text, text, language)
         if growth is not None:  # "at seq 512 it passed, at 16384 it does not compile": what grows with S and S²
             lines.insert(0, growth)
@@ -2447,6 +2448,24 @@ class Sizing:
         extra = self._msg("data_on_host", language, card=format_bytes(s.card_memory),
                           most=format_bytes(MAX_POOL_SHARE * s.card_memory), batch_rows=_grouped(DATA_BATCH_ROWS, language),
                           batch_size=format_bytes(row * DATA_BATCH_ROWS))
+        return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor else a
+                for a in lines]
+
+    def _tensor_per_item(self, turn: str, lines: list[FigureAnswer], language: str) -> list[FigureAnswer]:
+        """A shape sized whole and asked for one item too ("and for one individual alone?"): the slice
+        along its first axis (a population, a batch of samples)."""
+        tensor = next((a for a in lines if a.subject == "tensor" and a.value_bytes), None)
+        if tensor is None or "per_item" not in self.read(turn).cues:
+            return lines
+        big = _big_shapes(_plain_digits(_bind_symbols(turn)).lower())
+        if not big or big[-1][1][0] < 2:
+            return lines
+        dims = big[-1][1]
+        if tensor.value_bytes / math.prod(dims) not in (0.5, 1, 2, 4, 8, 16):
+            return lines  # (the line sized something else: this shape times layers, or several shapes)
+        extra = self._msg("tensor_per_item", language, count=_grouped(dims[0], language),
+                          shape="[" + ", ".join(str(d) for d in dims[1:]) + "]",
+                          size=format_bytes(tensor.value_bytes / dims[0]))
         return [tensor.model_copy(update={"text": self._join([tensor.text, extra], language)}) if a is tensor else a
                 for a in lines]
 

@@ -1051,6 +1051,10 @@ class Assistant:
         what this answer shows; `verdict_again`: the verdict is shown although an earlier turn gave it."""
         seen = seen or Shown()
         shown = shown if shown is not None else Shown()
+        # the guide sections that short answers were filed under: named among the sources, not quoted,
+        # unless a step, a card or the lead shown comes from them (a quoted "reduce the batch" under an
+        # answer about unified memory reads as part of it)
+        filed_under = {f.cite for f in figures if f.kind == ANSWER and f.cite}
         lines: list[str] = []
         if note:
             lines += [f"_{note}_", ""]
@@ -1168,10 +1172,12 @@ class Assistant:
         lines += self.parts.next_step_lines(list(next_steps), language)
         if citations:
             lines += [f"### {self._msg('sources', language)}", ""]
+            said = {r.cite for r in steps} | {r.citation for r in cards} | ({lead.cite} if lead is not None else set())
             for c in citations:
                 # under a verdict that memory is not the cause, a guide's memory-saving passage
                 # ("a smaller batch size ...") is named, not quoted: quoted, it reads as the advice
-                lines += self._source_lines(c, language, quoted=not (not_memory and verdict))
+                quoted = not (not_memory and verdict) and (c.citation in said or c.citation not in filed_under)
+                lines += self._source_lines(c, language, quoted=quoted)
         # a log is asked for only where it would settle the question: an error without its log
         if diagnosis is None and not facts and not figures and analysis is not None and "error" in analysis.asks:
             lines.append(f"_{self._msg('paste_log_hint', language)}_")

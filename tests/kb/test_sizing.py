@@ -2628,3 +2628,21 @@ def test_a_card_s_memory_said_before_the_word_card_in_korean_is_the_gpu_s():
     # (issue 21, round 59: "16GB 카드" was no GPU, so nothing was sized against it)
     s = SIZING.read("XLA_PYTHON_CLIENT_MEM_FRACTION=.9로 하면 16GB 카드에서 몇 개까지 돌릴 수 있을까요?")
     assert s.gpu and s.card_memory == 16 * 2**30, (s.device, s.card_memory)
+
+
+@pytest.mark.parametrize("text,language,shown", [
+    # (a bool is one byte: 2500³ B = 14.55 GiB, and one individual [2500, 2500] 5.96 MiB)
+    ("الـ vmap على كل الـ population (pop_size = 2500 و max_conns = 2500) يخلي XLA ينشئ مصفوفة bool بالشكل "
+     "[pop_size, max_conns, max_conns]. كم حجمها بالضبط؟ وكم لكل فرد لوحده؟", "ar", ["14.55 GiB", "2,500", "5.96 MiB"]),
+    ("my mask is a bool array of shape [4096, 2048, 1024]: how big, and per sample?", "en",
+     ["8.00 GiB", "One of the 4,096 along its first axis, [2048, 1024]: 2.00 MiB."]),
+])
+def test_a_mask_is_one_byte_an_element_and_one_item_of_the_first_axis_is_sized_when_asked(text, language, shown):
+    line = next(a for a in SIZING.answer(text, language, asked=True) if a.subject == "tensor")
+    assert "(bool)" in line.text and all(s in line.text for s in shown), line.text
+
+
+def test_one_item_is_not_sized_when_not_asked():
+    line = next(a for a in SIZING.answer("a bool array of shape [4096, 2048, 1024], how big?", "en", asked=True)
+                if a.subject == "tensor")
+    assert "first axis" not in line.text
