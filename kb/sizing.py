@@ -1131,14 +1131,14 @@ class Sizing:
             shares = self._pool_beside(turn or text, s, language)
         if shares is None:
             shares = self._pool_leave(turn or text, s, language)
+        if shares is None:  # "at most 32 GiB of host RAM with unified memory", "96 GB past its memory": which value?
+            shares = self._unified_for_host(turn or text, text, s, language)
         if shares is None:  # "the docs say ~60GB; my L40 has 48": no pool setting can fit it
             shares = self._need_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_beyond_card(turn or text, s, language)
         if shares is None:
             shares = self._pool_for_need(turn or text, s, language)
-        if shares is None:  # "at most 32 GiB of host RAM with unified memory: which value?"
-            shares = self._unified_for_host(turn or text, text, s, language)
         if shares is None:
             shares = self._pool_unified(text, s, language)
         ceiling = self._pool_ceiling(text, s, language, turn)
@@ -1613,15 +1613,33 @@ class Sizing:
         if not (s.gpu and s.card_memory and _UNIFIED_SAID.search(low)
                 and (_FRACTION_ASKED.search(turn_low) or _VALUE_ASKED.search(turn_low))):
             return None
-        budgets = [float(m.group(1)) * _UNIT_BYTES[m.group(2)[0] if m.group(2)[0] in "gm" else
+        # the host RAM it may take, or how far past the card it may go ("~96 GB past its memory")
+        def size(m: re.Match[str]) -> float:
+            return float(m.group(1)) * _UNIT_BYTES[m.group(2)[0] if m.group(2)[0] in "gm" else
                                                    {"г": "g", "м": "m"}[m.group(2)[0]]]
-                   for m in _SIZE.finditer(turn_low) if _HOST_NEAR.search(turn_low[m.end(): m.end() + 14])]
+        # (past the card first: "96 GB past its memory ... the node has 256 GB RAM" is 96 GB each)
+        past = [size(m) for m in _SIZE.finditer(turn_low) if _PAST_CARD.match(turn_low, m.end())]
+        budgets = past[:1] or [size(m) for m in _SIZE.finditer(turn_low)
+                               if _HOST_NEAR.search(turn_low[m.end(): m.end() + 14])]
         if not budgets:
             return None
         card, host = s.card_memory, budgets[-1]
         fraction = math.floor((card + host) / card * 100) / 100
         text_ = self._msg("pool_unified_for_host", language, fraction=_num(fraction), card=format_bytes(card),
                           host=format_bytes(host), total=format_bytes(fraction * card))
+        ram, gpus = s.values.get("host_ram"), s.devices
+        if ram and gpus and gpus > 1 and ram > host:  # each GPU of the node taking that much: the RAM for all of them
+            every = host * gpus
+            if every <= 0.9 * ram:
+                extra = self._msg("pool_unified_gpus_fit", language, gpus=gpus, host=format_bytes(host),
+                                  every=format_bytes(every), ram=format_bytes(ram))
+            else:
+                each = 0.9 * ram / gpus
+                most = math.floor((card + each) / card * 100) / 100
+                extra = self._msg("pool_unified_gpus_short", language, gpus=gpus, host=format_bytes(host),
+                                  every=format_bytes(every), ram=format_bytes(ram), each=format_bytes(each),
+                                  most=_num(most))
+            text_ = self._join([text_, extra], language)
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * card),
                             sources=["computed"], cite=POOL_CITE)
 
@@ -4523,7 +4541,8 @@ _COUNT_NAMED = re.compile(rf"(?<![a-z])({_COUNT_NAMES})\s*[=:]?\s*\d")
 #: one value for each of several ("0.08 pour chaque worker", "0.1 each", "je 0,1")
 _EACH = re.compile(r"(?<![a-z])(?:each|every|per (?:worker|process)|chaque|cada|jede[nrs]?|je |каждо\w*|на (?:воркер|процесс)|每个|每|各|각|हर|لكل|كل )")
 _WORKERS = re.compile(r"(?:worker|xdist|pytest|воркер|ワーカー|워커)")
-_BATCH_SIZE_GIVEN = re.compile(r"batch_size\s*=\s*(\d{1,6})(?!\d)")
+#: lax.map's chunk ("batch_size=64"), not a training batch's setting ("train_batch_size=4096")
+_BATCH_SIZE_GIVEN = re.compile(r"(?<![a-z_])batch_size\s*=\s*(\d{1,6})(?!\d)")
 _NO_ROWS = "\x00"  # (a placeholder for rows that are not there)
 _NOUN_PEAK = re.compile(r"(?<![\w.])([^\W\d_]{2,8})\s+(\d{2,7})(?![\d.])(?:\s+([^\W\d_]{4,20}))?[^\d\n]{0,40}?"
                         r"(\d+(?:\.\d+)?)\s*(?:gib|gb|go|гб)(?![a-z])")
@@ -4592,6 +4611,9 @@ _RESOLUTION = re.compile(r"resolution|resoluci[oó]n|resolu[cç][aã]o|résoluti
 _PIXELS_AFTER = re.compile(r"\s*(?:px|pixels?|пикс\w*|像素|ピクセル|픽셀|पिक्सेल|بكسل|images?|imágenes|imagens|bilder)(?![a-z])")
 #: a card's own size just before a figure ("H100 80GB", "a100-40gb"), and host memory beside one
 _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|placa|tarjeta|карт\w*|显卡|卡)\s*$")
+#: right after a size, "past the card": how far beyond its memory a GPU's unified pool may go
+_PAST_CARD = re.compile(r"\s*(?:of\s+)?(?:past|beyond|over|more than|above|über|au-delà|en plus|más allá|además|além|a mais|сверх|больше|超出|超过|以外|を超え|넘게|넘어|से आगे|से ज़्यादा|فوق|زيادة)"
+                        r"[^.?!\n]{0,16}?(?:memory|hbm|vram|card|gpu|speicher|karte|mémoire|carte|memoria|tarjeta|memória|placa|памят|карт|显存|内存|卡|メモリ|カード|메모리|카드|मेमोरी|कार्ड|الذاكرة|البطاقة)")
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")

@@ -186,6 +186,24 @@ def fill_child_share(code: str | None, said: str) -> str | None:
     return _CHILD_SHARE.sub(lambda m: f"{m.group(1)}{shares[-1]}{m.group(3)}", code)
 
 
+#: the pool fraction a snippet sets in the environment ("XLA_PYTHON_CLIENT_MEM_FRACTION"] = "3.2")
+_ENV_FRACTION = re.compile(r'XLA_PYTHON_CLIENT_MEM_FRACTION"\] = "(\d*\.?\d+)"')
+
+
+def fill_fraction(code: str | None, fraction: float | None) -> str | None:
+    """`code` with the pool fraction it sets (its example value, wherever it writes it: the variable,
+    a Docker line, a comment) replaced by `fraction`, one the conversation computed. A fraction above 1
+    only where the code turns CUDA unified memory on (without it, JAX cannot take more than the card)."""
+    m = _ENV_FRACTION.search(code or "")
+    if not code or fraction is None or m is None or not 0 < fraction <= 16:
+        return code
+    if fraction > 1 and "TF_FORCE_UNIFIED_MEMORY" not in code:
+        return code
+    example = m.group(1)
+    value = f"{fraction:g}" if fraction >= 1 else f"{fraction:g}".lstrip("0")
+    return re.sub(rf"(?<![\d.]){re.escape(example)}(?![\d])", value, code)
+
+
 def fill_stated(code: str, stated: dict[str, float]) -> str:
     """`code` with the figures the user stated (a sizing read: layers, batch, seq, ...) put into its
     line of the model's figures, each name that was stated replaced, the others kept."""

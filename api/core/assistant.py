@@ -41,7 +41,8 @@ from oomkb.kb.evidence_rules import derive_facts, load_rules
 from oomkb.kb.platform import load_platforms
 from oomkb.kb.commands import load_commands
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
-from oomkb.kb.snippets import fill_child_share, fill_limit, fill_share, fill_signature, fill_size, fill_stated
+from oomkb.kb.snippets import (fill_child_share, fill_fraction, fill_limit, fill_share, fill_signature, fill_size,
+                               fill_stated)
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -106,9 +107,9 @@ SHARDING_CODE_SUBJECTS = frozenset({"tensor", "logits_tensor"})
 ARRAY_CODE_ANSWERS = frozenset({"fsdp_setup"})
 #: The topology the catalogue's deviceless-compile code is written for; replaced by the slice a conversation names.
 DEFAULT_TOPOLOGY = "v5e:2x2"
-#: Sizing lines about what the device holds (its state, its weights): beside an answer about the
+#: Sizing lines about what the device holds (its state, its weights, a microbatch): beside an answer about the
 #: host's RAM they size the wrong memory.
-DEVICE_STATE_SUBJECTS = frozenset({"training_state", "optimizer_state", "weights", "state_per_slice"})
+DEVICE_STATE_SUBJECTS = frozenset({"training_state", "optimizer_state", "weights", "state_per_slice", "microbatches"})
 
 #: Conversations whose shown parts the assistant keeps for their follow-ups (oldest dropped first).
 MAX_SHOWN_KEPT = 1024
@@ -392,6 +393,12 @@ class Assistant:
                 # "the optax code for that" after "and with Adafactor?": the code of what was named
                 # before, not the stock code this turn's own words name
                 own = self._code_named_before(earlier, language, limit=1)
+            if named and own:
+                # code this turn names that only sets variables the conversation's own code already sets ("the
+                # top of the launch script with the env vars" after the unified-memory code): that code
+                own_env = {v for o in own for v in _ENV_SET.findall(o.snippet or "")}
+                named = [f for f in named if f.subject in {o.subject for o in own}
+                         or not (env := set(_ENV_SET.findall(f.snippet or ""))) or not env <= own_env]
             if named and not (own and (conversation.asks_for_that_code(question)
                                        or {f.subject for f in named} & {f.subject for f in own})):
                 own, combined = [], named
@@ -434,6 +441,10 @@ class Assistant:
                            fill_share(fill_stated(f.snippet, stated), processes), f"{said}\n{question}")})
                        if f.snippet else f for f in figures]
             figures = [self._for_own_step(f, f"{said}\n{question}") if f.snippet else f for f in figures]
+            computed = self._fraction_computed_before(earlier, language) if context.follow_up else None
+            if computed is not None:  # ("the launch script" after "set .44 in each process": that .44 in it)
+                figures = [f.model_copy(update={"snippet": fill_fraction(f.snippet, computed)}) if f.snippet else f
+                           for f in figures]
         if req_log_new:  # a warning in the pasted log that has its own answer
             named = {f.subject for f in figures}
             logged = [f for f in self.parts.figures.log_answers(log, language, question) if f.subject not in named]
@@ -497,6 +508,11 @@ class Assistant:
         answers_it = any(f.kind == ANSWER for f in figures) and not sizing_before
         if answers_it and not asked_size:
             sizes = [a for a in sizes if a.subject not in ESTIMATES_BESIDE_AN_ANSWER]
+        if any(f.kind == ANSWER and f.subject in self.parts.figures.host_memory_answers for f in figures):
+            # the host's RAM is what ran out (a checkpoint's save, a notebook's input pipeline): the device's
+            # state or microbatch, sized, is not the answer
+            sizes = [a for a in sizes if a.subject not in DEVICE_STATE_SUBJECTS]
+            figures = [f for f in figures if f.subject not in DEVICE_STATE_SUBJECTS]
         replaced = self.sizing.replaced(sizes)
         excluded = self.sizing.excluded(sizes)  # remedies the arithmetic shows cannot help
         excluded |= {rid for f in figures for rid in f.excludes}  # (a v4 core's scoped VMEM is all of it)
@@ -522,10 +538,6 @@ class Assistant:
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
             marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language, question)}
             figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
-        if any(f.kind == ANSWER and f.subject in self.parts.figures.host_memory_answers for f in figures):
-            # the host's RAM is what ran out (a checkpoint's save): the device's state, sized, is not the answer
-            sizes = [a for a in sizes if a.subject not in DEVICE_STATE_SUBJECTS]
-            figures = [f for f in figures if f.subject not in DEVICE_STATE_SUBJECTS]
         said_all = "\n".join([*(t.question for t in earlier if t.question), question])
         command = (self.commands.command(said_all, self._msg("command_from_conversation", language),
                                          cite=next((f.cite for f in [*sizes, *figures] if f.cite), None))
@@ -789,6 +801,16 @@ class Assistant:
             self._shown.move_to_end(key)
             while len(self._shown) > MAX_SHOWN_KEPT:
                 self._shown.popitem(last=False)
+
+    def _fraction_computed_before(self, earlier: list[ConversationTurn], language: str) -> float | None:
+        """The pool fraction the conversation's last turn was answered with, computed from its figures
+        (the last one its arithmetic names: the value that fits, after one that did not)."""
+        if not earlier or not earlier[-1].question:
+            return None
+        before = "\n".join(t.question for t in earlier[:-1] if t.question)
+        lines = self.sizing.answer(earlier[-1].question, language, earlier=before, asked=True)
+        values = [float(v) for a in lines if a.subject.startswith("pool") for v in _COMPUTED_FRACTION.findall(a.text)]
+        return values[-1] if values else None
 
     def _shown_before(self, earlier: list[ConversationTurn], language: str) -> Shown | None:
         """What the conversation's earlier answers showed: kept when they were answered, else
@@ -1261,6 +1283,12 @@ def _user_text_as_code(facts: dict, vocabulary: frozenset[str] = frozenset()) ->
     return {k: _as_code(v) if isinstance(v, str) and k not in _VOCABULARY_FACTS and k not in vocabulary else v
             for k, v in facts.items()}
 
+
+#: an environment variable a snippet sets (`os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ...`)
+_ENV_SET = re.compile(r'^\s*os\.environ\["(\w+)"\]\s*=', re.MULTILINE)  # (not one a comment offers)
+
+#: a pool fraction an answer's arithmetic gives ("`XLA_PYTHON_CLIENT_MEM_FRACTION=2.44` in each process")
+_COMPUTED_FRACTION = re.compile(r"XLA_PYTHON_CLIENT_MEM_FRACTION=(\d*\.?\d+)`")
 
 #: Starts the line that labels a guide's original wording after its translation (app.js, Slack).
 ORIGINAL_MARK = "↳"

@@ -611,3 +611,20 @@ def test_a_solve_s_saved_states_are_sized_turn_by_turn_and_its_code_is_given_whe
     assert "= 37.50 GiB" in second["answer"] and "at most 400 fit" in second["answer"]
     third = _ask(client, {"question": "give me the code for that", "conversation_id": cid})
     assert "diffrax.RecursiveCheckpointAdjoint(checkpoints=" in third["answer"] and "max_steps=" in third["answer"]
+
+
+def test_the_launch_script_asked_after_the_fraction_was_worked_out_carries_that_fraction(client):
+    # (round 62: "write me the top of the launch script" got the notebook cell with .5, after a turn about
+    # letting each GPU spill 96 GB into host RAM)
+    first = _ask(client, {"question": "on our nvidia boxes big jobs spill into host RAM with TF_FORCE_UNIFIED_MEMORY=1 "
+                                      "and XLA_PYTHON_CLIENT_MEM_FRACTION > 1. can jax do that on our A100 40GB nodes?"})
+    second = _ask(client, {"question": "ok so I want each GPU to be able to go ~96 GB past its memory. the node has 256 GB "
+                                       "RAM and 4 GPUs. what fraction do I set, and does the host RAM even add up?",
+                           "conversation_id": first["conversation_id"]})
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=2.44` in each process" in second["answer"]
+    third = _ask(client, {"question": "write me the top of the launch script with the env vars + a one-liner to check "
+                                      "the allocator actually picked up the bigger limit",
+                          "conversation_id": first["conversation_id"]})
+    assert third["follow_up"] and 'os.environ["TF_FORCE_UNIFIED_MEMORY"] = "1"' in third["answer"]
+    assert 'os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "2.44"' in third["answer"]
+    assert '"3.2"' not in third["answer"] and '= ".5"' not in third["answer"]

@@ -1968,6 +1968,18 @@ def test_a_request_larger_than_any_machine_is_a_number_read_wrong_not_a_size_to_
     assert not r.remedies
 
 
+def test_one_buffer_past_the_compiler_s_32_bit_word_count_is_not_hbm_full_and_the_buffer_is_sized(client):
+    # (issue 21, round 61: "RET_CHECK failure ... allocation_size_words <= int32 max" read as "does a chunk
+    # fit in 95.74 GiB", with train_batch_size=4096 taken for lax.map's batch_size)
+    r = ask(client, "Grug-MoE-Canary auf v5p-8 (train_batch_size=4096 global, 4-way data sharding, seq len 4096) stirbt "
+                    "jedes Mal damit. Laut Dump ist das failing temporary f32[4194304,8192]. Kein normales HBM-OOM, oder?",
+            "jax.errors.JaxRuntimeError: INTERNAL: RET_CHECK failure (jellyfish/bounds_check.cc:717) "
+            "allocation_size_words <= std::numeric_limits<int32_t>::max() 2327838720")
+    assert r.language == "de" and r.grounded
+    assert r.verdict.startswith("Das ist kein Speichermangel des Geräts") and "2^31 − 1" in r.verdict, r.verdict
+    assert "128.00 GiB" in r.answer and "Chunk" not in r.answer.split("### ")[0]
+
+
 def test_a_gpu_allocation_failing_inside_a_flax_from_pretrained_is_the_load_s_two_copies_not_a_batch(client):
     # (issue 21, round 58: dalle-playground's Mega failing in DalleBart.from_pretrained was told to reduce a batch)
     log = ("  File \"app.py\", line 41, in load\n    model, params = FlaxBartForConditionalGeneration.from_pretrained(NAME)\n"

@@ -18,6 +18,10 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("No Colab com TPU, batch_size=512 com accum_steps=8 derruba a sessão por falta de RAM, mas batch 96 roda. "
+     "O problema é a memória da TPU?", "pt", "host_ram_input_pipeline", "optax.MultiSteps"),
+    ("GRPO with vLLM rollouts colocated on the same TPU v5e-8 as the trainer: rollout works, then the train step "
+     "fails with only 7.34G free. Why so little free?", "en", "colocated_engine_memory", "gpu_memory_utilization"),
     # memory that grows epoch after epoch while nvidia-smi shows the pool from the start: a growth, not the pool
     ("My JAX training loop on an A100 takes a bit more memory after every epoch and OOMs after about 30 epochs; "
      "nvidia-smi shows 75% full from the start so it tells me nothing. How do I find which buffer grows?", "en",
@@ -961,7 +965,8 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
 
 @pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits", "debug_nans_donation",
                                        "checkpoint_whole_function", "draws_per_step", "peak_before_running",
-                                       "dataset_streaming", "jit_materializes_intermediate"])
+                                       "dataset_streaming", "jit_materializes_intermediate",
+                                       "colocated_engine_memory"])
 def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
     # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
     import jax
@@ -993,6 +998,8 @@ def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_
     if answer_id == "jit_materializes_intermediate":  # the whole grid's temporaries, then one chunk's (the text's figures)
         whole, chunked = (float(x) for x in out.out.split()[::2][:2])
         assert round(whole) == 381 and 18.5 < chunked < 20, out.out
+    if answer_id == "colocated_engine_memory":  # the step's need from memory_analysis, the engine's share of the rest
+        assert "the step needs 0.0" in out.out and "give the engine at most 0.9" in out.out, out.out
     if answer_id == "compile_cache_growth":  # 1000 sizes padded to 128-row buckets: 8 compiles of `total`
         assert 1 <= caplog.text.count("Compiling jit(total)") <= 8, caplog.text[-500:]
 

@@ -2646,3 +2646,16 @@ def test_one_item_is_not_sized_when_not_asked():
     line = next(a for a in SIZING.answer("a bool array of shape [4096, 2048, 1024], how big?", "en", asked=True)
                 if a.subject == "tensor")
     assert "first axis" not in line.text
+
+
+def test_how_far_past_the_card_sets_the_unified_fraction_and_the_node_s_ram_is_shared_by_its_gpus():
+    earlier = "on our A100 40GB nodes I let big jobs spill into host RAM with TF_FORCE_UNIFIED_MEMORY=1"
+    turn = ("ok so I want each GPU to be able to go ~96 GB past its memory. the node has 256 GB RAM and 4 GPUs. "
+            "what fraction do I set, and does the host RAM even add up?")
+    line = next(a for a in SIZING.answer(turn, "en", earlier=earlier, asked=True) if a.subject == "pool_shares")
+    # (40 + 96) / 40 = 3.4; 4 × 96 = 384 > 256 GiB: 0.9 × 256 / 4 = 57.6 each, (40 + 57.6) / 40 = 2.44
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=3.4`" in line.text and "4 GPUs × 96.00 GiB = 384.00 GiB" in line.text
+    assert "57.60 GiB" in line.text and line.text.endswith("`XLA_PYTHON_CLIENT_MEM_FRACTION=2.44` in each process.")
+    two = next(a for a in SIZING.answer(turn.replace("4 GPUs", "2 GPUs"), "en", earlier=earlier, asked=True)
+               if a.subject == "pool_shares")
+    assert "192.00 GiB of host RAM in all, which your 256.00 GiB holds" in two.text
