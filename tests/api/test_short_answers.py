@@ -18,6 +18,9 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("Our token embedding is replicated on purpose (P(None, None)) for local lookups; with Adam the per-device train "
+     "state is far bigger than the sharding should give. Where does it go?", "en", "replicated_param_optimizer_state",
+     "ZeRO-1"),
     ("No Colab com TPU, batch_size=512 com accum_steps=8 derruba a sessão por falta de RAM, mas batch 96 roda. "
      "O problema é a memória da TPU?", "pt", "host_ram_input_pipeline", "optax.MultiSteps"),
     ("GRPO with vLLM rollouts colocated on the same TPU v5e-8 as the trainer: rollout works, then the train step "
