@@ -70,6 +70,27 @@ LIMIT_CITE = "scoped-vmem-oom#retune-kernel"
 _SERIES_POINT = re.compile(r"(?<![a-z0-9_])(?:b|bs|batch(?:[ _]size)?|lote|バッチ|배치|батч\w*|批次?)\s*[=:]?\s*(\d{1,5})\s*(?:\)|,)?\s*"
                          r"(?:صار|بيطلع|is|was|gives|takes|uses|needs|peaks? at|->|→|=|:|da|dá|даёт|ergibt|fait|→)?\s*"
                          r"(\d{1,4}(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z0-9_])")
+#: a further point of a series a first one opened ("batch 8 → 20.2 GB, 16 → 34.5 GB"): an arrow between
+_SERIES_MORE = re.compile(r"(?<![\d.])(\d{1,5})\s*(?:->|→)\s*(\d{1,4}(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z0-9_])")
+#: JAX's own pool named ("el pool por defecto", "the default pool"), not the card
+_POOL_NAMED = re.compile(r"(?<![a-z])pool|プール|풀|пул|池|المجمع|पूल")
+#: the largest batch asked ("el batch máximo", "the largest batch that fits")
+#: a pool setting the conversation states (then the card, or what it sets, is the limit, not the default pool)
+_POOL_SETTING_SAID = re.compile(r"mem_fraction|preallocate|allocator|unified_memory")
+_LARGEST_ASKED = re.compile(r"max|máx|largest|biggest|höchst|größt|plus grand|más grande|maior|максимальн|наибольш|"
+                            r"最大|최대|अधिकतम|सबसे बड़|أقصى|أكبر")
+
+
+def _series_points(low: str) -> dict[int, float]:
+    """The (batch, peak GiB) points a text measures: each "batch N → X GB", and once one is written so,
+    the "M → Y GB" after it."""
+    points = {int(m.group(1)): float(m.group(2)) for m in _SERIES_POINT.finditer(low)}
+    if points:
+        points.update({int(m.group(1)): float(m.group(2)) for m in _SERIES_MORE.finditer(low)
+                       if int(m.group(1)) not in points})
+    return points
+
+
 #: a batch named ("b160", "batch 160")
 _SERIES_ASKED = re.compile(r"(?<![a-z0-9_])(?!b[123]00(?![\d.]))(?:b|bs|batch(?:[ _]size)?|lote|バッチ|배치|батч\w*|批次?)"
                            r"\s*[=:]?\s*(\d{2,5})(?![\d.])")  # (not a B200 card)
@@ -1757,13 +1778,26 @@ class Sizing:
         from two peaks against a device it knows; this one answers the batch asked, and reads the
         memory from the text when the card is not in the catalogue.)"""
         low = _plain_digits(turn or "").lower()
-        points = {int(m.group(1)): float(m.group(2)) for m in _SERIES_POINT.finditer(low)}
+        points = _series_points(low)
+        if len(points) < 2 and earlier:  # "if it grows linearly, what at batch 28?": the points measured before
+            points = _series_points(_plain_digits(earlier).lower())
         if len(points) < 2:
             return None
         asked = [int(m.group(1)) for m in _SERIES_ASKED.finditer(low) if int(m.group(1)) not in points]
         now = self.read(f"{earlier}\n{turn}")
-        # a GPU's whole card: peaks measured above JAX's default pool mean the pool is not the limit
+        # a GPU's whole card: peaks measured above JAX's default pool mean the pool is not the limit,
+        # unless the turn asks about that pool ("the largest batch in the default pool")
         card = now.card_memory if now.gpu and now.card_memory else None
+        whole = card
+        # JAX's default pool is the limit when the turn names it, or when no pool setting is said and every
+        # peak measured is under it ("32 → >64 GB y OOM" on an 80 GB card: the 60 GiB pool)
+        said = f"{earlier}\n{turn}".lower()
+        set_now = [float(m.group(1)) for m in _FRACTION_SET.finditer(low) if 0 < float(m.group(1)) <= 1]
+        if card and set_now:  # "and with XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, does batch 32 fit?": that pool
+            card = set_now[-1] * card
+        elif card and (_POOL_NAMED.search(low) or (not _POOL_SETTING_SAID.search(said)
+                                                   and max(points.values()) * (1 << 30) < GPU_POOL_SHARE * card)):
+            card = GPU_POOL_SHARE * card
         memory = card or now.device_memory
         if not memory:  # the memory the asker states beside the peaks ("164 GiB usable", "fits in 164 GiB?")
             said = [float(m.group(1)) for m in _GB.finditer(_plain_digits(f"{earlier}\n{turn}").lower())
@@ -1781,10 +1815,15 @@ class Sizing:
         fits = predicted <= memory
         text_ = self._msg("batch_series_fits" if fits else "batch_series_over", language,
                           left=format_bytes(memory - predicted), over=format_bytes(predicted - memory), **values)
-        if not fits:
+        if not fits or _LARGEST_ASKED.search(low):  # (or asked: "and the largest batch that fits?")
             largest = math.floor((memory / (1 << 30) - fixed) / per) if memory / (1 << 30) > g2 else None
             if largest and largest > b2:
                 text_ = self._join([text_, self._msg("batch_series_largest", language, largest=largest)], language)
+        if whole and card and card < whole:  # the limit used is JAX's pool, not the card: said so
+            extra = (self._msg("batch_series_fraction", language, pool=format_bytes(card), card=format_bytes(whole),
+                               fraction=_num(set_now[-1]), rest=format_bytes(whole - card)) if set_now else
+                     self._msg("batch_series_pool", language, pool=format_bytes(card), card=format_bytes(whole)))
+            text_ = self._join([text_, extra], language)
         return FigureAnswer(kind=KIND, subject="batch_series", text=text_, value_bytes=int(predicted),
                             sources=["computed"], cite=TRAINING_CITE)
 

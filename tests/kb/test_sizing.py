@@ -2659,3 +2659,21 @@ def test_how_far_past_the_card_sets_the_unified_fraction_and_the_node_s_ram_is_s
     two = next(a for a in SIZING.answer(turn.replace("4 GPUs", "2 GPUs"), "en", earlier=earlier, asked=True)
                if a.subject == "pool_shares")
     assert "192.00 GiB of host RAM in all, which your 256.00 GiB holds" in two.text
+
+
+def test_peaks_measured_batch_by_batch_are_read_against_jax_s_pool_and_a_fraction_asked_next():
+    # (round 61: "batch 8 → 20.2 GB, 16 → 34.5 GB, 24 → 48.8 GB, 32 → >64 GB y OOM" on an H100 80GB: the
+    # follow-up "if linear, batch 28 and the largest in the default pool?" got the preallocation paragraph)
+    first = ("en el canary de GPU (8x H100 80GB) batch 32 da OOM. Medí esto: batch 8 → 20.2 GB de pico, "
+             "16 → 34.5 GB, 24 → 48.8 GB, 32 → >64 GB y OOM. ¿Cómo puede dar OOM con ~64 GB si la H100 tiene 80?")
+    one = next(a for a in SIZING.answer(first, "es", asked=True) if a.subject == "batch_series")
+    # 16 → 34.5, 24 → 48.8: 1.7875 per sample, 5.9 fixed; batch 32 63.10 GiB over the 60 GiB pool (75% of 80)
+    assert "63.10 GiB, 3.10 GiB más que 60.00 GiB" in one.text and "unos 30" in one.text
+    assert "el pool por defecto de JAX, el 75% de los 80.00 GiB" in one.text
+    two = next(a for a in SIZING.answer("Si crece lineal, ¿cuánto pico con batch 28 y cuál es el batch máximo que "
+                                        "entra en el pool por defecto?", "es", earlier=first, asked=True)
+               if a.subject == "batch_series")
+    assert "55.95 GiB, que caben en 60.00 GiB con 4.05 GiB de sobra" in two.text and "unos 30" in two.text
+    three = next(a for a in SIZING.answer("¿Y si pongo XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, me entra batch 32?", "es",
+                                          earlier=first, asked=True) if a.subject == "batch_series")
+    assert "63.10 GiB, que caben en 72.00 GiB con 8.90 GiB de sobra" in three.text and "los 8.00 GiB que quedan" in three.text
