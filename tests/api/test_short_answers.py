@@ -18,6 +18,8 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("Depuis la mise à jour de jax, un test CPU monte à 10 Go de pic au lieu de 4,4 : la ligne coûteuse fait un gros "
+     "produit élément par élément puis une somme sur un axe. Fuite mémoire ?", "fr", "product_then_sum", "jnp.einsum"),
     ("Our token embedding is replicated on purpose (P(None, None)) for local lookups; with Adam the per-device train "
      "state is far bigger than the sharding should give. Where does it go?", "en", "replicated_param_optimizer_state",
      "ZeRO-1"),
@@ -969,7 +971,7 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
 @pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits", "debug_nans_donation",
                                        "checkpoint_whole_function", "draws_per_step", "peak_before_running",
                                        "dataset_streaming", "jit_materializes_intermediate",
-                                       "colocated_engine_memory"])
+                                       "colocated_engine_memory", "product_then_sum"])
 def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
     # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
     import jax
@@ -1003,6 +1005,9 @@ def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_
         assert round(whole) == 381 and 18.5 < chunked < 20, out.out
     if answer_id == "colocated_engine_memory":  # the step's need from memory_analysis, the engine's share of the rest
         assert "the step needs 0.0" in out.out and "give the engine at most 0.9" in out.out, out.out
+    if answer_id == "product_then_sum":  # complex64: the whole product kept, the einsum none (the text's figures)
+        assert out.out.split("\n")[:2] == ["product_then_sum: 8448 MiB of temporaries",
+                                           "contraction: 0 MiB of temporaries"], out.out
     if answer_id == "compile_cache_growth":  # 1000 sizes padded to 128-row buckets: 8 compiles of `total`
         assert 1 <= caplog.text.count("Compiling jit(total)") <= 8, caplog.text[-500:]
 
