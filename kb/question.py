@@ -223,30 +223,31 @@ class _Matcher:
         if self.no_effect is None:
             return [(False, False)] * len(clauses)
         said = [bool(self.no_effect.search(c)) for c in clauses]
-        low = _lowered(text)
-        joined: list[bool] = []  # whether clause n+1 follows clause n within one sentence
-        pos = 0
-        for piece in clauses:
-            at = low.find(piece.strip(), pos)
-            joined.append(bool(_LIST_SEPARATOR.fullmatch((low[pos:at] if at >= 0 else "").strip() or ",")))
-            pos = at + len(piece.strip()) if at >= 0 else pos
+        joined = self._joined(text)
         return [(said[n], n + 1 < len(clauses) and said[n + 1] and joined[n + 1]) for n in range(len(clauses))]
+
+    def _joined(self, text: str) -> list[bool]:
+        """Per clause of `text` (as `clauses` splits it): whether it follows the one before it within
+        one sentence, separated by a list separator only (not a sentence end, "but" or "still")."""
+        out: list[bool] = []
+        low = _lowered(text)
+        pos = 0
+        for piece in self.clauses(text):
+            at = low.find(piece.strip(), pos)
+            out.append(bool(_LIST_SEPARATOR.fullmatch((low[pos:at] if at >= 0 else "").strip() or ",")))
+            pos = at + len(piece.strip()) if at >= 0 else pos
+        return out
 
     def listed_after_already(self, text: str, language: str | None = None) -> list[bool]:
         """Per clause of `text` (as `clauses` splits it): whether an earlier clause of the same
         sentence, joined to it by list separators only, holds an "already" word."""
         already = self.already_of(language)
         out: list[bool] = []
-        low = _lowered(text)
-        pos, opened = 0, False
-        for piece in self.clauses(text):
-            at = low.find(piece.strip(), pos)
-            gap = low[pos:at] if at >= 0 else ""
-            if not _LIST_SEPARATOR.fullmatch(gap.strip() or ","):
-                opened = False  # a sentence end, "but", "still": the list is over
+        opened = False
+        for piece, joined in zip(self.clauses(text), self._joined(text)):
+            opened = opened and joined  # a sentence end, "but", "still": the list is over
             out.append(opened)
             opened = opened or bool(already.search(piece))
-            pos = at + len(piece.strip()) if at >= 0 else pos
         return out
 
 
