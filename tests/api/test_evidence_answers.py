@@ -1311,6 +1311,23 @@ def test_jax_fallen_back_to_the_cpu_is_said_before_any_memory_setting(client):
     assert not (old.verdict and "jax[tpu]" in old.verdict)
 
 
+def test_a_cpu_run_on_purpose_and_backends_probed_on_a_gpu_are_not_a_fall_back(client):
+    # (round 63: "sem jit, jax 0.3.1 na CPU" with JAX's "No GPU/TPU found" warning, and a CUDA unified-memory
+    # failure after JAX's probes of 'tpu' and 'rocm', were both told to install the accelerator's build)
+    cpu = ask(client, "rodando jax.scipy.sparse.linalg.cg num while True, sem jit, jax 0.3.1 na CPU: a RSS só sobe. "
+                      "o que tá segurando essa memória?",
+              "WARNING:absl:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)")
+    assert cpu.language == "pt" and "jax[cuda12]" not in cpu.answer and "jax[tpu]" not in cpu.answer, cpu.answer[:400]
+    gpu = ask(client, "在一张 8GB 显存的卡上跑 AlphaPulldown，一启动就报下面这个。这 17178951680 字节是哪来的？",
+              "I0514 xla_bridge.py:353] Unable to initialize backend 'rocm': NOT_FOUND: Could not find registered "
+              "platform with name: \"rocm\". Available platform names are: CUDA Interpreter Host\nI0514 xla_bridge.py:353] "
+              "Unable to initialize backend 'tpu': module 'jaxlib.xla_extension' has no attribute 'get_tpu_client'\n"
+              "2023-05-14 12:24:49.060530: E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/cuda/"
+              "cuda_driver.cc:767] failed to alloc 17178951680 bytes unified memory; result: CUDA_ERROR_OUT_OF_MEMORY")
+    assert gpu.language == "zh" and "jax[tpu]" not in gpu.answer and "jax[cuda12]" not in (gpu.verdict or ""), \
+        gpu.answer[:400]
+
+
 def test_the_largest_buffer_a_copy_of_an_argument_says_the_weights_are_there_twice_and_the_layout_fix(client):
     log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 17.20G of "
            "15.75G hbm. Exceeded hbm capacity by 1.45G.\n\nTotal hbm usage >= 17.45G:\n    reserved        "
