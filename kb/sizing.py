@@ -1606,7 +1606,7 @@ class Sizing:
             snippet = (f'import os\nos.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "{_fraction(fraction)}"'
                        "  # first lines of the script, before anything imports jax\n"
                        "import jax\nimport torch  # the other framework after it, in the same process\n\n"
-                       'print(jax.devices()[0].memory_stats()["bytes_limit"] / 2**30, "GiB in JAX\'s pool")')
+                       'print(jax.local_devices()[0].memory_stats()["bytes_limit"] / 2**30, "GiB in JAX\'s pool")')
         return FigureAnswer(kind=KIND, subject="pool_shares", text=text_, value_bytes=int(fraction * s.card_memory),
                             sources=["computed"], cite=POOL_CITE, snippet=snippet)
 
