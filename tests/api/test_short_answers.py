@@ -18,6 +18,8 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    ("Welches Env-Flag brauche ich, damit JAX auf meiner GPU nur nimmt, was es wirklich braucht? nvidia-smi zeigt "
+     "doppelt so viel VRAM wie bei PyTorch.", "de", "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     ("Depuis la mise à jour de jax, un test CPU monte à 10 Go de pic au lieu de 4,4 : la ligne coûteuse fait un gros "
      "produit élément par élément puis une somme sur un axe. Fuite mémoire ?", "fr", "product_then_sum", "jnp.einsum"),
     ("Our token embedding is replicated on purpose (P(None, None)) for local lookups; with Adam the per-device train "
