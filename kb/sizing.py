@@ -74,9 +74,9 @@ _SERIES_POINT = re.compile(r"(?<![a-z0-9_])(?:b|bs|batch(?:[ _]size)?|lote|バ�
 _SERIES_MORE = re.compile(r"(?<![\d.])(\d{1,5})\s*(?:->|→)\s*(\d{1,4}(?:\.\d+)?)\s*(?:gib|gb|g)(?![a-z0-9_])")
 #: JAX's own pool named ("el pool por defecto", "the default pool"), not the card
 _POOL_NAMED = re.compile(r"(?<![a-z])pool|プール|풀|пул|池|المجمع|पूल")
-#: the largest batch asked ("el batch máximo", "the largest batch that fits")
 #: a pool setting the conversation states (then the card, or what it sets, is the limit, not the default pool)
 _POOL_SETTING_SAID = re.compile(r"mem_fraction|preallocate|allocator|unified_memory")
+#: the largest batch asked ("el batch máximo", "the largest batch that fits")
 _LARGEST_ASKED = re.compile(r"max|máx|largest|biggest|höchst|größt|plus grand|más grande|maior|максимальн|наибольш|"
                             r"最大|최대|अधिकतम|सबसे बड़|أقصى|أكبر")
 
@@ -1791,11 +1791,11 @@ class Sizing:
         whole = card
         # JAX's default pool is the limit when the turn names it, or when no pool setting is said and every
         # peak measured is under it ("32 → >64 GB y OOM" on an 80 GB card: the 60 GiB pool)
-        said = f"{earlier}\n{turn}".lower()
+        conversation = f"{earlier}\n{turn}".lower()
         set_now = [float(m.group(1)) for m in _FRACTION_SET.finditer(low) if 0 < float(m.group(1)) <= 1]
         if card and set_now:  # "and with XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, does batch 32 fit?": that pool
             card = set_now[-1] * card
-        elif card and (_POOL_NAMED.search(low) or (not _POOL_SETTING_SAID.search(said)
+        elif card and (_POOL_NAMED.search(low) or (not _POOL_SETTING_SAID.search(conversation)
                                                    and max(points.values()) * (1 << 30) < GPU_POOL_SHARE * card)):
             card = GPU_POOL_SHARE * card
         memory = card or now.device_memory
