@@ -173,6 +173,10 @@ _ORDINAL_COUNT = re.compile(rf"(?<![\w])({_ORDINAL_WORDS})(?:\s*[^\W\d_]{{2,12}}
 # layout's tile, T(8,128))
 _SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|"
                             r"(?<![a-zA-Z_])\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")  # (not a name's "threefry2x32")
+#: a failed allocation more than this factor of an array's bytes, and at most the second factor times
+#: them, is read per element of the array's shape (several arrays of that shape alive at once)
+REQUEST_SLACK = 1.05
+REQUEST_PER_ELEMENT_MAX = 64
 #: more elements than any device or host holds: dates, IDs or versions written with "x", not an array
 MAX_ELEMENTS = 1 << 50
 #: the fewest elements a kernel's block named as such is sized from (a (128, 128) tile is 16384)
@@ -256,6 +260,8 @@ _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
                             r"[bmk](?![a-z])|gi?b(?![a-z])|gio(?![a-z])|go(?![a-z])|гб|g\s*param|%))", re.I)
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
+#: a product written as one axis of a shape ("shape=(64*64, 4000000)"): that axis's length
+_AXIS_PRODUCT = re.compile(r"([(\[,]\s*)(\d{1,7}(?:\s*\*\s*\d{1,7})+)(?=\s*[,)\]])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
                "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
@@ -935,7 +941,7 @@ class Sizing:
         chunked = factored is not None and not own and "chunks" in self.read(text).cues
         shape = f"\n[{', '.join(map(str, factored.dims))}] {factored.dtype}" if factored and chunked and not own else ""
         lines = self._answer(f"{earlier}\n{text}{shape}" if earlier else f"{text}{shape}", language, asked,
-                             capacity, turn=f"{text}{shape}", used=used)
+                             capacity, turn=f"{text}{shape}", used=used, requested=requested)
         pairs = next((a for a in lines if a.subject == "pairwise"), None)
         if pairs is not None and requested and abs(pairs.value_bytes - requested) <= PAIRS_SLACK * requested:
             # the log's failed allocation is the matrix of pairs the question's counts make: said so
@@ -996,9 +1002,10 @@ class Sizing:
         return lines
 
     def _answer(self, text: str, language: str, asked: bool, capacity: int | None = None,
-                turn: str | None = None, used: int | None = None) -> list[FigureAnswer]:
+                turn: str | None = None, used: int | None = None, requested: int | None = None) -> list[FigureAnswer]:
         """`text`: the conversation's questions so far; `turn`: the newest of them, whose own
-        figures win where one figure replaces another (a peak measured since)."""
+        figures win where one figure replaces another (a peak measured since). `requested`: the
+        bytes of an allocation that failed, read per element of the shape the text writes out."""
         s = self.read(text, capacity)
         if capacity and s.device and s.device.startswith("TPU"):
             s.device_memory, s.memory_label = capacity, format_bytes(capacity)
@@ -1091,13 +1098,13 @@ class Sizing:
                 or self._noun_line(turn or text, language))
         if line is not None:  # "what per-device batch fits, from these two measurements?"
             return [line]
-        tensor = self._tensor(text, s, language)
+        tensor = self._tensor(text, s, language, turn, requested)
         if tensor is not None and tensor.subject == "logits_tensor":  # the log's own logits say it with the fix
             out = [a for a in out if a.subject != "logits"]  # (not again from the question's words, or assumed)
         kept = self._kept_per_step(tensor, s, language) if tensor is not None else None
         if kept is not None:  # the shape appended every step: how long until it fills the device
             out.append(kept)
-        elif tensor is not None and ((asked and not out) or tensor.subject != "tensor"
+        elif tensor is not None and ((asked and not out) or tensor.subject != "tensor" or _request_of(tensor.value_bytes, requested)
                                      or (asked and _TYPED_SHAPE.search(turn or text)) or (
                 s.device_memory and tensor.value_bytes >= BIG_SHARE * s.device_memory)
                 or (asked and turn is not None and turn != text and _SHAPE.search(turn))
@@ -3118,9 +3125,12 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject="activations", text=self._join(parts, language),
                             value_bytes=int(per_layer * layers), sources=["computed"], cite=ACTIVATIONS_CITE)
 
-    def _tensor(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _tensor(self, text: str, s: Stated, language: str, turn: str | None = None,
+                requested: int | None = None) -> FigureAnswer | None:
         """The bytes of the last shape the text writes out ([32, 2048, 4096], 32x2048x4096), in the
-        dtype it names (else float32, said); per layer times the layers it names."""
+        dtype it names (else float32, said), and in each of the types the newest turn names when it
+        names several ("the bool output, and one float32 / uint32 temp of the same shape"); per
+        layer times the layers it names."""
         # (not an image's resolution, "SDXL at 1024x1024", "512×512 px": that is the input's size in
         # pixels, not an array the text sizes)
         said_resolution = _RESOLUTION.search((text or "").lower())
@@ -3155,10 +3165,21 @@ class Sizing:
         shape = "[" + ", ".join(str(d) for d in dims) + "]"
         parts = [self._msg("tensor", language, shape=shape, elements=_grouped(elements, language), bytes=_num(dtype_bytes),
                            dtype=dtype_name, size=format_bytes(size))]
+        kinds = self._dtypes_in_order(turn or text) if not typed else []
+        if len(kinds) >= 2:
+            each = ", ".join(self._msg("tensor_dtype_each", language, dtype=d.name, bytes=_num(d.bytes),
+                                       size=format_bytes(elements * d.bytes)) for d in kinds)
+            parts = [self._msg("tensor_dtypes", language, shape=shape, elements=_grouped(elements, language), each=each)]
         if s.device_memory and "vmem_named" not in s.cues:  # against the device the text names (its HBM)
             parts.append(self._share(s, size, language))
         parts += self._tensor_sharded(dims, dtype_bytes, s, language, text)
         subject = "tensor"
+        if _request_of(size, requested):
+            # the failed allocation read per element of the shape ("207 GiB for bools?"): several arrays of
+            # its shape alive at once (the one array itself is the log's allocation, factored)
+            parts.append(self._msg("tensor_request_more", language, requested=format_bytes(requested),
+                                   per=_num(round(requested / elements, 2)), times=_num(round(requested / size, 1)),
+                                   dtype=dtype_name))
         if s.from_log and s.log_used and s.devices and s.devices > 1 and s.log_used >= 2 * size:
             # a TPU log's Used per device worth several whole copies of the array said to be sharded: those
             # arrays are whole on each device (the 92G per chip of a 4 GiB field said split over 32)
@@ -3229,6 +3250,16 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE,
                             snippet=self._shard_code(written[-4:] or [dims], dtype_name, s, text))
+
+    def _dtypes_in_order(self, text: str) -> list[DType]:
+        """The element types `text` names, each once, in the order named."""
+        low = _plain_digits(text or "").lower()
+        found = sorted(((m.start(), d) for d, p in self._dtypes for m in p.finditer(low)), key=lambda x: x[0])
+        kinds: list[DType] = []
+        for _, d in found:
+            if d.name not in {k.name for k in kinds}:
+                kinds.append(d)
+        return kinds
 
     def _tensors_sum(self, shapes: list[list[int]], dtype_bytes: float, dtype_name: str, s: Stated,
                      language: str, text: str) -> FigureAnswer:
@@ -4609,6 +4640,11 @@ _TENSORS_COUNTED = re.compile(r"(?<![\w.])(\d|two|three|four|zwei|drei|vier|deux
                               r"|(?<![a-z])(gate\s*/\s*up\s*/\s*down|w1\s*/\s*w2\s*/\s*w3)(?![a-z])", re.IGNORECASE)
 
 
+def _request_of(size: float, requested: int | None) -> bool:
+    """Whether a failed allocation of `requested` bytes is several arrays of `size` bytes (of one shape)."""
+    return bool(requested and size and size * REQUEST_SLACK < requested <= REQUEST_PER_ELEMENT_MAX * size)
+
+
 def _tensors_per_layer(text: str) -> int:
     """The tensors of the shape written that each layer holds, where the text counts them; else 1."""
     m = _TENSORS_COUNTED.search(text or "")
@@ -5148,6 +5184,7 @@ def _plain_digits(text: str) -> str:
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     text = _FIELDS_ON_GRID.sub(_fields_on_grid, text)  # "37 levels × 6 variables on the 721×1440 grid"
     text = _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
+    text = _AXIS_PRODUCT.sub(lambda m: m.group(1) + str(math.prod(int(d) for d in re.findall(r"\d+", m.group(2)))), text)
     return _bind_symbols(text)
 
 

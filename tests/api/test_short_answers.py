@@ -33,6 +33,9 @@ CASES = [
     ("My JAX training loop on an A100 takes a bit more memory after every epoch and OOMs after about 30 epochs; "
      "nvidia-smi shows 75% full from the start so it tells me nothing. How do I find which buffer grows?", "en",
      "memory_grows", "live_arrays"),
+    # a random draw far larger than its bool output: the bits and floats that make it, and the reduction drawn
+    ("Ich ziehe jax.random.bernoulli(key, p, shape=(2048, 3_000_000)) auf der GPU und es will 80 GiB, obwohl die "
+     "Ausgabe nur bool ist. Warum so riesig?", "de", "random_draw_temporaries", "jax.random.binomial"),
     # an array meant for the host made with jnp.* on a TPU host: made whole on the first chip first
     ("TPU v5e-8 で jnp.zeros((30 * 2**30,), dtype=jnp.uint8, device=jax.devices('cpu')[0]) としてホスト側に大きな配列を"
      "作りたいのに、TPU 側の OOM で落ちます。8 チップあるのになぜ？", "ja", "created_on_default_device", "jax.default_device"),
@@ -973,7 +976,7 @@ def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the
 @pytest.mark.parametrize("answer_id", ["saved_residuals", "compile_cache_growth", "vocab_logits", "debug_nans_donation",
                                        "checkpoint_whole_function", "draws_per_step", "peak_before_running",
                                        "dataset_streaming", "jit_materializes_intermediate",
-                                       "colocated_engine_memory", "product_then_sum"])
+                                       "colocated_engine_memory", "product_then_sum", "random_draw_temporaries"])
 def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_id, capsys, caplog):
     # (the code says what it prints: residuals with their source lines, compiles that stop, a chunked loss)
     import jax
@@ -1010,6 +1013,9 @@ def test_short_answer_code_that_needs_nothing_of_the_asker_s_runs_on_cpu(answer_
     if answer_id == "product_then_sum":  # complex64: the whole product kept, the einsum none (the text's figures)
         assert out.out.split("\n")[:2] == ["product_then_sum: 8448 MiB of temporaries",
                                            "contraction: 0 MiB of temporaries"], out.out
+    if answer_id == "random_draw_temporaries":  # the whole draw, the binomial, the chunks (the text's figures)
+        assert out.out.split("\n")[:3] == ["whole: 6250 MiB of temporaries", "counts: 11 MiB of temporaries",
+                                           "in_chunks: 592 MiB of temporaries"], out.out
     if answer_id == "compile_cache_growth":  # 1000 sizes padded to 128-row buckets: 8 compiles of `total`
         assert 1 <= caplog.text.count("Compiling jit(total)") <= 8, caplog.text[-500:]
 
@@ -1181,3 +1187,23 @@ def test_slurm_with_one_task_per_node_sees_one_gpu_per_process_and_the_fixed_job
     size = _ask(client, {"question": "una matriz float64 de 40000x40000, ¿cuánto queda por GPU si la reparto entre las 4?",
                          "conversation_id": first["conversation_id"]})
     assert "2.98 GiB" in size["answer"], size["answer"][:500]
+
+
+def test_a_random_draw_s_size_its_figures_and_the_code_for_its_counts_follow_one_conversation(client):
+    # a GPU draw of [64*64, 4_000_000] bools asking for 207 GiB: why, the figures of that shape in each type
+    # asked and per element of the request, then the code for the counts alone
+    first = _ask(client, {"question": "jax.random.bernoulli(key, means, shape=(64*64, 4_000_000)) on my GPU dies "
+                                      "asking for 207 GiB?? the output is just bools, why is it this huge",
+                          "error_log": "external/tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out "
+                                       "of memory trying to allocate 207.07GiB (rounded to 222343890432)requested by op"})
+    assert "32-bit random bits for every element" in first["answer"]
+    assert "16,384,000,000 elements × 1 B (bool) = 15.26 GiB" in first["answer"]
+    assert "207.07 GiB, is 13.57 B per element of this shape" in first["answer"]
+    second = _ask(client, {"question": "how many elements is that, how big is the bool output by itself and how big "
+                                       "is one float32 / uint32 temp of the same shape?",
+                           "conversation_id": first["conversation_id"]})
+    assert ("16,384,000,000 elements; in bool (1 B each) 15.26 GiB, in float32 (4 B each) 61.04 GiB, "
+            "in uint32 (4 B each) 61.04 GiB") in second["answer"]
+    third = _ask(client, {"question": "i only need the number of successes per probability. what code should i "
+                                      "write instead so it fits?", "conversation_id": first["conversation_id"]})
+    assert "jax.random.binomial(key, trials, p)" in third["answer"]

@@ -2677,3 +2677,28 @@ def test_peaks_measured_batch_by_batch_are_read_against_jax_s_pool_and_a_fractio
     three = next(a for a in SIZING.answer("¿Y si pongo XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, me entra batch 32?", "es",
                                           earlier=first, asked=True) if a.subject == "batch_series")
     assert "63.10 GiB, que caben en 72.00 GiB con 8.90 GiB de sobra" in three.text and "los 8.00 GiB que quedan" in three.text
+
+
+def test_a_shape_whose_axis_is_a_product_or_grouped_digits_is_sized_as_written():
+    # "shape=(64*64, 4_000_000)": [4096, 4000000], in the one type named
+    [line] = SIZING.answer("how big is jax.random.bernoulli(key, p, shape=(64*64, 4_000_000)) as bool?", "en", True)
+    assert line.text.startswith("**A [4096, 4000000] tensor:** 16,384,000,000 elements × 1 B (bool) = 15.26 GiB")
+    # (a product worked out in the text is still not a shape's axis)
+    assert "[8192, 72, 4]" not in " ".join(a.text for a in SIZING.answer("8192*72*4 = 2.25MiB per block?", "en", True))
+
+
+def test_a_shape_asked_in_several_types_is_sized_in_each_in_the_order_named():
+    [line] = SIZING.answer("Quanto ocupa um array (4096, 100000) em float32, em bf16 e em int8?", "pt", True)
+    assert ("409.600.000 elementos; em float32 (4 B cada) 1.53 GiB, em bfloat16 (2 B cada) 781.25 MiB, "
+            "em int8 (1 B cada) 390.63 MiB") in line.text, line.text
+
+
+def test_a_failed_allocation_is_read_per_element_of_the_shape_the_question_writes():
+    # several arrays of its shape (the temporaries that make it); the array itself is the factored line's
+    [more] = SIZING.answer("x = jnp.zeros((8192, 65536)) fails", "en", requested=8192 * 65536 * 14)
+    assert "The failed allocation, 7.00 GiB, is 14 B per element of this shape, 3.5 × the array in float32" \
+        in more.text, more.text
+    same = SIZING.answer("x = jnp.zeros((8192, 65536)) fails", "en", requested=8192 * 65536 * 4)
+    assert [a.subject for a in same] == ["allocation_factored"]
+    # a request unrelated to the shape (far larger per element) says nothing of it
+    assert not SIZING.answer("x = jnp.zeros((8192, 65536)) fails", "en", requested=8192 * 65536 * 400)
