@@ -280,6 +280,8 @@ class Pattern(_Strict):
     pattern: str
     scale: float = 1.0
     k_scale: float | None = None
+    value: float | None = Field(default=None, description="the quantity a match says in words, whatever its "
+                                "group captures (\"ONE sequence\": a batch of 1)")
 
 
 class DType(_Strict):
@@ -460,6 +462,10 @@ def _last(patterns, text: str) -> tuple[int, float] | None:
     best = None
     for p, compiled in patterns:
         for m in compiled.finditer(text):
+            if p.value is not None:
+                if best is None or m.start(1) >= best[0]:
+                    best = (m.start(1), p.value)
+                continue
             raw = m.group(1).replace(" ", "")
             scale = p.scale
             if raw.endswith("k"):

@@ -371,7 +371,10 @@ class Assistant:
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
-            answered = {a.id for a in self.parts.figures.short_answers_of(context.subject)}
+            # (those the earlier answers showed, where this server kept them: an answer the earlier words
+            # call for but no turn showed, "num_vocab_tiling" asked after the logits' figures, is still new)
+            answered = (seen.answers if seen is not None
+                        else {a.id for a in self.parts.figures.short_answers_of(context.subject)})
             combined = self.parts.figures_for(f"{context.subject}\n{question}", language)
             # the code of the conversation's own answer, when it has some, not answers that only the
             # earlier turns' words and this one's together happen to match

@@ -1207,3 +1207,20 @@ def test_a_random_draw_s_size_its_figures_and_the_code_for_its_counts_follow_one
     third = _ask(client, {"question": "i only need the number of successes per probability. what code should i "
                                       "write instead so it fits?", "conversation_id": first["conversation_id"]})
     assert "jax.random.binomial(key, trials, p)" in third["answer"]
+
+
+def test_the_config_key_asked_after_the_logits_figures_of_a_maxtext_run_is_num_vocab_tiling(client):
+    # the logits' figures first, then "which config parameter is it, what value, what does it do": MaxText's
+    # own key, which the earlier turns' words call for but no earlier answer showed
+    first = _ask(client, {"question": "Гоняю RL (GRPO) через tunix + maxtext на v7x, 64 чипа, модель qwen3-0.6b, длина "
+                                      "контекста 32768. "
+                                      "На micro batch 16 падает OOM на компиляции: HLO temporaries ~111 GB, а доступно "
+                                      "~94.7 GB. Модель же крошечная, remat включен — откуда столько памяти??"})
+    second = _ask(client, {"question": "посчитай сколько весят логиты f32 на ОДНУ последовательность 32768 токенов при "
+                                       "словаре 151936, и сколько будет если считать кусками по 1024 токена",
+                           "conversation_id": first["conversation_id"]})
+    assert "18.55 GiB" in second["answer"] and "593.50 MiB" in second["answer"]
+    assert "num_vocab_tiling" not in second["answer"]  # (the figures asked, alone: the key is new below)
+    third = _ask(client, {"question": "какой параметр в конфиге за это отвечает, какое значение ставить и что он "
+                                      "делает внутри?", "conversation_id": first["conversation_id"]})
+    assert third["answer"].startswith("В MaxText это ключ `num_vocab_tiling`"), third["answer"][:300]

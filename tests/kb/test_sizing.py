@@ -2702,3 +2702,13 @@ def test_a_failed_allocation_is_read_per_element_of_the_shape_the_question_write
     assert [a.subject for a in same] == ["allocation_factored"]
     # a request unrelated to the shape (far larger per element) says nothing of it
     assert not SIZING.answer("x = jnp.zeros((8192, 65536)) fails", "en", requested=8192 * 65536 * 400)
+
+
+def test_logits_of_one_sequence_asked_after_a_micro_batch_and_in_chunks_said_in_russian():
+    # "на ОДНУ последовательность" is a batch of 1, whatever batch the conversation named before;
+    # "кусками по 1024 токена" is the chunk, not the sequence
+    earlier = "GRPO через maxtext на v7x, длина контекста 32768. На micro batch 16 падает OOM на компиляции."
+    [line] = SIZING.answer("посчитай сколько весят логиты f32 на ОДНУ последовательность 32768 токенов при словаре "
+                           "151936, и сколько будет если считать кусками по 1024 токена", "ru", True, earlier=earlier)
+    assert "батч 1 × 32768 токенов × словарь 151936 × 4 Б (float32) = 18.55 GiB" in line.text, line.text
+    assert "1024 × 151936 × 4 Б = 593.50 MiB" in line.text, line.text
