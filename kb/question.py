@@ -24,7 +24,8 @@ from oomkb.kb.remedies.schema import Catalogue, Texts
 from oomkb.kb.translations import check_texts
 from oomkb.units import parse_size
 
-__all__ = ["Intents", "QuestionAnalysis", "analyse", "load_intents", "INTENTS_FILE"]
+__all__ = ["Intents", "Library", "QuestionAnalysis", "analyse", "library_argument_asked", "load_intents",
+           "names_library", "INTENTS_FILE"]
 
 INTENTS_FILE = Path(__file__).with_name("catalogue") / "intents.yaml"
 Ask = Literal["snippet", "figure", "flag", "why", "next", "yes_no", "how", "error"]
@@ -78,6 +79,11 @@ class Tried(_Strict):
     then: list[ThenAnswer] = []
 
 
+class Library(_Strict):
+    name: str = Field(description="as its project writes it")
+    names: list[str] = Field(min_length=1, description="how questions write it (lower case; a word of its own)")
+
+
 class Intents(_Strict):
     clause_breaks: list[str] = Field(min_length=1)
     negation: dict[str, list[str]] = Field(min_length=1)
@@ -93,6 +99,14 @@ class Intents(_Strict):
         "words that say what was done made no difference (\"null Effekt\", \"didn't help\"): the "
         "clause with them, or the one just before it in the same sentence, names something tried, "
         "whatever negation the phrase itself holds"))
+    libraries: list[Library] = Field(default_factory=list, description=(
+        "libraries built on JAX whose own arguments a question may ask for (\"is there an argument of "
+        "blackjax's window_adaptation to ...?\"): an answer that does not name the library says it cannot "
+        "name the argument"))
+    argument_words: list[str] = Field(default_factory=list, description=(
+        "words for an argument, option or config key of a library's API"))
+    question_words: list[str] = Field(default_factory=list, description=(
+        "words that make a sentence a question where it has no question mark (\"gibt es\", \"есть ли\")"))
     requests: list[str] = Field(default_factory=list, description=(
         "words that ask for something (\"give me the code ... with donation\"): a clause with one "
         "describes what is wanted, not what was done"))
@@ -207,6 +221,10 @@ class _Matcher:
                            for lang, words in intents.already_except.items()}
         self.tried = [(t, _pattern(t.subject), _pattern(t.done), already) for t in intents.tried]
         self.requests = _pattern(intents.requests) if intents.requests else None
+        self.libraries = [(lib, re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, lib.names)) + r")(?![\w-])"))
+                          for lib in intents.libraries]
+        self.argument_words = _pattern(intents.argument_words) if intents.argument_words else None
+        self.question_words = _pattern(intents.question_words) if intents.question_words else None
         self.no_effect = _pattern(intents.no_effect) if intents.no_effect else None
 
     def clauses(self, text: str) -> list[str]:
@@ -344,6 +362,32 @@ def analyse(text: str, language: str | None = None, *, query_vector: np.ndarray 
             asked = [m.intents.topics[best].id]
     return QuestionAnalysis(asks=asks, topics=asked, tried=tried, tried_remedies=tried_remedies,
                             sizes=sizes_in(text or ""), topics_named=named)
+
+
+#: a sentence of a question, its end included ("...? ", "。")
+_ASKED_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+
+
+def library_argument_asked(text: str, named_in: str = "", path: str = str(INTENTS_FILE)) -> list[Library]:
+    """The libraries built on JAX whose argument, option or config key `text` asks for ("Gibt es ein
+    Argument, mit dem ich das abschalte?" after "blackjax.window_adaptation"): those named anywhere in
+    `text` or in `named_in` (the conversation's earlier questions), when a sentence of `text` asks
+    for an argument."""
+    m = load_intents(path)
+    if m.argument_words is None or not m.libraries:
+        return []
+    low = (text or "").lower()
+    asked = any(m.argument_words.search(sentence) and (
+                    "?" in sentence or "？" in sentence or (m.question_words and m.question_words.search(sentence)))
+                for sentence in _ASKED_SENTENCE.findall(low))
+    both = f"{low}\n{(named_in or '').lower()}"
+    return [lib for lib, pattern in m.libraries if pattern.search(both)] if asked else []
+
+
+def names_library(text: str, library: Library) -> bool:
+    """Whether `text` names `library` (an answer that speaks of it)."""
+    low = (text or "").lower()
+    return any(re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", low) for n in library.names)
 
 
 def tried_covers(tried_ids: list[str], name: str, path: str = str(INTENTS_FILE)) -> bool:

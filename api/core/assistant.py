@@ -588,6 +588,7 @@ class Assistant:
             again = [f for f in self.parts.figures_for(context.subject, language) if f.kind == ANSWER][:1]
             figures = [f.model_copy(update={"text": join_sentences([self._msg("earlier_answer_again", language),
                                                                       f.text], language)}) for f in again]
+        figures = self._library_not_known(question, context, figures, language)
         judged = {t for f in figures for t in f.settles}
         if judged:  # a short answer that judges what was tried ("those settings are the GPU's, not host RAM")
             stated = analysis.tried if analysis.stated is None else analysis.stated
@@ -814,6 +815,24 @@ class Assistant:
         lines = self.sizing.answer(earlier[-1].question, language, earlier=before, asked=True)
         values = [float(v) for a in lines if a.subject.startswith("pool") for v in _COMPUTED_FRACTION.findall(a.text)]
         return values[-1] if values else None
+
+    def _library_not_known(self, question: str, context: conversation.Context, figures: list, language: str) -> list:
+        """An argument of a library built on JAX asked for ("is there a blackjax argument to turn that
+        off?") where no short answer speaks of that library: said first that its argument cannot be
+        named, before what the answer says of the memory in JAX (not a stock paragraph passed off as
+        the answer)."""
+        # ("which config key is it?" of the library an earlier turn named)
+        asked = question_api.library_argument_asked(question, context.subject if context.follow_up else "")
+        answers = [f for f in figures if f.kind == ANSWER]
+        if not asked or any(question_api.names_library(f.text, lib) for f in answers for lib in asked):
+            return figures
+        library = asked[0].name
+        if not answers:
+            return [FigureAnswer(kind=ANSWER, subject="library_argument_unknown",
+                                 text=self._msg("library_argument_unknown_alone", language, library=library)), *figures]
+        first = answers[0]
+        said = join_sentences([self._msg("library_argument_unknown", language, library=library), first.text], language)
+        return [f.model_copy(update={"text": said}) if f is first else f for f in figures]
 
     def _shown_before(self, earlier: list[ConversationTurn], language: str) -> Shown | None:
         """What the conversation's earlier answers showed: kept when they were answered, else

@@ -1224,3 +1224,33 @@ def test_the_config_key_asked_after_the_logits_figures_of_a_maxtext_run_is_num_v
     third = _ask(client, {"question": "какой параметр в конфиге за это отвечает, какое значение ставить и что он "
                                       "делает внутри?", "conversation_id": first["conversation_id"]})
     assert third["answer"].startswith("В MaxText это ключ `num_vocab_tiling`"), third["answer"][:300]
+
+
+@pytest.mark.parametrize("text, named_in, expected", [
+    ("blackjax.window_adaptation mit NUTS läuft in OOM. Gibt es ein Argument, mit dem ich das abschalte?", "",
+     ["BlackJAX"]),
+    ("liesel で Model.predict が OOM します。同時に処理するサンプル数を絞る引数ってありますか？", "", ["liesel"]),
+    ("какой параметр в конфиге за это отвечает?", "GRPO через tunix + maxtext на v7x", ["MaxText", "Tunix"]),
+    # a library named, no argument asked; an argument said, not asked
+    ("I use flax and get an OOM at the first step, why?", "", []),
+    ("I set the chunk_size argument of liesel to 10 and it still runs out of memory", "", []),
+])
+def test_an_argument_of_a_library_built_on_jax_is_read_as_asked(text, named_in, expected):
+    from oomkb.kb.question import library_argument_asked
+    assert [lib.name for lib in library_argument_asked(text, named_in)] == expected
+
+
+def test_an_argument_asked_of_a_library_no_answer_speaks_of_is_said_not_known_before_the_mechanism(client):
+    # blackjax's window_adaptation keeping every step's info: its argument cannot be named; what the
+    # scan does with per-step outputs follows (not the backward pass's residuals, nor an invented argument)
+    body = _ask(client, {"question": "blackjax.window_adaptation mit NUTS läuft bei mir bei vielen Variablen in OOM – "
+                                     "anscheinend speichert der scan für jeden Adaptionsschritt die komplette "
+                                     "AdaptationInfo. Gibt es ein Argument, mit dem ich das abschalte? Welcher Wert "
+                                     "genau, bitte mit Code."})
+    assert body["language"] == "de"
+    assert body["answer"].startswith("Das eigene Argument von BlackJAX dafür kann ich nicht nennen")
+    assert "stapelt die ys jedes Schritts" in body["answer"].split("```")[0]
+    # an answer that speaks of the library asked about is not told it cannot name its key
+    named = _ask(client, {"question": "Welcher Parameter in der MaxText-Konfiguration steuert remat, welcher Wert spart "
+                                      "am meisten HBM?"})
+    assert "remat_policy" in named["answer"] and "kann ich nicht nennen" not in named["answer"]
