@@ -173,6 +173,13 @@ _ORDINAL_COUNT = re.compile(rf"(?<![\w])({_ORDINAL_WORDS})(?:\s*[^\W\d_]{{2,12}}
 # layout's tile, T(8,128))
 _SHAPE_WRITTEN = re.compile(r"(?:\[|(?<![a-zA-Z])\()\s*\d{1,10}(?:\s*,\s*\d{1,10}){1,5}\s*[\])]|"
                             r"(?<![a-zA-Z_])\d{1,10}(?:\s*[x×*]\s*\d{1,10}){1,5}")  # (not a name's "threefry2x32")
+#: XLA's BFC allocator, refused a block by the driver, asks again for this share of it (kBackpedalFactor),
+#: until one fits; this many sizes in a row, each that share of the last within the slack, are its retries
+BACKPEDAL = 0.9
+BACKPEDAL_SLACK = 0.012
+BACKPEDAL_MIN = 3
+#: a size said in GiB ("12.95GiB", "9.44 GiB")
+_GIB_SAID = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,3})?)\s*gib(?![a-z])")
 #: a failed allocation more than this factor of an array's bytes, and at most the second factor times
 #: them, is read per element of the array's shape (several arrays of that shape alive at once)
 REQUEST_SLACK = 1.05
@@ -990,6 +997,10 @@ class Sizing:
         series = self._batch_series(text, earlier, language)
         if series is not None:  # "b64 102.4, b96 125.8, b128 148.2 GiB: does b160 fit?": the line through them
             lines = [series, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
+        # (with a log's failed size, its evidence rule says it: gpu-allocation-backpedal)
+        retried = self._backpedal(f"{earlier}\n{text}", None, language) if not requested else None
+        if retried is not None:  # "14.39GiB, then 12.95, 11.66, 10.49, 9.44": one reservation retried at 90%
+            lines = [retried, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         scaled = self._batch_scaled(text, earlier, language) if earlier else None
         if scaled is not None:  # "batch 1024 needed >215 GB; at 256, does it fit?": that need scaled
             lines.insert(0, scaled)
@@ -3256,6 +3267,39 @@ class Sizing:
         return FigureAnswer(kind=KIND, subject=subject, text=self._join(parts, language),
                             value_bytes=int(size), sources=["computed"], cite=SCORES_CITE,
                             snippet=self._shard_code(written[-4:] or [dims], dtype_name, s, text))
+
+    @staticmethod
+    def backpedal(text: str, requested: int | None) -> list[float]:
+        """The failed sizes (`requested`, then those `text` says in GiB, in order) that are one block
+        retried at 90% each time (BACKPEDAL_MIN of them at least), else []."""
+        sizes = [float(requested)] if requested else []
+        sizes += [float(m.group(1)) * (1 << 30) for m in _GIB_SAID.finditer((text or "").lower())]
+        chain: list[float] = []
+        for size in sizes:
+            if chain and abs(size - chain[-1]) <= BACKPEDAL_SLACK * chain[-1]:
+                continue  # (the same size said twice: the log's line, then the question's)
+            if not chain or abs(size - BACKPEDAL * chain[-1]) <= BACKPEDAL_SLACK * chain[-1]:
+                chain.append(size)
+            elif len(chain) < BACKPEDAL_MIN:
+                chain = [size]
+        return chain if len(chain) >= BACKPEDAL_MIN else []
+
+    def _backpedal(self, text: str, requested: int | None, language: str) -> FigureAnswer | None:
+        """Failed allocations each 90% of the one before ("14.39GiB, then 12.95, 11.66, 10.49"): XLA's
+        BFC allocator asking the driver again for 90% of a block it was refused, not the program's
+        need; against the card named, the first is the pool's fraction."""
+        chain = self.backpedal(text, requested)
+        if not chain:
+            return None
+        steps = " → ".join(format_bytes(c) for c in chain)
+        card = self.read(text).card_memory
+        if card and chain[0] <= card:
+            said = self._msg("backpedal_card", language, steps=steps, first=format_bytes(chain[0]),
+                             card=format_bytes(card), fraction=f"{chain[0] / card:.2f}")
+        else:
+            said = self._msg("backpedal", language, steps=steps)
+        return FigureAnswer(kind=KIND, subject="gpu_backpedal", text=said, value_bytes=int(chain[0]),
+                            sources=["computed"], cite=POOL_CITE)
 
     def _dtypes_in_order(self, text: str) -> list[DType]:
         """The element types `text` names, each once, in the order named."""

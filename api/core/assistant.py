@@ -282,6 +282,8 @@ class Assistant:
         if facts.get("requested_bytes") and (self.sizing.allocation_shape(said_so_far, facts["requested_bytes"])
                                              or self.sizing.pairs_requested(said_so_far, facts["requested_bytes"])):
             facts["requested_factored"] = True  # the asker's own figures multiply to it: that says what it is
+        if facts.get("requested_bytes") and self.sizing.backpedal(f"{said_so_far}\n{log or ''}", facts["requested_bytes"]):
+            facts["allocation_backpedal"] = True  # one refused block asked again at 90%: not the program's need
         shown = _user_text_as_code(facts, self._vocabulary)
         category = str(facts.get("category") or (diagnosis.category if diagnosis else "unknown"))
         # A report without an error still carries evidence (a measured donation saving, padding,

@@ -815,6 +815,15 @@ def test_cuda_driver_out_of_memory_alone_is_gpu_oom_with_exact_bytes():
     assert result.requested_bytes == 19104890880
 
 
+
+def test_cuda_executor_s_failed_device_memory_is_gpu_oom_with_exact_bytes():
+    # (the newer wording: "Failed to allocate device memory of X (N bytes): RESOURCE_EXHAUSTED: : CUDA_ERROR...")
+    log = ("E0624 16:54:38.775269    1496 cuda_executor.cc:1182] [0] Failed to allocate device memory of 14.39GiB "
+           "(15453913088 bytes): RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory\n")
+    result = parse_error(log)
+    assert result.category == "gpu_oom" and result.backend == "gpu"
+    assert result.requested_bytes == 15453913088
+
 # ----------------------------------------------------------------------------------- host
 
 

@@ -2712,3 +2712,13 @@ def test_logits_of_one_sequence_asked_after_a_micro_batch_and_in_chunks_said_in_
                            "151936, и сколько будет если считать кусками по 1024 токена", "ru", True, earlier=earlier)
     assert "батч 1 × 32768 токенов × словарь 151936 × 4 Б (float32) = 18.55 GiB" in line.text, line.text
     assert "1024 × 151936 × 4 Б = 593.50 MiB" in line.text, line.text
+
+
+def test_failed_sizes_each_ninety_percent_of_the_last_are_one_block_retried_against_the_card():
+    [line] = SIZING.answer("RTX 3080 10GB under WSL2: at startup JAX logs failed to allocate 9.00GiB, then 8.10GiB, "
+                           "7.29GiB and 6.56GiB. Is the model too big?", "en")
+    assert line.subject == "gpu_backpedal"
+    assert "(9.00 GiB → 8.10 GiB → 7.29 GiB → 6.56 GiB)" in line.text and "is 0.90 of the 10.00 GiB card" in line.text
+    # sizes that halve are no allocator's retries
+    assert not [a for a in SIZING.answer("it failed at 16.00GiB, then 8.00GiB, 4.00GiB and 2.00GiB", "en")
+                if a.subject == "gpu_backpedal"]
