@@ -267,6 +267,8 @@ _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d{1,4}),(\d{1,2})(?=\s*(?:milliard\w*
                             r"млрд\w*|миллиард\w*|million\w*|millones|milhões|mio\.?|млн\w*|миллион\w*|"
                             r"[bmk](?![a-z])|gi?b(?![a-z])|gio(?![a-z])|go(?![a-z])|гб|g\s*param|%))", re.I)
 _DIGIT_GROUP = re.compile(r"(?<=\d)_(?=\d{3}(?!\d))|(?<=\d)_(?=\d{3}_)")
+#: a count written in scientific notation ("1e9", "2.5e6"): a whole number, not a rate ("1e-3")
+_SCIENTIFIC = re.compile(r"(?<![\w.])\d(?:\.\d{1,3})?e\+?(?:[3-9]|1[0-5])(?![\w.])")
 #: a product written as one axis of a shape ("shape=(64*64, 4000000)"): that axis's length
 _AXIS_PRODUCT = re.compile(r"([(\[,]\s*)(\d{1,7}(?:\s*\*\s*\d{1,7})+)(?=\s*[,)\]])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
@@ -5234,6 +5236,7 @@ def _plain_digits(text: str) -> str:
     text = _ROWS_BY.sub(_rows_by, text)  # "16777216 rows × 1024 dims": the shape [16777216, 1024]
     text = _FIELDS_ON_GRID.sub(_fields_on_grid, text)  # "37 levels × 6 variables on the 721×1440 grid"
     text = _THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group(0)), _DIGIT_GROUP.sub("", text))
+    text = _SCIENTIFIC.sub(lambda m: str(int(float(m.group(0)))), text)  # "int(1e9) points" -> "1000000000 points"
     text = _AXIS_PRODUCT.sub(lambda m: m.group(1) + str(math.prod(int(d) for d in re.findall(r"\d+", m.group(2)))), text)
     return _bind_symbols(text)
 

@@ -36,6 +36,10 @@ CASES = [
     # a random draw far larger than its bool output: the bits and floats that make it, and the reduction drawn
     ("Ich ziehe jax.random.bernoulli(key, p, shape=(2048, 3_000_000)) auf der GPU und es will 80 GiB, obwohl die "
      "Ausgabe nur bool ist. Warum so riesig?", "de", "random_draw_temporaries", "jax.random.binomial"),
+    # the CPU backend left out of jax_platforms: jax.devices('cpu') has nothing
+    ("평가만 CPU에서 하려고 jax.devices('cpu')[0] 를 쓰니까 RuntimeError: Unknown backend cpu. Available backends are "
+     "['cuda'] 가 나와요. 스크립트 맨 위에 os.environ['JAX_PLATFORMS']='cuda' 가 있어요. 왜 그런가요?", "ko",
+     "platforms_restricted", "JAX_PLATFORMS=cuda,cpu"),
     # an array meant for the host made with jnp.* on a TPU host: made whole on the first chip first
     ("TPU v5e-8 で jnp.zeros((30 * 2**30,), dtype=jnp.uint8, device=jax.devices('cpu')[0]) としてホスト側に大きな配列を"
      "作りたいのに、TPU 側の OOM で落ちます。8 チップあるのになぜ？", "ja", "created_on_default_device", "jax.default_device"),

@@ -2722,3 +2722,8 @@ def test_failed_sizes_each_ninety_percent_of_the_last_are_one_block_retried_agai
     # sizes that halve are no allocator's retries
     assert not [a for a in SIZING.answer("it failed at 16.00GiB, then 8.00GiB, 4.00GiB and 2.00GiB", "en")
                 if a.subject == "gpu_backpedal"]
+
+
+def test_a_shape_written_in_scientific_notation_is_sized():
+    [line] = SIZING.answer("how big is x = jnp.zeros((1e5, 2e4)) in float32?", "en", True)
+    assert "[100000, 20000]" in line.text and "7.45 GiB" in line.text, line.text
