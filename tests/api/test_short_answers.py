@@ -36,6 +36,10 @@ CASES = [
     # a random draw far larger than its bool output: the bits and floats that make it, and the reduction drawn
     ("Ich ziehe jax.random.bernoulli(key, p, shape=(2048, 3_000_000)) auf der GPU und es will 80 GiB, obwohl die "
      "Ausgabe nur bool ist. Warum so riesig?", "de", "random_draw_temporaries", "jax.random.binomial"),
+    # Orbax's in-flight byte limit, not the host's RAM
+    ("Ao salvar o checkpoint com orbax aparece ValueError: Requested more bytes than we reserved space for: "
+     "120000000000 > 96000000000. A máquina tem 512 GB de RAM. O que eu mudo?", "pt", "orbax_concurrent_gb",
+     "restore_concurrent_gb"),
     # the CPU backend left out of jax_platforms: jax.devices('cpu') has nothing
     ("평가만 CPU에서 하려고 jax.devices('cpu')[0] 를 쓰니까 RuntimeError: Unknown backend cpu. Available backends are "
      "['cuda'] 가 나와요. 스크립트 맨 위에 os.environ['JAX_PLATFORMS']='cuda' 가 있어요. 왜 그런가요?", "ko",
