@@ -421,8 +421,11 @@ class Assistant:
         if context.follow_up and "snippet" in analysis.asks and not any(f.snippet for f in figures):
             # "go on, the optax snippet and the embedding's sharding": the code this turn names
             named = {f.subject for f in figures}
-            figures += [f for f in self._for_this_platform(self.parts.figures.code_named(question, language),
-                                                           facts, earlier, question) if f.subject not in named]
+            # (an answer an earlier turn showed: its code alone, "In code:", not its text again)
+            shown_before = self.parts.figures.given_with(seen.answers) if seen is not None else set()
+            figures += self._not_again([f for f in self._for_this_platform(
+                self.parts.figures.code_named(question, language), facts, earlier, question)
+                if f.subject not in named], shown_before, analysis, language)
             if not any(f.snippet for f in figures):
                 # "and how do I turn it on? the exact code": the code for what the last turn that
                 # named one was about ("offload mu/nu to the host" before it)

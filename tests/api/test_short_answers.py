@@ -36,6 +36,9 @@ CASES = [
     # a random draw far larger than its bool output: the bits and floats that make it, and the reduction drawn
     ("Ich ziehe jax.random.bernoulli(key, p, shape=(2048, 3_000_000)) auf der GPU und es will 80 GiB, obwohl die "
      "Ausgabe nur bool ist. Warum so riesig?", "de", "random_draw_temporaries", "jax.random.binomial"),
+    # pytest-xdist workers: a JAX pool each
+    ("pytest -n 8 で自作ライブラリのテストを A100 で回すと RESOURCE_EXHAUSTED が大量に出ます。-n 0 なら全部通ります。なぜ？",
+     "ja", "pytest_workers_gpu", "conftest.py"),
     # Orbax's in-flight byte limit, not the host's RAM
     ("Ao salvar o checkpoint com orbax aparece ValueError: Requested more bytes than we reserved space for: "
      "120000000000 > 96000000000. A máquina tem 512 GB de RAM. O que eu mudo?", "pt", "orbax_concurrent_gb",
