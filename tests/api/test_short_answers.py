@@ -1278,3 +1278,14 @@ def test_a_log_of_one_block_retried_at_ninety_percent_is_said_to_be_the_pool_s_r
     assert body["answer"].startswith("**Estos fallos son una sola reserva reintentada, no lo que necesita el modelo: "
                                      "el driver rechazó 9.00 GiB, el 90%"), body["answer"][:300]
     assert "pool por defecto" not in body["answer"] and "xprof" not in body["answer"].lower()
+
+
+def test_pytorch_named_as_a_front_end_of_xla_on_a_tpu_is_no_cuda_error(client):
+    # jetstream-pytorch's TPU memory lines: XLA on a TPU, answered with the weights' share per chip, not
+    # declined as "a PyTorch CUDA out-of-memory error"
+    body = _ask(client, {"question": "serving Llama-2-7B in bf16 with jetstream-pytorch on a TPU v5e-16 (4 hosts). is "
+                                     "the weight sharding actually working?",
+                         "error_log": "memory using 804.8 MiB / 15.7 GiB (4.990588%) on TPU_10(process=3,(2,2,0,0))\n"
+                                      "memory using 804.8 MiB / 15.7 GiB (4.990588%) on TPU_11(process=3,(3,2,0,0))"})
+    assert body["grounded"] and "PyTorch CUDA" not in body["answer"]
+    assert "803.47 MiB" in body["answer"], body["answer"][:600]
