@@ -522,6 +522,7 @@ class _Hit:
 #: A byte count written with thousands separators, as TPU runtime reports and kernel logs print
 #: them ("4,237,689,856"); digits with separators in other places ("153,700,88") are not read.
 _GROUPED_DIGITS = re.compile(r"\d{1,3}(?:,\d{3}){1,6}")
+_HEX = re.compile(r"0x[0-9a-fA-F]{1,12}")
 _DECIMAL_SIZE = re.compile(r"(\d{1,20}(?:\.\d{1,12})?)\s?([KMGTkmgt]?)[Bb]?")
 _DECIMAL_EXPONENT = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
@@ -545,6 +546,8 @@ def _convert(name: str, raw: str, kind: type, default_unit: str | None, decimal:
             if name.endswith("_bytes"):
                 if decimal:
                     return _decimal_bytes(raw)
+                if _HEX.fullmatch(raw):  # ptxas's "(0xc600 bytes, 0xc000 max)"
+                    return int(raw, 16)
                 if _GROUPED_DIGITS.fullmatch(raw):  # "4,237,689,856 bytes"
                     raw = raw.replace(",", "")
                 elif "," in raw:

@@ -1289,3 +1289,15 @@ def test_pytorch_named_as_a_front_end_of_xla_on_a_tpu_is_no_cuda_error(client):
                                       "memory using 804.8 MiB / 15.7 GiB (4.990588%) on TPU_11(process=3,(3,2,0,0))"})
     assert body["grounded"] and "PyTorch CUDA" not in body["answer"]
     assert "803.47 MiB" in body["answer"], body["answer"][:600]
+
+
+def test_a_fusion_xla_generated_over_the_shared_memory_limit_is_no_kernel_of_the_asker_s(client):
+    # ptxas refusing XLA's own fusion under x64: a compiler limit, not the GPU's memory nor a tile to shrink
+    body = _ask(client, {"question": "with jax_enable_x64 my jitted loss crashes on the first step on a GPU. is it an "
+                                     "OOM, should I lower the batch?",
+                         "error_log": "ptxas error   : Entry function 'fusion_7' uses too much shared data (0xd000 "
+                                      "bytes, 0xc000 max)\nfailed to load PTX text as a module: CUDA_ERROR_INVALID_PTX"})
+    assert body["answer"].startswith("**This is not the GPU's memory running out: ptxas refused a kernel that XLA "
+                                     "generated itself"), body["answer"][:300]
+    assert "52.00 KiB" in body["answer"] and "48.00 KiB" in body["answer"]
+    assert "block_k" not in body["answer"]

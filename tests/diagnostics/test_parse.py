@@ -824,6 +824,14 @@ def test_cuda_executor_s_failed_device_memory_is_gpu_oom_with_exact_bytes():
     assert result.category == "gpu_oom" and result.backend == "gpu"
     assert result.requested_bytes == 15453913088
 
+def test_ptxas_s_shared_data_over_the_block_limit_is_read_in_hexadecimal():
+    log = ("nvptx_compiler.cc:414] Error during compilation of ptx to sass: Internal: ptxas exited with non-zero "
+           "error code 65280, output: ptxas error   : Entry function 'fusion_42' uses too much shared data "
+           "(0xc600 bytes, 0xc000 max)\n")
+    result = parse_error(log)
+    assert result.category == "gpu_oom" and result.memory_space == "shared"
+    assert (result.requested_bytes, result.available_bytes) == (0xC600, 0xC000)
+
 # ----------------------------------------------------------------------------------- host
 
 
@@ -1086,6 +1094,8 @@ SAMPLES = {
     "tf_oom_when_allocating_tensor": "ResourceExhaustedError: OOM when allocating tensor of shape [4096] and type float",
     "bfc_allocator_ran_out": "Allocator (GPU_0_bfc) ran out of memory trying to allocate 32.0KiB (rounded to 32768)",
     "cuda_driver_out_of_memory": "failed to allocate 106.88M (112066560 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+    "ptxas_too_much_shared_data": "ptxas error   : Entry function 'fusion_42' uses too much shared data (0xc600 bytes, "
+                                  "0xc000 max)",
     "cuda_pinned_host_out_of_memory": "failed to alloc 17179869184 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
     "xla_gpu_host_bfc_out_of_memory": "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 15204089856 "
                                       "bytes with allocator xla_gpu_host_bfc on device 0.",
