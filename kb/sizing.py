@@ -949,6 +949,7 @@ class Sizing:
         allocation that failed; when the stated figures multiply to it, its shape counts as written
         out (a chunk size of it can be asked), and the turn that states them gets the product."""
         text, earlier = _plain_digits(text or ""), _plain_digits(earlier or "")
+        earlier = _bind_symbols(earlier, text) if earlier else earlier  # ("T = 10000" of an earlier "(T, 10, 5)")
         factored = self.allocation_shape(f"{earlier}\n{text}", requested) if requested else None
         own = factored is not None and self.allocation_shape(text, requested) is not None
         # a later turn asking for a chunk of it ("which batch_size fits?") reads the earlier turn's
@@ -5246,10 +5247,11 @@ _SYMBOL_SET = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]{0,15})\s*=\s*(\d{1,1
 _SHAPE_WITH_NAMES = re.compile(r"[(\[]\s*[A-Za-z_0-9][\w\s,]{0,80}?,[\w\s,]{0,80}?[)\]]")
 
 
-def _bind_symbols(text: str) -> str:
-    """Shapes written with the names of sizes the text sets ("n=10000000 ... indices (n, 2) int32"):
-    the names replaced by their values inside the shape, so that it is sized like one written out."""
-    values = {m.group(1): m.group(2) for m in _SYMBOL_SET.finditer(text)}
+def _bind_symbols(text: str, setting: str = "") -> str:
+    """Shapes written with the names of sizes the text (or `setting`, a later turn: "(T, 10, 5)", then
+    "with T = 10000?") sets ("n=10000000 ... indices (n, 2) int32"): the names replaced by their values
+    inside the shape, so that it is sized like one written out."""
+    values = {m.group(1): m.group(2) for m in _SYMBOL_SET.finditer(f"{text}\n{setting}")}
     if not values:
         return text
     names = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(values, key=len, reverse=True))) + r")(?![\w.])")

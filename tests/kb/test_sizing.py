@@ -2727,3 +2727,12 @@ def test_failed_sizes_each_ninety_percent_of_the_last_are_one_block_retried_agai
 def test_a_shape_written_in_scientific_notation_is_sized():
     [line] = SIZING.answer("how big is x = jnp.zeros((1e5, 2e4)) in float32?", "en", True)
     assert "[100000, 20000]" in line.text and "7.45 GiB" in line.text, line.text
+
+
+def test_a_shape_written_with_a_name_an_earlier_turn_used_is_bound_by_the_turn_that_sets_it():
+    # "(T, 10, 5)" in the first turn, "T = 10000" in the next: that buffer, once per step of the loop
+    earlier = "um lax.scan carrega um buffer ys de shape (T, 10, 5); com grad a memoria do backward fica quadratica em T"
+    [line] = SIZING.answer("se o backward guarda uma copia do buffer inteiro por passo, quanto da isso com T = 10000 em "
+                           "float32? (por passo e no total)", "pt", True, earlier=earlier)
+    assert "**Um tensor [10000, 10, 5]:** 500.000 elementos × 4 B (float32) = 1.91 MiB" in line.text, line.text
+    assert "10000 passos: 18.63 GiB" in line.text, line.text
