@@ -273,7 +273,7 @@ _SCIENTIFIC = re.compile(r"(?<![\w.])\d(?:\.\d{1,3})?e\+?(?:[3-9]|1[0-5])(?![\w.
 _AXIS_PRODUCT = re.compile(r"([(\[,]\s*)(\d{1,7}(?:\s*\*\s*\d{1,7})+)(?=\s*[,)\]])")
 _SLICE = re.compile(r"(?<![a-z0-9_])(v\d[a-z]*|tpu7x)-(\d+)(?![a-z0-9_])")
 _QUANTITIES = ("params", "layers", "batch", "seq", "kv_heads", "heads", "head_dim", "hidden",
-               "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n",
+               "tensors", "devices_times_model", "items", "vocab", "block_m", "block_k", "block_n", "block_q", "block_kv",
                "analysis_argument", "analysis_output", "analysis_alias", "analysis_temp", "max_len",
                "chips_per_host", "state_per_chip", "host_ram", "save_multiple", "steps", "new_tokens", "prompt", "num_stages", "ffn", "experts",
                "batch_from", "per_sample", "per_param_claim", "pad_multiple",
@@ -1118,6 +1118,9 @@ class Sizing:
                 or self._noun_line(turn or text, language))
         if line is not None:  # "what per-device batch fits, from these two measurements?"
             return [line]
+        blocks = self._attention_blocks(text, s, language)
+        if blocks is not None:  # "block_q = block_k = 512, head_dim 72: the blocks' VMEM?": those, not the array
+            return [blocks, *out]
         tensor = self._tensor(text, s, language, turn, requested)
         if tensor is not None and tensor.subject == "logits_tensor":  # the log's own logits say it with the fix
             out = [a for a in out if a.subject != "logits"]  # (not again from the question's words, or assumed)
@@ -3425,6 +3428,35 @@ class Sizing:
             out.append(self._msg("tensor_uneven", language, dim=_num(dims[axis]), devices=n, rows=_num(rows),
                                  even=_num(rows * n), tile=_num(-(-dims[axis] // 128) * 128)))
         return out
+
+    def _attention_blocks(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A flash attention kernel's blocks (block_q, block_kv and the head dimension, from the text or
+        the last axis of its shape): q, k, v and o, each padded to the TPU's tile and double-buffered,
+        against the generation's default scoped VMEM limit."""
+        bq = s.values.get("block_q")
+        if not bq or not s.device or not s.device.startswith("TPU"):
+            return None
+        bk = s.values.get("block_kv") or bq
+        shapes = [_dims_of(m) for m in _SHAPE.finditer(_plain_digits(text or ""))]
+        d = s.values.get("head_dim") or next((dims[-1] for dims in reversed(shapes) if len(dims) >= 3), None)
+        hw = self.figures.gens.get(s.device.removeprefix("TPU "))
+        if not d or hw is None or not hw.scoped_vmem_default_bytes:
+            return None
+        size = s.dtype.bytes if s.dtype else 4
+        sublane = 8 * max(1, int(4 // size))  # 8 rows of 32-bit, 16 of 16-bit
+        dpad = -(-int(d) // 128) * 128
+        rows = lambda n: -(-int(n) // sublane) * sublane  # noqa: E731
+        one = (2 * rows(bq) + 2 * rows(bk)) * dpad * size
+        one_raw = (2 * bq + 2 * bk) * d * size
+        total, total_raw = 2 * one, 2 * one_raw
+        verdict = self._fit_verdict(total, hw.scoped_vmem_default_bytes, language)
+        text_ = self._msg("attention_blocks", language, bq=_num(bq), bk=_num(bk), d=_num(d), dpad=dpad,
+                          dtype=s.dtype.name if s.dtype else "float32", one=format_bytes(one),
+                          one_raw=format_bytes(one_raw), total=format_bytes(total), total_raw=format_bytes(total_raw),
+                          pad_cost=format_bytes(total - total_raw), ratio=_num(round(dpad / d, 2)),
+                          scoped=format_bytes(hw.scoped_vmem_default_bytes), gen=s.device, verdict=verdict)
+        return FigureAnswer(kind=KIND, subject="attention_blocks", text=text_, value_bytes=int(total),
+                            sources=["computed"], cite=BLOCKS_CITE)
 
     def _vmem_block(self, held: float, s: Stated, language: str, text: str) -> list[str]:
         """A tensor that is a Pallas block: twice over in VMEM, against the generation's default

@@ -2736,3 +2736,14 @@ def test_a_shape_written_with_a_name_an_earlier_turn_used_is_bound_by_the_turn_t
                            "float32? (por passo e no total)", "pt", True, earlier=earlier)
     assert "**Um tensor [10000, 10, 5]:** 500.000 elementos × 4 B (float32) = 1.91 MiB" in line.text, line.text
     assert "10000 passos: 18.63 GiB" in line.text, line.text
+
+
+def test_a_flash_attention_kernel_s_blocks_are_sized_padded_and_double_buffered_not_its_whole_array():
+    [line] = SIZING.answer("Pallas flash attention on a TPU v5e, q of shape (8, 16, 4096, 80) in bf16, block_q=256, "
+                           "block_kv=512: how much VMEM do the blocks take, and what does head_dim 80 cost in padding?",
+                           "en", True)
+    assert line.subject == "attention_blocks"
+    assert ("q and o are `(256, 80)` each, k and v `(512, 80)`; in bfloat16, with the head dimension 80 padded to 128 "
+            "lanes, one set of the four takes 384.00 KiB (240.00 KiB unpadded), and double-buffered 768.00 KiB "
+            "(480.00 KiB unpadded)") in line.text, line.text
+    assert "default scoped VMEM limit of 16.00 MiB" in line.text
