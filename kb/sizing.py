@@ -851,6 +851,11 @@ class Sizing:
             # something else ("8x H100 ... ~11GB of params on each GPU")
             label, memory = card.names[0].upper(), parse_size(card.memory)
             s.shared_per_block = int(card.shared_kib * 1024) if card.shared_kib else None
+        # a kernel moved between cards ("works on the H100, fails on the MI300X"): the smallest block's
+        # shared memory of the cards named is the limit that fails
+        named_shared = [g.shared_kib for g, patterns in self._gpus if g.shared_kib and any(p.search(low) for p in patterns)]
+        if len(named_shared) > 1 and any(p.search(low) for p in self._cues.get("shared_named", [])):
+            s.shared_per_block = int(min(named_shared) * 1024)
         profile = _MIG_PROFILE.search(low)
         mig = [int(m.group(1)) << 20 for m in _CARD_MIB.finditer(low)] if _MIG.search(low) else []
         if profile:
@@ -977,8 +982,8 @@ class Sizing:
                                  share=format_bytes(whole.value_bytes / said.devices), devices=said.devices)
             lines[lines.index(whole)] = whole.model_copy(update={"text": self._join([whole.text, gathered], language)})
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
-        if line is not None:
-            lines.insert(0, line)
+        if line is not None:  # (the blocks written "128x128x128" are no array to size whole)
+            lines = [line, *(a for a in lines if a.subject not in ("tensor", "padded_tensor"))]
         state = next((a for a in lines if a.subject in ("training_state", "weights") and a.value_bytes), None)
         if state is not None:  # several slices named ("per chip on a v4-128 and a v5p-64?"): each one's share
             # (a follow-up naming another slice, "a v4-16 instead?", beside the one the conversation named)
@@ -5095,6 +5100,8 @@ def _block_shapes(low: str) -> dict[str, float]:
 _TILE_NAMED = re.compile(r"\(\s*([a-z_]*[mkn])\s*,\s*([a-z_]*[mkn])\s*,\s*([a-z_]*[mkn])\s*\)\s*[=:]\s*"
                          r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
 _TILING_TUPLE = re.compile(r"(?:tiling|tile_sizes?|block_sizes)\s*[=:]\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
+_BLOCKS_BY = re.compile(r"(?:blocks?|block sizes?|tiles?|блок\w*|тайл\w*|bloques?|blocos?|blocs?|kacheln|ブロック|블록|块|分块)"
+                        r"\s*(?:of\s*|de\s*|von\s*)?(\d{2,4})\s*[x×*]\s*(\d{2,4})\s*[x×*]\s*(\d{2,4})(?![\d.x×])")
 _SLASH_TRIPLE = re.compile(r"(?<![\d/.])(\d{2,5})\s*/\s*(\d{2,5})\s*/\s*(\d{2,5})(?![\d/])")
 
 
@@ -5106,6 +5113,8 @@ def _block_triple(low: str, named: bool) -> tuple[int, dict[str, float]] | None:
         axes = [name[-1] for name in m.group(1, 2, 3)]
         if sorted(axes) == ["k", "m", "n"]:
             found.append((m.start(), {f"block_{a}": float(v) for a, v in zip(axes, m.group(4, 5, 6))}))
+    for m in _BLOCKS_BY.finditer(low):  # "blocks 128x128x64": BLOCK_M × BLOCK_N × BLOCK_K, as Triton's configs say
+        found.append((m.start(), dict(zip(("block_m", "block_n", "block_k"), map(float, m.group(1, 2, 3))))))
     patterns = [_TILING_TUPLE, _SLASH_TRIPLE] if named else [_TILING_TUPLE]
     for pattern in patterns:
         for m in pattern.finditer(low):

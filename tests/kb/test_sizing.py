@@ -2747,3 +2747,14 @@ def test_a_flash_attention_kernel_s_blocks_are_sized_padded_and_double_buffered_
             "lanes, one set of the four takes 384.00 KiB (240.00 KiB unpadded), and double-buffered 768.00 KiB "
             "(480.00 KiB unpadded)") in line.text, line.text
     assert "default scoped VMEM limit of 16.00 MiB" in line.text
+
+
+def test_a_triton_kernel_moved_to_a_card_with_less_shared_memory_is_sized_against_that_card_s_block():
+    # "works on the H100, fails on the MI300X's LDS": the smaller card's 64 KiB, the blocks "128x128x128"
+    # read as BLOCK_M × BLOCK_N × BLOCK_K (not a [128, 128, 128] array)
+    [line] = SIZING.answer("Porting a Pallas Triton matmul from H100 to MI300X: blocks 128x128x128 in bf16 with "
+                           "num_stages=2 work on the H100 but fail on the MI300X with an LDS (shared memory) error. "
+                           "How much LDS do the A and B tiles need?", "en", True)
+    assert line.subject == "gpu_shared_blocks"
+    assert "`block_k=32` with `num_stages=3` takes 48.00 KiB of the 64.00 KiB a block gets" in line.text, line.text
+    assert "Yours, `block_k=128` with `num_stages=2`, needs 128.00 KiB" in line.text, line.text
