@@ -1006,7 +1006,7 @@ class Sizing:
         if series is not None:  # "b64 102.4, b96 125.8, b128 148.2 GiB: does b160 fit?": the line through them
             lines = [series, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         # (with a log's failed size, its evidence rule says it: gpu-allocation-backpedal)
-        retried = self._backpedal(f"{earlier}\n{text}", None, language) if not requested else None
+        retried = self._backpedal(f"{earlier}\n{text}", language) if not requested else None
         if retried is not None:  # "14.39GiB, then 12.95, 11.66, 10.49, 9.44": one reservation retried at 90%
             lines = [retried, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
         scaled = self._batch_scaled(text, earlier, language) if earlier else None
@@ -3295,11 +3295,11 @@ class Sizing:
                 chain = [size]
         return chain if len(chain) >= BACKPEDAL_MIN else []
 
-    def _backpedal(self, text: str, requested: int | None, language: str) -> FigureAnswer | None:
-        """Failed allocations each 90% of the one before ("14.39GiB, then 12.95, 11.66, 10.49"): XLA's
-        BFC allocator asking the driver again for 90% of a block it was refused, not the program's
-        need; against the card named, the first is the pool's fraction."""
-        chain = self.backpedal(text, requested)
+    def _backpedal(self, text: str, language: str) -> FigureAnswer | None:
+        """Failed allocations the text says, each 90% of the one before ("14.39GiB, then 12.95, 11.66,
+        10.49"): XLA's BFC allocator asking the driver again for 90% of a block it was refused, not the
+        program's need; against the card named, the first is the pool's fraction."""
+        chain = self.backpedal(text, None)
         if not chain:
             return None
         steps = " → ".join(format_bytes(c) for c in chain)
