@@ -184,6 +184,8 @@ _GIB_SAID = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,3})?)\s*gib(?![a-z])")
 #: them, is read per element of the array's shape (several arrays of that shape alive at once)
 REQUEST_SLACK = 1.05
 REQUEST_PER_ELEMENT_MAX = 64
+#: the largest failed request read as a size at all (an exbibyte)
+MAX_REQUEST = 1 << 60
 #: more elements than any device or host holds: dates, IDs or versions written with "x", not an array
 MAX_ELEMENTS = 1 << 50
 #: the fewest elements a kernel's block named as such is sized from (a (128, 128) tile is 16384)
@@ -3283,7 +3285,8 @@ class Sizing:
     def backpedal(text: str, requested: int | None) -> list[float]:
         """The failed sizes (`requested`, then those `text` says in GiB, in order) that are one block
         retried at 90% each time (BACKPEDAL_MIN of them at least), else []."""
-        sizes = [float(requested)] if requested else []
+        # (a figure no device holds, from a report however absurd, is no retry of anything)
+        sizes = [float(requested)] if requested and 0 < requested <= MAX_REQUEST else []
         sizes += [float(m.group(1)) * (1 << 30) for m in _GIB_SAID.finditer((text or "").lower())]
         chain: list[float] = []
         for size in sizes:
@@ -4732,7 +4735,8 @@ _TENSORS_COUNTED = re.compile(r"(?<![\w.])(\d|two|three|four|zwei|drei|vier|deux
 
 def _request_of(size: float, requested: int | None) -> bool:
     """Whether a failed allocation of `requested` bytes is several arrays of `size` bytes (of one shape)."""
-    return bool(requested and size and size * REQUEST_SLACK < requested <= REQUEST_PER_ELEMENT_MAX * size)
+    return bool(requested and size and 0 < requested <= MAX_REQUEST
+                and size * REQUEST_SLACK < requested <= REQUEST_PER_ELEMENT_MAX * size)
 
 
 def _tensors_per_layer(text: str) -> int:
