@@ -288,6 +288,15 @@ class Figures:
         ids = {a.id for a in matched}
         return [a for a in matched if not ids.intersection(a.unless)]
 
+    def asked_again(self, question: str, ids: set[str]) -> set[str]:
+        """Those of the short answers `ids` that `question` asks in its own words, its topic (the
+        first keyword group) left to the conversation: "would it use the 8 GPUs?" after an
+        AlphaFold question asks `alphafold_one_gpu` again."""
+        low = question.lower()
+        return {a.id for a, groups in self._answers if a.id in ids and len(groups) >= 2
+                and all(any(p.search(low) for p in g) for g in groups[1:])
+                and not any(p.search(low) for p in self._ruled_out[a.id])}
+
     def short_answer(self, answer_id: str, language: str) -> FigureAnswer | None:
         """The short answer `answer_id` in `language` (None: no such answer)."""
         item = next((a for a, _ in self._answers if a.id == answer_id), None)

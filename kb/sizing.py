@@ -119,6 +119,13 @@ _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
+#: a count said per card ("4 workers per GPU, so 32 on the 8 cards", "4 Prozesse pro GPU", "每张卡 4 个进程"):
+#: the count that shares one card, where the text also says the total
+_PER_CARD = (r"(?:per|each|on each|for each|pro|je|par|por|em cada|en cada|sur chaque|auf jeder|на|на каждую|на каждой)\s+"
+             r"(?:gpu|card|device|karte|gpu-karte|carte|tarjeta|placa|карту|карте|видеокарту)")
+_PER_CARD_COUNT = re.compile(_PROCESS_COUNT.pattern + r"\s*(?:\([^)]{0,30}\)\s*)?" + _PER_CARD
+                             + r"|(?:每张卡|每块卡|每个\s*gpu|每张\s*gpu|1\s*枚あたり|gpu\s*(?:1|一)\s*枚(?:あたり|に)|gpu당|카드당)\s*"
+                             r"(\d{1,2})\s*(?:个|つの|개의?)?")
 #: counts written as words before what is counted ("two jax training scripts", "a third run")
 _COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "zwei": 2, "drei": 3,
                 "vier": 4, "deux": 2, "trois": 3, "quatre": 4, "dos": 2, "tres": 3, "cuatro": 4, "dois": 2, "duas": 2,
@@ -908,7 +915,14 @@ class Sizing:
     def settings_in(log: str) -> str:
         """The GPU pool's settings that `log` shows, one `NAME=value` per line (an environment printed
         by a launcher): read beside the question, as the asker's own."""
-        return "\n".join(m.group(0) for m in _POOL_SETTING.finditer(log or ""))
+        lines = [m.group(0) for m in _POOL_SETTING.finditer(log or "")]
+        # the card the log's framework reports ("deviceMemorySize: 4.63GiB" from TensorFlow's device
+        # list, "with 14678 MB memory"): its memory, as nvidia-smi would quote it
+        reported = [round(float(m.group(1) or m.group(3)) * (1024 if (m.group(2) or "m").lower().startswith("g") else 1))
+                    for m in _LOG_CARD_MEMORY.finditer(log or "")]
+        if reported:
+            lines.append(f"GPU {max(reported)}MiB")
+        return "\n".join(lines)
 
     @staticmethod
     def process_count(text: str) -> int | None:
@@ -1168,7 +1182,10 @@ class Sizing:
         # that process's share, before the conversation's earlier split of the card
         shares = self._pool_share_short(turn, text, s, language) if _in_use_and_request(turn or "") else None
         if shares is None:  # a GB10 or Jetson: the pool is the system's RAM
-            shares = self._unified_machine(turn or text, s, language)
+            shares = self._unified_machine(turn or text, s, language, conversation=text)
+        if shares is None and _UNIFIED_SAID.search((text or "").lower()):
+            # (CUDA's unified memory: a host budget is the host RAM the pool may take, not a cap on the card)
+            shares = self._unified_for_host(turn or text, text, s, language)
         # a MIG instance is one process's alone: no split of it between processes
         mig = s.device == "MIG"
         if shares is None and not mig:
@@ -1679,6 +1696,13 @@ class Sizing:
         past = [size(m) for m in _SIZE.finditer(turn_low) if _PAST_CARD.match(turn_low, m.end())]
         budgets = past[:1] or [size(m) for m in _SIZE.finditer(turn_low)
                                if _HOST_NEAR.search(turn_low[m.end(): m.end() + 14])]
+        # a limit with the process's own share set aside ("unter 12 GB bleiben und ~3 GB für den
+        # Python-Prozess selbst"): what is left of the limit is what the pool may take of the host
+        reserved = [m for m in _SIZE.finditer(turn_low) if _FOR_PROCESS.match(turn_low, m.end())]
+        limits = [m for m in _SIZE.finditer(turn_low)
+                  if m.start() not in {r.start() for r in reserved} and not _PAST_CARD.match(turn_low, m.end())]
+        if not past and len(reserved) == 1 and len(limits) == 1 and size(limits[0]) > size(reserved[0]):
+            budgets = [size(limits[0]) - size(reserved[0])]
         if not budgets:
             return None
         card, host = s.card_memory, budgets[-1]
@@ -2071,13 +2095,13 @@ class Sizing:
         found = [(m.start(), int(m.group(1))) for p in self._blocks for m in p.finditer(low)]
         return max(found)[1] if found else None
 
-    def _unified_machine(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+    def _unified_machine(self, text: str, s: Stated, language: str, conversation: str = "") -> FigureAnswer | None:
         """A machine whose GPU shares the system's RAM (DGX Spark, Jetson) and the amount it has:
         JAX's default pool taken from it, what that leaves to the system, and a lower share."""
         if "unified_machine" not in s.cues or "mem_fraction" not in s.cues and "default_asked" not in s.cues:
             return None
         low = _plain_digits(text or "").lower()
-        if ("force_unified" in low or _FRACTION_ABOVE_ONE.search(low)
+        if ("force_unified" in low or "force_unified" in (conversation or "").lower() or _FRACTION_ABOVE_ONE.search(low)
                 or any(p.search(low) for _, patterns in self._gpus for p in patterns)):
             return None  # CUDA's unified memory on a card of its own (TF_FORCE_UNIFIED_MEMORY, a fraction of 4, an A100)
         sizes = [float(m.group(1)) for m in _GB.finditer(low)]
@@ -3176,6 +3200,9 @@ class Sizing:
         m = blocks[-1] if block else next(
             (x for x in reversed(shapes) if len(_dims_of(x)) >= 2 and math.prod(_dims_of(x)) >= 1 << 20), shapes[-1])
         dims = _dims_of(m)
+        channels = _CHANNELS_AFTER.match(text or "", m.end())
+        if channels and int(channels.group(1)) not in dims:  # "(3308x3308, 128 canales, float32)": an axis more
+            dims = [*dims, int(channels.group(1))]
         elements = 1
         for d in dims:
             elements *= d
@@ -4195,6 +4222,9 @@ class Sizing:
         low = _plain_digits(text or "").lower()
         # (the processes counted in an earlier turn, "pytest -n 12", where this one only asks the fraction again)
         counts = _process_counts(low) or _process_counts(_plain_digits(conversation or "").lower())
+        per_card = {int(next(g for g in m.groups() if g)) for m in _PER_CARD_COUNT.finditer(low)}
+        if len(counts) > 1 and len(per_card) == 1:  # "4 workers per GPU, so 32 workers on the 8 cards": 4 share one
+            counts = sorted(per_card)
         if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and not s.pool_share
                 and len(counts) == 1 and _FRACTION_ASKED.search(low)):
             return None
@@ -4638,6 +4668,10 @@ _UNIFIED_SAID = re.compile(r"tf_force_unified_memory|colabfold|run_docker\.py|un
                            r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"
                            r"통합 메모리|الذاكرة الموحدة|यूनिफाइड मेमोरी")
 #: a GPU pool setting written out (XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, TF_FORCE_UNIFIED_MEMORY=1)
+#: a GPU's memory as a framework's device list reports it in a log (TensorFlow's "deviceMemorySize:
+#: 4.63GiB", "Created TensorFlow device (... with 14678 MB memory)")
+_LOG_CARD_MEMORY = re.compile(r"devicememorysize:\s*(\d+(?:\.\d+)?)\s*(gib|mib|mb|gb)\b"
+                              r"|created tensorflow device[^\n]{0,120}?with\s+(\d+)\s*(mb)\s+memory", re.IGNORECASE)
 _POOL_SETTING = re.compile(r"(?:XLA_(?:PYTHON_)?CLIENT_[A-Z_]+|TF_FORCE_UNIFIED_MEMORY)\s*[=:]\s*[\"']?[\w.]+",
                            re.IGNORECASE)
 _FRACTION_SET = re.compile(r"xla_(?:python_)?client_mem_fraction\s*(?:[=:]\s*[\"']?|\s(?:de|from|von|от|с|de)\s+\d+(?:\.\d+)?\s+"
@@ -4783,6 +4817,13 @@ _CARD_BEFORE = re.compile(r"[a-z]\d{2,4}\s*-?\s*$|(?:rtx|gpu|card|karte|carte|pl
 #: right after a size, "past the card": how far beyond its memory a GPU's unified pool may go
 _PAST_CARD = re.compile(r"\s*(?:of\s+)?(?:past|beyond|over|more than|above|über|au-delà|en plus|más allá|además|além|a mais|сверх|больше|超出|超过|以外|を超え|넘게|넘어|से आगे|से ज़्यादा|فوق|زيادة)"
                         r"[^.?!\n]{0,16}?(?:memory|hbm|vram|card|gpu|speicher|karte|mémoire|carte|memoria|tarjeta|memória|placa|памят|карт|显存|内存|卡|メモリ|カード|메모리|카드|मेमोरी|कार्ड|الذاكرة|البطاقة)")
+#: the channels said right after a shape ("3308x3308, 128 canales"): its last axis
+_CHANNELS_AFTER = re.compile(r"[^.?!\n\d]{0,12}?(\d{1,5})\s*(?:channels?|canales|canais|canaux|kanäle|kanälen|каналов|канала|"
+                             r"通道|个通道|チャネル|チャンネル|채널|चैनल|قنوات|قناة)", re.IGNORECASE)
+#: a size set aside for the process itself ("~3 GB für den Python-Prozess selbst", "3 GB for the OS")
+_FOR_PROCESS = re.compile(r"\s*(?:\w+\s+){0,2}?(?:for|für|pour|para|на|给|に|को|لـ?)\s*(?:the\s+|den\s+|die\s+|das\s+|le\s+|la\s+|el\s+|o\s+|a\s+)?"
+                          r"(?:python|process|prozess|processus|proceso|processo|процесс|进程|プロセス|프로세스|प्रोसेस|العملية|"
+                          r"system|os\b|betriebssystem|système|sistema|систем|系统|システム|시스템|सिस्टम|النظام|rest|resto|reste)")
 _HOST_NEAR = re.compile(r"\bram\b|swap|host|cpu|memória do host|mémoire hôte|内存|ホスト|호스트|होस्ट|المضيف|хост")
 _NEEDS_WORD = re.compile(r"need|braucht|besoin|necesit|precis|нужн|需要|必要|필요|ज़रूरत|يحتاج")
 _ANY_GPU = re.compile(r"(?<![a-z0-9])(?:geforce|gtx|quadro|tesla|rtx|mx\d{3}|nvidia|cuda|gpu|nvidia-smi)(?![a-z])")

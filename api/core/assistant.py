@@ -356,6 +356,7 @@ class Assistant:
             figures = [f for f in figures if not (f.kind == "hbm" and f.value_bytes
                                                   and abs(f.value_bytes - logged) <= 0.01 * logged)]
         seen = self._shown_before(earlier, language) if context.follow_up else None
+        said_before: list[FigureAnswer] = []
         if context.follow_up and figures:
             # a general answer that the conversation's more specific one replaces stays replaced in its
             # follow-ups ("the code to keep every 200th step" after the scan's stacked outputs: not the
@@ -370,6 +371,12 @@ class Assistant:
                 "\n".join(t.question for t in earlier if t.question))})
             before = self.parts.figures.given_with(given)
             figures = self._not_again(figures, before, analysis, language)
+        if context.follow_up and seen is not None:
+            # what this turn's own words ask that an earlier turn already answered ("would it use the 8
+            # GPUs?" after "one prediction runs on one GPU")
+            said_before = [a for a in (self.parts.figures.short_answer(i, language)
+                                       for i in sorted(self.parts.figures.asked_again(question, set(seen.answers))))
+                           if a is not None]
         if (not figures and context.follow_up and context.subject
                 and ({"flag", "figure", "snippet"} & set(analysis.asks)
                      or self.parts.figures.asks_about_a_setting(question))):
@@ -464,7 +471,9 @@ class Assistant:
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").
         asked_size = bool({"figure", "yes_no"} & set(analysis.asks)) or self.sizing.asks_to_fit(question)
-        earlier_text = "\n".join(t.question for t in earlier if t.question) if context.follow_up else ""
+        # (with the pool settings and the card that an earlier turn's pasted log shows: "deviceMemorySize: 4.63GiB")
+        earlier_text = "\n".join(filter(None, (f"{t.question}\n{self.sizing.settings_in(t.error_log or '')}".strip()
+                                                for t in earlier))) if context.follow_up else ""
         # a follow-up of a conversation that was doing the arithmetic asks for it again ("and in bf16?")
         # a TPU log's own capacity is the device's memory in every figure of the answer
         capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
@@ -585,6 +594,13 @@ class Assistant:
             # not the earlier answer again
             figures = [FigureAnswer(kind=ANSWER, subject="figure_not_computed",
                                     text=self._msg("figure_not_computed", language))]
+        elif (context.follow_up and said_before and not figures and not sizes and not chosen
+              and not outcome.verdict and not req_log_new):
+            # a question this turn asks in its own words that an earlier answer already answers: that
+            # answer, said to be the same one (not "I cannot go further")
+            figures = [f.model_copy(update={"text": join_sentences([self._msg("earlier_answer_holds", language),
+                                                                      f.text], language)}) if i == 0 else f
+                       for i, f in enumerate(said_before[:1])]
         elif (context.follow_up and context.subject and not figures and not sizes and not chosen
               and not outcome.verdict and not req_log_new and {"how", "next", "flag", "snippet"} & set(analysis.asks)
               and "why" not in analysis.asks):

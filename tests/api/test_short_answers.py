@@ -393,6 +393,9 @@ CASES = [
     # a MaxText configuration's memory checked before the run, without the slice
     ("Avec MaxText, comment vérifier si ma config tient en mémoire avant de lancer, sans réserver "
      "les TPU de production ?", "fr", "maxtext_aot", "compile_topology"),
+    # one AlphaFold prediction on a box of several GPUs: one card's memory, the others idle
+    ("ColabFold로 1800 aa짜리 복합체를 돌리면 OOM이 나요. 서버에 A6000이 2x 있는데 여러 GPU를 쓰게 하면 되지 않나요?",
+     "ko", "alphafold_one_gpu", "CUDA_VISIBLE_DEVICES"),
 ]
 
 
@@ -1301,3 +1304,17 @@ def test_a_fusion_xla_generated_over_the_shared_memory_limit_is_no_kernel_of_the
                                      "generated itself"), body["answer"][:300]
     assert "52.00 KiB" in body["answer"] and "48.00 KiB" in body["answer"]
     assert "block_k" not in body["answer"]
+
+
+def test_a_follow_up_asking_in_its_own_words_what_an_earlier_answer_said_is_told_so_not_refused(client):
+    # (issue 21, round 66: "would it use the 8 GPUs?" after AlphaFold's one-GPU answer was prefixed with
+    # "without your program's figures I cannot go further")
+    first = _ask(client, {"question": "AlphaFold-Multimer has been on its first model for two days on a box with "
+                                      "4x V100 16GB, launched with run_docker.py --gpu_devices=0,1,2,3. Why so slow?"})
+    assert first["answer"].startswith(FIGURES.short_answer("alphafold_one_gpu", "en").text[:40])
+    assert "slow, not hung" in first["answer"]
+    again = _ask(client, {"question": "would a node with 8 GPUs of 40GB be better than a single 80GB card? would it "
+                                      "use all 8 gpus?", "conversation_id": first["conversation_id"]})
+    assert again["follow_up"]
+    assert again["answer"].startswith("My earlier answer already answers this: One AlphaFold"), again["answer"][:200]
+    assert "cannot go further" not in again["answer"]

@@ -162,3 +162,42 @@ def test_a_figure_said_to_be_the_program_s_need_is_not_read_as_the_pool_but_nvid
     seen = _ask(client, {"question": "nvidia-smi shows 60GB used on my A100 80GB right after import jax, nothing is "
                                      "running yet. is that a leak?"})
     assert seen["answer"].startswith("The 60 GB you see is JAX's default pool")
+
+
+def test_a_card_that_only_an_earlier_log_reports_is_the_card_of_the_unified_memory_arithmetic(client):
+    # (issue 21, round 66: TensorFlow's device line in the first turn's log was the only place the
+    # card's 4.63 GiB was said; the follow-up's fraction of 4.0 was answered with a 24 GB example, and
+    # a host budget with the process's own share set aside was read as an integrated GPU's RAM)
+    log = ("2021-10-27 13:15:43.476249: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1733] Found device 0 "
+           "with properties:\npciBusID: 0000:05:00.0 name: Tesla K20m computeCapability: 3.5\ncoreClock: 0.7055GHz "
+           "coreCount: 13 deviceMemorySize: 4.63GiB deviceMemoryBandwidth: 193.71GiB/s")
+    first = _ask(client, {"question": "Our colabfold jobs on the cluster get killed for host memory before the first "
+                                      "model finishes. This is the top of the output. How does RAM overflow when the "
+                                      "card is so small?", "error_log": log})
+    second = _ask(client, {"question": "I checked: it exports TF_FORCE_UNIFIED_MEMORY=1 and "
+                                       "XLA_PYTHON_CLIENT_MEM_FRACTION=4.0. How much can JAX take then, and how much "
+                                       "of that sits in host RAM?", "conversation_id": first["conversation_id"]})
+    assert "4 × 4.63 GiB = 18.52 GiB" in second["answer"] and "13.89 GiB" in second["answer"]
+    third = _ask(client, {"question": "The job may use at most 16 GB and I keep 4 GB for the python process itself: "
+                                      "which XLA_PYTHON_CLIENT_MEM_FRACTION then?",
+                          "conversation_id": first["conversation_id"]})
+    # (4.63 + 12) / 4.63 = 3.59: the host RAM the pool may take is the limit less the process's share
+    assert third["answer"].startswith("**`XLA_PYTHON_CLIENT_MEM_FRACTION=3.59`**"), third["answer"][:300]
+    assert "12.00 GiB" in third["answer"]
+
+
+def test_workers_counted_per_card_beside_their_total_get_the_share_of_one_card(client):
+    # (issue 21, round 66: "4 workers per GPU, so 32 on the 8 cards" said two counts, and the even
+    # split of a card was not computed at all)
+    first = _ask(client, {"question": "pytest-xdist on a node with 8x A100 40GB runs out of GPU memory right away, "
+                                      "why?"})
+    second = _ask(client, {"question": "if I run 3 workers per GPU, 24 workers over the 8 cards, with preallocation "
+                                       "left on: which XLA_PYTHON_CLIENT_MEM_FRACTION does each worker get?",
+                           "conversation_id": first["conversation_id"]})
+    assert "**3 processes on the 40.00 GiB card: `XLA_PYTHON_CLIENT_MEM_FRACTION=.30` in each**" in second["answer"]
+
+
+def test_channels_said_after_a_shape_are_its_last_axis(client):
+    # (issue 21, round 66: "3308x3308, 128 canales" was sized without its channels, 128 times too small)
+    r = _ask(client, {"question": "¿Cuánto ocupa un tensor de pares de 2048x2048 con 128 canales en float32?"})
+    assert "[2048, 2048, 128]" in r["answer"] and "2.00 GiB" in r["answer"]
