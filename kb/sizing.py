@@ -611,6 +611,13 @@ class Sizing:
                 if key not in s.values or (key == "params" and start <= at.get(key, -1) < end):
                     s.values[key] = value
                     s.from_model.append(key)
+            layers, full = s.values.get("layers"), model.values.get("layers")
+            if ("params" in s.from_model and "layers" not in s.from_model and layers and full and layers < full
+                    and model.values.get("vocab") and model.values.get("hidden")):
+                # the model cut to fewer layers ("--override_num_layers=25" of Llama-3-70B's 80): its embedding
+                # and output head whole, the rest in proportion to the layers kept
+                ends = 2 * model.values["vocab"] * model.values["hidden"]
+                s.values["params"] = ends + (model.values["params"] - ends) * layers / full
         # a baseline compared with ("vs AdamW fp32") is not the choice: read the choice without it
         baselines = [m.group(0) for p in self._cues.get("compared", []) for m in p.finditer(low)]
         # ("a bf16 reference model": its dtype is not the trained state's)

@@ -396,6 +396,9 @@ CASES = [
     # one AlphaFold prediction on a box of several GPUs: one card's memory, the others idle
     ("ColabFold로 1800 aa짜리 복합체를 돌리면 OOM이 나요. 서버에 A6000이 2x 있는데 여러 GPU를 쓰게 하면 되지 않나요?",
      "ko", "alphafold_one_gpu", "CUDA_VISIBLE_DEVICES"),
+    # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
+    ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
+     "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
 ]
 
 

@@ -201,3 +201,13 @@ def test_channels_said_after_a_shape_are_its_last_axis(client):
     # (issue 21, round 66: "3308x3308, 128 canales" was sized without its channels, 128 times too small)
     r = _ask(client, {"question": "¿Cuánto ocupa un tensor de pares de 2048x2048 con 128 canales en float32?"})
     assert "[2048, 2048, 128]" in r["answer"] and "2.00 GiB" in r["answer"]
+
+
+def test_a_public_model_cut_to_fewer_layers_is_sized_with_its_ends_whole_and_its_weights_asked_alone(client):
+    # (issue 21, round 65: Llama-3-70B run with --override_num_layers=25 was sized whole, 70.6B, and as a
+    # training state, when the bf16 weights of the cut model were asked: ~23.5B, 43.8 GiB)
+    r = _ask(client, {"question": "Training script for Llama-3 70B with num_layers=20 on a v5p-8: the bf16 weights in "
+                                  "total how many GiB, and per chip?"})
+    # 2 × 128256 × 8192 for the embedding and the head, and 20/80 of the remaining 68.5B: 19.2B × 2 B
+    assert r["answer"].startswith("**Weights:** 19.2B parameters × 2 B (bfloat16) = 35.81 GiB."), r["answer"][:200]
+    assert "8.95 GiB each" in r["answer"]
