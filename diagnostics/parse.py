@@ -894,6 +894,46 @@ def _tiled_allocations(text: str, dtype_bytes: dict[str, int]) -> list[Allocatio
     return out
 
 
+# One HLO instruction as a dump prints it: "multiply.131 = f32[1,3540,71,75,71,3]{5,4,3,2,1,0} multiply(a, b),
+# metadata={op_name="jit(run)/mul" source_file="/x.py" source_line=49}"
+_HLO_INSTRUCTION = re.compile(r"(?:^|\n)[ \t]{0,16}(?:ROOT[ \t]{1,4})?(%?[A-Za-z_][\w.\-]{0,80})[ \t]{0,4}=[ \t]{0,4}"
+                              r"([a-z]{1,4}\d{0,3})\[(\d{1,12}(?:,\d{1,12}){0,9})\](?:\{[^}\n]{0,80}\})?[ \t]{1,4}"
+                              r"([a-z][\w\-]{0,40})\(([^\n]{0,2000})")
+_HLO_SOURCE = re.compile(r'source_file="([^"\n]{1,300})"[ \t]{0,4}source_line=(\d{1,7})')
+_HLO_OP_NAME = re.compile(r'op_name="([^"\n]{1,300})"')
+_MAX_HLO_INSTRUCTIONS = 20_000
+
+
+def hlo_buffers(text: str) -> list[Allocation]:
+    """The buffers an HLO dump pasted in ``text`` defines, one per instruction, largest first: each
+    with its shape as the dump writes it (``f32[1,3540,71,75,71,3]``), its bytes (the product of
+    its dimensions × its element type's), the instruction's name and opcode (``op_type``), and the
+    JAX op and source line its metadata names. Instructions whose element type is unknown, tuples
+    and scalars are left out; a text without HLO gives []."""
+    if not isinstance(text, str) or "=" not in text:
+        return []
+    dtype_bytes = load_signatures().dtype_bytes
+    out: list[Allocation] = []
+    for n, m in enumerate(_HLO_INSTRUCTION.finditer(text)):
+        if n >= _MAX_HLO_INSTRUCTIONS:
+            break
+        size = dtype_bytes.get(m.group(2).lower())
+        dims = [int(d) for d in m.group(3).split(",")]
+        if size is None or not dims:
+            continue
+        rest = m.group(5)
+        source = _HLO_SOURCE.search(rest)
+        op_name = _HLO_OP_NAME.search(rest)
+        out.append(Allocation(size_bytes=math.prod(dims) * size, shape=f"{m.group(2)}[{m.group(3)}]",
+                              instruction=m.group(1).lstrip("%"), op_type=m.group(4),
+                              op_name=op_name.group(1) if op_name else None,
+                              source_file=source.group(1) if source else None,
+                              source_line=int(source.group(2)) if source else None,
+                              source=f"{source.group(1)}:{source.group(2)}" if source else None))
+    out.sort(key=lambda a: -(a.size_bytes or 0))
+    return [a.model_copy(update={"rank": i + 1}) for i, a in enumerate(out)]
+
+
 #: How many of a block's first lines may stand before a heading-less allocation report's first item.
 _HEADLESS_LINES = 4
 

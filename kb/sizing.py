@@ -21,6 +21,7 @@ from typing import Any
 from babel.numbers import format_decimal
 from pydantic import BaseModel, ConfigDict, Field
 
+from oomkb.diagnostics.parse import hlo_buffers
 from oomkb.units import format_bytes, parse_size
 from oomkb.kb.catalogue_file import read_model
 from oomkb.kb.evidence_rules import SEQUENCE_MIN, VOCAB_MIN
@@ -917,6 +918,28 @@ class Sizing:
     def without_repeats(self, lines: list[FigureAnswer], answered: set[str]) -> list[FigureAnswer]:
         """`lines` less those that a short answer given beside them already says (`unless`)."""
         return [a for a in lines if not answered.intersection(self.data.unless.get(a.subject, ()))]
+
+    def hlo_largest(self, log: str, language: str) -> FigureAnswer | None:
+        """The largest buffer an HLO dump pasted in `log` defines, with the instructions of that shape
+        and the source lines their metadata names; where they feed a reduction, that a fused
+        reduction never holds them. None without HLO, or when its largest buffer is small."""
+        buffers = hlo_buffers(log or "")
+        if not buffers or (buffers[0].size_bytes or 0) < HLO_BIG:
+            return None
+        top = buffers[0]
+        same = [b for b in buffers if b.shape == top.shape]
+        names = ", ".join(f"`{b.instruction}`" for b in same[:HLO_NAMES])
+        sources = list(dict.fromkeys(f"{Path(b.source_file).name}:{b.source_line}" for b in same if b.source_file))
+        parts = [self._msg("hlo_largest", language, shape=f"`{top.shape}`", size=format_bytes(top.size_bytes),
+                           count=len(same), names=names + (", …" if len(same) > HLO_NAMES else ""),
+                           sources=", ".join(sources[:HLO_NAMES]) or "—")]
+        reduced = next((b for b in buffers if b.op_type == "reduce" and (b.size_bytes or 0) < top.size_bytes
+                        and b.size_bytes >= top.size_bytes // HLO_REDUCE_MAX), None)
+        if reduced is not None and {b.op_type for b in same} & HLO_ELEMENTWISE:
+            parts.append(self._msg("hlo_reduced", language, shape=f"`{top.shape}`", reduce=f"`{reduced.shape}`",
+                                   reduce_size=format_bytes(reduced.size_bytes)))
+        return FigureAnswer(kind=KIND, subject="hlo_largest", text=self._join(parts, language),
+                            value_bytes=int(top.size_bytes), sources=["computed"])
 
     @staticmethod
     def settings_in(log: str) -> str:
@@ -4675,6 +4698,14 @@ _UNIFIED_SAID = re.compile(r"tf_force_unified_memory|colabfold|run_docker\.py|un
                            r"unified-speicher|einheitliche[nr]? speicher|унифицированн\w* памят\w*|统一内存|ユニファイドメモリ|"
                            r"통합 메모리|الذاكرة الموحدة|यूनिफाइड मेमोरी")
 #: a GPU pool setting written out (XLA_PYTHON_CLIENT_MEM_FRACTION=4.0, TF_FORCE_UNIFIED_MEMORY=1)
+#: an HLO dump's buffer worth naming (256 MiB), how many instructions of its shape to name, the
+#: elementwise opcodes that a fusion folds into the reduction they feed, and how much smaller than
+#: them (at most) that reduction's output is
+HLO_BIG = 256 << 20
+HLO_NAMES = 4
+HLO_ELEMENTWISE = {"add", "subtract", "multiply", "divide", "broadcast", "exponential", "log", "maximum", "minimum",
+                   "negate", "abs", "power", "sqrt", "rsqrt", "tanh", "convert", "select", "compare", "logistic"}
+HLO_REDUCE_MAX = 1 << 16
 #: a GPU's memory as a framework's device list reports it in a log (TensorFlow's "deviceMemorySize:
 #: 4.63GiB", "Created TensorFlow device (... with 14678 MB memory)")
 _LOG_CARD_MEMORY = re.compile(r"devicememorysize:\s*(\d+(?:\.\d+)?)\s*(gib|mib|mb|gb)\b"

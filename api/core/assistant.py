@@ -504,6 +504,12 @@ class Assistant:
             sizes = [a for a in self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True,
                                                    capacity=capacity, requested=requested) if a.snippet]
             asked_size = asked_size or bool(sizes)
+        if req_log_new and not facts.get("largest_allocation_bytes"):
+            # an HLO dump pasted instead of an allocation report: its largest buffer, first
+            hlo = self.sizing.hlo_largest(log, language)
+            if hlo is not None:
+                sizes = [hlo, *sizes]
+                asked_size = True
         sizes = self.sizing.without_repeats(sizes, {f.subject for f in figures if f.kind == ANSWER})
         if named_code and "snippet" in analysis.asks:
             # code this turn names ("a snippet that AOT-compiles our step") is not replaced by sharding code
@@ -576,6 +582,8 @@ class Assistant:
             settled = any(f.kind == ANSWER for f in figures) and (
                 ("figure" not in analysis.asks and not self.sizing.asks_to_fit(question)) or "flag" in analysis.asks)
             figures, sizes = ([*figures, *sizes] if settled else [*sizes, *figures]), []
+            # (the pasted HLO's own largest buffer says what failed: before any short answer)
+            figures = sorted(figures, key=lambda f: f.subject != "hlo_largest")
         elif sizes and {"how", "snippet"} & set(analysis.asks) and any(f.kind == ANSWER for f in figures):
             # "how do I launch it?" after a conversation of arithmetic: the way asked for first, the
             # figures this turn changed after it

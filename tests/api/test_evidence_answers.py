@@ -2020,3 +2020,17 @@ def test_tiny_requests_refused_beside_a_broken_stream_are_the_pool_gone_first(cl
     head = r.answer.split("### ")[0]
     assert "stream is uninitialized" not in (r.verdict or ""), r.verdict
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in head, head[:800]
+
+
+def test_a_pasted_hlo_dump_gets_its_largest_buffer_first_with_the_fusion_it_depends_on(client):
+    # (issue 21, round 66: a pasted HLO whose 6-D broadcast took 14.96 GiB per buffer was answered with
+    # version-regression text and nothing read from it)
+    from tests.diagnostics.test_parse import _HLO_DUMP
+
+    r = ask(client, "Seit dem jax-Update läuft mein Schritt auf der GPU in RESOURCE_EXHAUSTED. Hier ein Stück vom "
+                    "HLO-Dump: woher kommen die riesigen Puffer?", _HLO_DUMP).model_dump()
+    assert r["language"] == "de"
+    assert r["answer"].startswith("**Der größte Puffer im eingefügten HLO:** `bf16[64,8192,8192]` = 8.00 GiB, definiert "
+                                  "von 2 Instruktionen (`broadcast.7`, `exponential.9`; model.py:31, model.py:32)."), \
+        r["answer"][:300]
+    assert "`bf16[64,8192]` = 1.00 MiB" in r["answer"] and "jax.lax.map" in r["answer"]

@@ -1321,3 +1321,25 @@ def test_a_follow_up_asking_in_its_own_words_what_an_earlier_answer_said_is_told
     assert again["follow_up"]
     assert again["answer"].startswith("My earlier answer already answers this: One AlphaFold"), again["answer"][:200]
     assert "cannot go further" not in again["answer"]
+
+
+def test_the_pytest_workers_conftest_pins_each_worker_to_one_gpu_round_robin_before_jax(tmp_path):
+    # (issue 21, round 66: the conftest asked for "pins each xdist worker to one GPU round-robin" set the
+    # pool's share only)
+    import os
+    import subprocess
+    import sys
+
+    snippet = FIGURES.short_answer("pytest_workers_gpu", "en").snippet
+    seen = {}
+    for worker in ("gw0", "gw5", None):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTEST_XDIST_WORKER", "XLA_PYTHON_CLIENT_MEM_FRACTION")}
+        env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"
+        if worker:
+            env["PYTEST_XDIST_WORKER"] = worker
+        out = subprocess.run([sys.executable, "-c", snippet + "\nimport sys; print(os.environ['CUDA_VISIBLE_DEVICES'], "
+                              "os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'], 'jax' in sys.modules)"],
+                             env=env, capture_output=True, text=True, cwd=tmp_path, check=True)
+        seen[worker] = out.stdout.split()
+    assert seen == {"gw0": ["0", ".20", "False"], "gw5": ["1", ".20", "False"], None: ["0,1,2,3", ".20", "False"]}

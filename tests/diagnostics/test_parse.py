@@ -1405,3 +1405,28 @@ def test_a_peak_buffer_list_printed_by_a_python_logger_without_thread_ids_is_rea
            "I0309 12:51:51.368157 run_docker.py:247] Shape: f32[2350,2350,64]\n")
     parsed = parse_error(log)
     assert parsed.category == "gpu_oom" and parsed.allocations[0].shape == "f32[2350,2350,128]"
+
+
+# an HLO dump pasted instead of an allocation report (issue 21, round 66: nothing read its 14.96 GiB buffers)
+_HLO_DUMP = """\
+  p0.1 = bf16[64,8192]{1,0} parameter(0), metadata={op_name="x"}
+  broadcast.7 = bf16[64,8192,8192]{2,1,0} broadcast(p0.1), dimensions={0,2}, metadata={op_name="jit(step)/broadcast_in_dim" source_file="/work/model.py" source_line=31}
+  exponential.9 = bf16[64,8192,8192]{2,1,0} exponential(broadcast.7), metadata={op_name="jit(step)/exp" source_file="/work/model.py" source_line=32}
+  constant.2 = bf16[] constant(0)
+  ROOT reduce.12 = bf16[64,8192]{1,0} reduce(exponential.9, constant.2), dimensions={2}, to_apply=region_0.10, metadata={op_name="jit(step)/reduce_sum" source_file="/work/model.py" source_line=33}
+"""
+
+
+def test_hlo_buffers_are_read_from_a_pasted_dump_largest_first_with_their_source_lines():
+    from oomkb.diagnostics.parse import hlo_buffers
+
+    got = hlo_buffers(_HLO_DUMP)
+    assert [(a.instruction, a.shape, a.size_bytes, a.op_type, a.source) for a in got] == [
+        ("broadcast.7", "bf16[64,8192,8192]", 8 << 30, "broadcast", "/work/model.py:31"),
+        ("exponential.9", "bf16[64,8192,8192]", 8 << 30, "exponential", "/work/model.py:32"),
+        ("p0.1", "bf16[64,8192]", 1 << 20, "parameter", None),
+        ("reduce.12", "bf16[64,8192]", 1 << 20, "reduce", "/work/model.py:33"),
+    ]
+    assert [a.rank for a in got] == [1, 2, 3, 4]
+    assert hlo_buffers("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12 bytes") == []
+    assert hlo_buffers("") == [] and hlo_buffers("a = b") == []
