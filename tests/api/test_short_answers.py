@@ -396,6 +396,9 @@ CASES = [
     # one AlphaFold prediction on a box of several GPUs: one card's memory, the others idle
     ("ColabFold로 1800 aa짜리 복합체를 돌리면 OOM이 나요. 서버에 A6000이 2x 있는데 여러 GPU를 쓰게 하면 되지 않나요?",
      "ko", "alphafold_one_gpu", "CUDA_VISIBLE_DEVICES"),
+    # an APU under ROCm: JAX's pool taken from the system's RAM at start (issue 21, round 65: declined)
+    ("Auf einem Ryzen-APU mit ROCm verschwinden nach import jax sofort ~40 GB Speicher, die bei keinem Prozess "
+     "auftauchen. Ist das ein Leak?", "de", "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
     ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
      "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
