@@ -399,6 +399,9 @@ CASES = [
     # an APU under ROCm: JAX's pool taken from the system's RAM at start (issue 21, round 65: declined)
     ("Auf einem Ryzen-APU mit ROCm verschwinden nach import jax sofort ~40 GB Speicher, die bei keinem Prozess "
      "auftauchen. Ist das ein Leak?", "de", "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    # TensorFlow limited by the asker, the card still full: JAX's own pool (issue 21, round 66: tfp blamed)
+    ("Uso numpyro y tf.data; a TensorFlow le puse set_memory_growth y aun así nvidia-smi marca la RTX 3090 casi "
+     "llena. ¿Qué más limito?", "es", "tf_limits_not_jax", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
     # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
     ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
      "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
