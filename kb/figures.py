@@ -118,6 +118,9 @@ class ShortAnswer(_Strict):
     settles: list[str] = Field(default_factory=list, description="intents.yaml `tried` items this answer judges "
                                "(host RAM that grows: the GPU pool's settings tried do not touch it): their "
                                "general explanation is not shown beside it")
+    defaults: list[str] = Field(default_factory=list, description=(
+        "the settings (`NAME=value`) that the program this answer is about sets for itself (ColabFold's "
+        "unified memory): the arithmetic reads them with the asker's figures where the asker sets none"))
 
 
 class QuestionKind(_Strict):
@@ -160,6 +163,7 @@ class FigureAnswer(BaseModel):
     about: str | None = Field(default=None, description="the tried item it explains how to apply")
     excludes: list[str] = Field(default_factory=list, description="remedy ids this figure shows cannot help")
     settles: list[str] = Field(default_factory=list, description="tried items this answer judges")
+    defaults: list[str] = Field(default_factory=list, description="settings its program sets for itself")
 
 
 def _keyword(term: str) -> re.Pattern[str]:
@@ -452,7 +456,8 @@ class Figures:
         text = self._msg("answer", language, text=item.text.get(language) or item.text["en"], source=source)
         return FigureAnswer(kind=ANSWER, subject=item.id, text=text, sources=[where],
                             remedies=list(item.remedies), cite=item.cite, about=item.about,
-                            settles=list(item.settles), snippet=item.snippet.strip("\n") if item.snippet else None)
+                            settles=list(item.settles), defaults=list(item.defaults),
+                            snippet=item.snippet.strip("\n") if item.snippet else None)
 
 
 def load_figures(catalogue: Catalogue | None = None, dir: Path | str | None = None) -> Figures:

@@ -483,6 +483,13 @@ class Assistant:
         # the pool settings a pasted log shows ("docker env: TF_FORCE_UNIFIED_MEMORY=1 ..._MEM_FRACTION=4.0")
         # are the asker's own: the arithmetic reads them with the question
         settings = self.sizing.settings_in(log) if req_log_new else ""
+        # the settings the program an answer names sets for itself (ColabFold's unified memory), where the
+        # asker sets none of them: the arithmetic reads them as the asker's own
+        said = f"{earlier_text}\n{question}\n{settings}".lower()
+        implied = [d for f in figures if f.kind == ANSWER for d in f.defaults
+                   if d.split("=", 1)[0].lower() not in said] if not context.follow_up else []
+        if implied:
+            settings = "\n".join([settings, *implied]).strip()
         sizes = self.sizing.answer(f"{question}\n{settings}" if settings else question, language,
                                    earlier=earlier_text, capacity=capacity, shared=shared,
                                    requested=requested, used=facts.get("used_bytes"),
@@ -560,7 +567,9 @@ class Assistant:
             # nor the generation's HBM, which the arithmetic states as the capacity it used (an answer
             # to a marker the text shows, threefry's buffers, says why that array exists: it stays)
             marked = {f.subject for f in self.parts.figures.log_answers(f"{question}\n{log}", language, question)}
-            figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked]
+            # (an answer whose program's own settings the arithmetic used says where they come from: it stays)
+            figures = [f for f in figures if f.kind not in (ANSWER, "hbm", "setting_default") or f.subject in marked
+                       or (f.defaults and implied)]
         said_all = "\n".join([*(t.question for t in earlier if t.question), question])
         command = (self.commands.command(said_all, self._msg("command_from_conversation", language),
                                          cite=next((f.cite for f in [*sizes, *figures] if f.cite), None))

@@ -211,3 +211,20 @@ def test_a_public_model_cut_to_fewer_layers_is_sized_with_its_ends_whole_and_its
     # 2 × 128256 × 8192 for the embedding and the head, and 20/80 of the remaining 68.5B: 19.2B × 2 B
     assert r["answer"].startswith("**Weights:** 19.2B parameters × 2 B (bfloat16) = 35.81 GiB."), r["answer"][:200]
     assert "8.95 GiB each" in r["answer"]
+
+
+def test_colabfold_s_own_unified_memory_settings_are_sized_on_the_asker_s_card_and_job_memory(client):
+    # (issue 21, round 66: a ColabFold job killed for host RAM got no figures; ColabFold sets
+    # TF_FORCE_UNIFIED_MEMORY=1 and XLA_PYTHON_CLIENT_MEM_FRACTION=4.0 itself)
+    r = _ask(client, {"question": "LocalColabFold auf Slurm mit --mem=16G und einer 8-GB-Karte: der Job wird wegen "
+                                  "Host-Speicher gekillt. Wieso?"})
+    assert r["language"] == "de"
+    assert r["answer"].startswith("ColabFold (`colabfold_batch`, LocalColabFold) setzt")
+    assert "4 × 8.00 GiB = 32.00 GiB" in r["answer"] and "24.00 GiB" in r["answer"]
+    # the most that 16 GiB allows, a tenth left to the host: (8 + 14.4) / 8 = 2.8
+    assert "`XLA_PYTHON_CLIENT_MEM_FRACTION=2.8`" in r["answer"]
+    # a fraction the asker sets is theirs: ColabFold's default is not read over it
+    own = _ask(client, {"question": "LocalColabFold auf Slurm mit --mem=16G und einer 8-GB-Karte, ich exportiere "
+                                    "XLA_PYTHON_CLIENT_MEM_FRACTION=2.0: der Job wird wegen Host-Speicher gekillt. "
+                                    "Wieso?"})
+    assert "4 × 8.00 GiB" not in own["answer"]
