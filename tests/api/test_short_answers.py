@@ -402,6 +402,9 @@ CASES = [
     # TensorFlow limited by the asker, the card still full: JAX's own pool (issue 21, round 66: tfp blamed)
     ("Uso numpyro y tf.data; a TensorFlow le puse set_memory_growth y aun así nvidia-smi marca la RTX 3090 casi "
      "llena. ¿Qué más limito?", "es", "tf_limits_not_jax", "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+    # donation in a pmap'd train step, and none in the eval step
+    ("No meu código Flax antigo o p_train_step é jax.pmap e a memória tem duas cópias do state; como faço donate "
+     "do state nele? Preciso fazer donate no eval também?", "pt", "pmap_donate", "donate_argnums=(0,)"),
     # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
     ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
      "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
@@ -1349,3 +1352,17 @@ def test_the_pytest_workers_conftest_pins_each_worker_to_one_gpu_round_robin_bef
                              env=env, capture_output=True, text=True, cwd=tmp_path, check=True)
         seen[worker] = out.stdout.split()
     assert seen == {"gw0": ["0", ".20", "False"], "gw5": ["1", ".20", "False"], None: ["0,1,2,3", ".20", "False"]}
+
+
+def test_the_pmap_donation_snippet_donates_the_train_state_and_not_the_eval_one(tmp_path):
+    # (issue 21, round 65: "donate in my pmap train step; the eval step too?" got an FSDP rewrite)
+    import os
+    import subprocess
+    import sys
+
+    snippet = FIGURES.short_answer("pmap_donate", "en").snippet
+    check = ("\nold = state\nstate, _ = parallel_train_step(state, batch)\nkept = state\nparallel_eval_step(state, batch)"
+             "\nprint(old.is_deleted(), kept.is_deleted())")
+    out = subprocess.run([sys.executable, "-c", snippet + check], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"}, check=True)
+    assert out.stdout.split()[-2:] == ["True", "False"], out.stdout + out.stderr[-500:]
