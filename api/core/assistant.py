@@ -399,8 +399,10 @@ class Assistant:
                 facts, earlier, question)
             if "snippet" in analysis.asks and not named and earlier:
                 # the code for what the turn before was about ("offload mu/nu to the host", then "how
-                # do I turn it on?") before the code of the conversation's first subject
-                own = self._code_named_before(earlier[-1:], language, limit=2) or own
+                # do I turn it on?") before the code of the conversation's first subject (not code that
+                # an answer the conversation gave replaces: Flax's remat after Keras's RematScope)
+                own = self._code_named_before(earlier[-1:], language, limit=2,
+                                              skip=self.parts.figures.replaced_by(set(answered))) or own
             if named and not own and "snippet" in analysis.asks and conversation.asks_for_that_code(question):
                 # "the optax code for that" after "and with Adafactor?": the code of what was named
                 # before, not the stock code this turn's own words name

@@ -405,6 +405,9 @@ CASES = [
     # donation in a pmap'd train step, and none in the eval step
     ("No meu código Flax antigo o p_train_step é jax.pmap e a memória tem duas cópias do state; como faço donate "
      "do state nele? Preciso fazer donate no eval também?", "pt", "pmap_donate", "donate_argnums=(0,)"),
+    # Keras 3's own rematerialization (issue 21, round 65: Flax's nn.remat was given)
+    ("Keras 3 の JAX バックエンドで keras_hub のモデルを fine-tune してますがメモリが足りません。Keras で remat を使う方法は？",
+     "ja", "keras_remat_scope", "keras.RematScope"),
     # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
     ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
      "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
