@@ -1190,6 +1190,9 @@ class Sizing:
         stacked = self._scan_stacked(text, turn or text, s, language)
         if stacked is not None:  # "lax.scan over 2000 steps, each returns (512, 512, 3) f32": steps × that
             out = [stacked, *(a for a in out if a.subject != "tensor")]
+        patches = self._patches(turn or text, s, language)
+        if patches is not None:  # "patch_size=96, stride 4 over 256x256": the windows, each materialised
+            out = [patches, *(a for a in out if a.subject != "tensor")]
         batch = self._input_batch(turn or text, s, language)
         data = self._dataset(text, s, language) if batch is None else batch
         if data is not None and batch is not None:
@@ -1956,6 +1959,41 @@ class Sizing:
                           memory=s.memory_label or format_bytes(memory), device=s.device or "", fit=_num(memory // step))
         return FigureAnswer(kind=KIND, subject="trajectory", text=text_, value_bytes=int(counts[-1] * step),
                             sources=["computed"], cite=TRAINING_CITE)
+
+    def _patches(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """Sliding windows cut out of an image or a field ("patch_size_in=96, patch_stride=4" over
+        (32, 256, 256)): ((H − k) / stride + 1) × ((W − k) / stride + 1) windows per image without
+        padding, and their bytes for the whole batch when every window is materialised (an
+        output window size said as well: those too)."""
+        low = _plain_digits(text or "").lower()
+        size, stride = _PATCH_SIZE.search(low), _PATCH_STRIDE.search(low)
+        if size is None or stride is None:
+            return None
+        k, step = (int(next(g for g in m.groups() if g)) for m in (size, stride))
+        shapes = [_dims_of(m) for m in _SHAPE.finditer(text or "")]
+        images = [d for d in shapes if len(d) >= 2 and d[-1] > k and d[-2] > k]
+        if not images or step < 1:
+            return None
+        dims = images[-1]
+        h, w = dims[-2], dims[-1]
+        batch = math.prod(dims[:-2]) if len(dims) > 2 else 1
+        rows, cols = (h - k) // step + 1, (w - k) // step + 1
+        per_image = rows * cols
+        bytes_, dtype = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
+        in_size = batch * per_image * k * k * bytes_
+        parts = [self._msg("patches", language, k=k, stride=step, h=h, w=w, rows=rows, cols=cols,
+                           per_image=_grouped(per_image, language), batch=_grouped(batch, language),
+                           bytes=_num(bytes_), dtype=dtype, size=format_bytes(in_size))]
+        out = _PATCH_OUT.search(low)
+        total = in_size
+        if out is not None:
+            o = int(out.group(1))
+            out_size = batch * per_image * o * o * bytes_
+            total += out_size
+            parts.append(self._msg("patches_out", language, out=o, size=format_bytes(out_size)))
+        parts.append(self._msg("patches_chunk", language))
+        return FigureAnswer(kind=KIND, subject="patches", text=self._join(parts, language), value_bytes=int(total),
+                            sources=["computed"])
 
     def _scan_stacked(self, text: str, turn: str, s: Stated, language: str) -> FigureAnswer | None:
         """A loop that keeps every step's output (lax.scan's ys): the steps said × one step's array,
@@ -4858,6 +4896,14 @@ _PAST_CARD = re.compile(r"\s*(?:of\s+)?(?:past|beyond|over|more than|above|über
 #: the channels said right after a shape ("3308x3308, 128 canales"): its last axis
 _CHANNELS_AFTER = re.compile(r"[^.?!\n\d]{0,12}?(\d{1,5})\s*(?:channels?|canales|canais|canaux|kanäle|kanälen|каналов|канала|"
                              r"通道|个通道|チャネル|チャンネル|채널|चैनल|قنوات|قناة)", re.IGNORECASE)
+#: a sliding window's size and stride ("patch_size_in=96, patch_stride=4", "96x96 patches with stride 4"),
+#: and the output window's size where the text gives one ("patch_size_out=64")
+_PATCH_SIZE = re.compile(r"patch(?:_size)?(?:_in)?\s*[=:]\s*(\d{1,4})(?!\d)|(\d{1,4})\s*[x×]\s*\d{1,4}\s*(?:patches|patch\b)"
+                         r"|(?:patches|patch|window|fenêtres?|ventanas?|janelas?|fenster|окн\w*|патч\w*|窗口|パッチ|패치)"
+                         r"\s*(?:of|de|von|размером|大小为?)?\s*(\d{1,4})\s*[x×]\s*\d{1,4}")
+_PATCH_STRIDE = re.compile(r"(?:patch_)?stride\w*\s*[=:]?\s*(\d{1,4})(?!\d)|(?:шаг\w*|步长|ストライド|스트라이드|passo|paso|pas|schrittweite)"
+                           r"\s*[=:]?\s*(\d{1,4})(?!\d)")
+_PATCH_OUT = re.compile(r"patch(?:_size)?_out\s*[=:]\s*(\d{1,4})(?!\d)")
 #: a size set aside for the process itself ("~3 GB für den Python-Prozess selbst", "3 GB for the OS")
 _FOR_PROCESS = re.compile(r"\s*(?:\w+\s+){0,2}?(?:for|für|pour|para|на|给|に|को|لـ?)\s*(?:the\s+|den\s+|die\s+|das\s+|le\s+|la\s+|el\s+|o\s+|a\s+)?"
                           r"(?:python|process|prozess|processus|proceso|processo|процесс|进程|プロセス|프로세스|प्रोसेस|العملية|"

@@ -228,3 +228,15 @@ def test_colabfold_s_own_unified_memory_settings_are_sized_on_the_asker_s_card_a
                                     "XLA_PYTHON_CLIENT_MEM_FRACTION=2.0: der Job wird wegen Host-Speicher gekillt. "
                                     "Wieso?"})
     assert "4 × 8.00 GiB" not in own["answer"]
+
+
+def test_strided_windows_are_counted_and_sized_not_the_input_they_are_cut_from(client):
+    # (issue 21, round 66: "patch_size_in=96, patch_stride=4" over (32,256,256) was answered with the
+    # input's 8 MiB; the windows are 41² per image, 1.85 GiB for the batch)
+    r = _ask(client, {"question": "I cut 32x32 patches with stride 8 from a (16, 512, 512) float32 batch and vmap a "
+                                  "small net over every patch. How many patches and how much memory if they are all "
+                                  "materialised?"})
+    assert r["answer"].startswith("**Windows of 32×32 with stride 8 over 512×512:** (512 − 32) / 8 + 1 = 61 by "
+                                  "(512 − 32) / 8 + 1 = 61, so 3,721 windows per image"), r["answer"][:300]
+    assert "16 × 3,721 × 32×32 × 4 B (float32) = 232.56 MiB" in r["answer"]
+    assert "[16, 512, 512]" not in r["answer"]  # not the input the windows are cut from
