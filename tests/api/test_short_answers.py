@@ -408,6 +408,10 @@ CASES = [
     # Keras 3's own rematerialization (issue 21, round 65: Flax's nn.remat was given)
     ("Keras 3 の JAX バックエンドで keras_hub のモデルを fine-tune してますがメモリが足りません。Keras で remat を使う方法は？",
      "ja", "keras_remat_scope", "keras.RematScope"),
+    # an NNX scan body that returns the layer's whole state: its Params stacked again as outputs
+    ("My Flax nnx decoder runs its stacked layers through jax.lax.scan and the body returns nnx.state(layer) so the "
+     "dropout RNG updates; memory grew by about all the layer weights even in a forward pass. Why?", "en",
+     "nnx_scan_state_output", "nnx.Not(nnx.Param)"),
     # ColabFold's own unified-memory defaults: a job killed for host RAM on a small card
     ("LocalColabFold в Slurm: задачу убивают по лимиту памяти (--mem=16G), хотя у видеокарты всего 8 ГБ. Откуда "
      "столько памяти хоста?", "ru", "colabfold_unified_default", "TF_FORCE_UNIFIED_MEMORY=0"),
@@ -1369,3 +1373,14 @@ def test_the_pmap_donation_snippet_donates_the_train_state_and_not_the_eval_one(
     out = subprocess.run([sys.executable, "-c", snippet + check], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, check=True)
     assert out.stdout.split()[-2:] == ["True", "False"], out.stdout + out.stderr[-500:]
+
+
+def test_a_forward_only_scan_is_not_answered_with_the_backward_pass_s_residuals(client):
+    # (issue 21, round 68: "no grad, forward only" nested scans got "scan stacks residuals under jax.grad,
+    # wrap it in jax.checkpoint", a MUST-NOT)
+    body = _ask(client, {"question": "Zwei verschachtelte lax.scan auf der TPU, kein grad, nur Forward: warum braucht der "
+                                     "innere Scan so viel Speicher?"})
+    assert "scan_residuals" not in [f["subject"] for f in body["figures"]]
+    with_grad = _ask(client, {"question": "Zwei verschachtelte lax.scan unter jax.grad auf der TPU: warum braucht der "
+                                          "innere Scan so viel Speicher?"})
+    assert "scan_residuals" in [f["subject"] for f in with_grad["figures"]]
