@@ -617,9 +617,8 @@ class Assistant:
               and not outcome.verdict and not req_log_new):
             # a question this turn asks in its own words that an earlier answer already answers: that
             # answer, said to be the same one (not "I cannot go further")
-            figures = [f.model_copy(update={"text": join_sentences([self._msg("earlier_answer_holds", language),
-                                                                      f.text], language)}) if i == 0 else f
-                       for i, f in enumerate(said_before[:1])]
+            figures = [said_before[0].model_copy(update={"text": join_sentences(
+                [self._msg("earlier_answer_holds", language), said_before[0].text], language)})]
         elif (context.follow_up and context.subject and not figures and not sizes and not chosen
               and not outcome.verdict and not req_log_new and {"how", "next", "flag", "snippet"} & set(analysis.asks)
               and "why" not in analysis.asks):
