@@ -92,6 +92,48 @@ def _series_points(low: str) -> dict[int, float]:
     return points
 
 
+#: an amount of memory as written ("16.16 GB", "11,99 GiB", "512MiB"), its unit kept for the answer
+_AMOUNT = r"(\d{1,6}(?:[.,]\d{1,3}(?!\d))?)\s*(gib|gb|mib|mb|tib|tb|gio|go|mio|mo|гб|мб|g(?![a-z]))?"
+#: a measurement that moved, written from → to ("went from 11.99 GB to 6.74 GB", "von 16 auf 11 GB",
+#: "从 11.99GB 降到 6.74GB", "11.99GBから6.74GB", "11.99GB에서 6.74GB로", "من 11.99 إلى 6.74", "16 → 11 GB")
+_FROM_TO = re.compile(
+    r"(?:(?<![a-z])(?:from|von|de|da|desde|do|с|со|от)(?![a-z])|从|由|من)\s*" + _AMOUNT
+    + r"\s*(?:(?<![a-z])(?:to|auf|zu|nach|a|à|para|pra|hasta|até|до)(?![a-z])|降到|降至|减到|减少到|增加到|涨到|变成|到|إلى|الى|->|→|=>)\s*"
+    + _AMOUNT + r"|" + _AMOUNT + r"\s*(?:から|에서|से|->|→|=>)\s*" + _AMOUNT)
+#: a sentence that says a measurement dropped by an amount ("dropped by 5.129 GB on v5p-128 and by 5.105 GB")
+_DROP_VERB = re.compile(
+    r"(?<![a-z])(?:dropped|drops|decreased|reduced|fell|went down|shrank|saved|saves|saving|cut|down)(?![a-z])|"
+    r"(?:sank|sinkt|fiel|reduziert|verringert|gespart|spart|упал\w*|снизил\w*|уменьшил\w*|сократил\w*|сэкономил\w*|"
+    r"bajó|redujo|reduje|disminuyó|cayó|ahorr\w*|caiu|reduziu|diminuiu|economiz\w*|baiss\w*|diminu\w*|réduit|chuté|"
+    r"économis\w*|减少|降低|下降|节省|省了|減っ|減少|削減|줄었|감소|절약|कम हु|घट|انخفض|قل[ّ]?ت|وفر)")
+_DROP_AMOUNT = re.compile(r"(?:(?<![a-z])(?:by|um|на|en|em|of)(?![a-z])\s*|(?:减少了?|降低了?|下降了?|省了|节省了?)\s*)" + _AMOUNT)
+#: the starting values of the measurements that dropped ("the baselines were 16.16 GB vs 19.81 GB")
+_BASELINE = re.compile(r"baselines?|ausgangs\w*|basis\w*|базов\w*|исходн\w*|基线|基准|ベースライン|베이스라인|बेसलाइन|"
+                       r"الأساس\w*|référence|línea base|linha de base|valores iniciales|valores iniciais")
+#: a percentage asked for ("the saving in %", "wie viel Prozent", "百分比")
+_PERCENT_ASKED = re.compile(r"(?<![a-z])(?:percent\w*|per cent|prozent\w*|pourcentage|porcentaje|porcentagem|"
+                            r"процент\w*)|in %|en %|em %|в %|百分比|百分之|パーセント|割合|퍼센트|प्रतिशत|"
+                            r"نسبة مئوية|النسبة المئوية|بالمئة|في المئة|%\s*[?？]")
+#: the words between a measurement and the slice it is of ("5.1 GB on v5p-128", "5,1 GB auf der v5p-128")
+_LABEL_AFTER = re.compile(r"\s*(?:on|for|with|auf|bei|für|mit|на|для|sur|pour|avec|en|em|con|com|no|na|el|la|der|dem|a|la|le|un|une|"
+                          r"\(|,|:|\s)*\s*")
+#: a limit stated with its figure ("allocator limit은 138.225 GiB", "bytes_limit 30.5 GiB", "лимит 16 ГБ")
+_LIMIT_WORD = re.compile(r"(?<![a-z])(?:limit|bytes_limit|cap|budget|лимит\w*|ограничени\w*|限制|上限|限额|制限|上限値|한도|제한|"
+                         r"सीमा|लिमिट|الحد|حد|límite|limite|grenze|limit\w*)(?![a-z])")
+#: how far over it asked ("how much over", "각각 limit을 얼마나 넘는지", "насколько превышает", "um wie viel drüber")
+_OVER_ASKED = re.compile(r"how (?:much|far) (?:over|above|beyond|too much|to cut|to reduce|to shave)|by how much|exceed\w* by|"
+                         r"얼마나 넘|얼마나 초과|얼마를 줄여|얼마나 줄여|насколько (?:превыш|больше|надо (?:урезать|сократить))|на сколько (?:превыш|больше)|"
+                         r"超出多少|超过多少|超了多少|要减多少|需要减少多少|少多少|どれだけ超|どのくらい超|何.?GB.{0,6}(?:減ら|削)|"
+                         r"कितना (?:ज़्यादा|ज्यादा|ऊपर|कम करना)|بكم (?:يتجاوز|تتجاوز|يزيد|تزيد)|كم (?:يتجاوز|أحتاج أن أقلل|يجب أن أقلل)|"
+                         r"um wie ?viel (?:drüber|über|zu viel|reduzieren|kürzen)|de combien (?:dépasse|réduire|au-dessus)|"
+                         r"cuánto (?:excede|sobra|se pasa|reducir|hay que reducir)|quanto (?:passa|excede|reduzir|preciso reduzir)")
+_UNIT_SIZE = {"gib": 1 << 30, "gb": 10 ** 9, "mib": 1 << 20, "mb": 10 ** 6, "tib": 1 << 40, "tb": 10 ** 12, "gio": 1 << 30,
+              "go": 10 ** 9, "mio": 1 << 20, "mo": 10 ** 6, "гб": 1 << 30, "мб": 1 << 20, "g": 1 << 30}
+#: a card sold by its memory ("A100 80GB", "80 GB card"): a capacity, not a measured figure
+_CARD_SIZE_BEFORE = re.compile(r"(?:[ahlbt]\d{2,3}|rtx ?\d{4}\w*|v\d[a-z]*|card|gpu|карт\w*|卡)\s*(?:with\s*)?$")
+CHANGE_LABEL_REACH = 40  # characters around a measurement in which a slice name labels it
+
+
 #: a batch named ("b160", "batch 160")
 _SERIES_ASKED = re.compile(r"(?<![a-z0-9_])(?!b[123]00(?![\d.]))(?:b|bs|batch(?:[ _]size)?|lote|バッチ|배치|батч\w*|批次?)"
                            r"\s*[=:]?\s*(\d{2,5})(?![\d.])")  # (not a B200 card)
@@ -259,7 +301,9 @@ _UNIT_AFTER = re.compile(r"\s*(?:[kmgt]i?b|gb|go|гб|bytes?|bytes|%|байт|�
 MAX_FACTORS = 5  # an allocation explained by at most this many of the stated numbers
 # a number written with thousands separators: 10,000 or 10.000 or 10 000 (narrow or no-break space),
 # not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
-_THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])[1-9]\d{0,2}(?:\.\d{3})+(?![\d,)\]]|\.\d)"
+_THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])[1-9]\d{0,2}(?:\.\d{3}){2,}(?![\d,)\]]|\.\d)"
+                        # one dot group before a unit of memory is a decimal ("13.535 GiB"), not 13535 GiB
+                        r"|(?<![\d.,(\[])[1-9]\d{0,2}\.\d{3}(?![\d,)\]]|\.\d|\s*(?i:gi?b|mi?b|ti?b|g|go|mo|to|гб|мб)(?![a-zA-Z]))"
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
@@ -1048,6 +1092,12 @@ class Sizing:
         table = self._smem_table(text, language, earlier)
         if table is not None:  # "a block table of 300,000 int32 in SMEM: how many entries fit?"
             lines = [table, *(a for a in lines if a.subject not in ("tensor", "slice"))]
+        changes = self._changes(text, earlier, language)
+        if changes is not None:  # "the saving in % for all three, and the new per-device numbers?": those,
+            lines = [changes, *(a for a in lines if not a.subject.startswith("slice"))]  # not the slices' chip counts
+        over = self._over_limit(text, earlier, language)
+        if over is not None:  # "peaks 151.760 and 151.791 GiB, limit 138.225 GiB: how much over each?"
+            lines.insert(0, over)
         series = self._batch_series(text, earlier, language)
         if series is not None:  # "b64 102.4, b96 125.8, b128 148.2 GiB: does b160 fit?": the line through them
             lines = [series, *(a for a in lines if not a.subject.startswith(("gpu_pool", "pool_")))]
@@ -1920,6 +1970,104 @@ class Sizing:
             text_ = self._join([text_, extra], language)
         return FigureAnswer(kind=KIND, subject="batch_series", text=text_, value_bytes=int(predicted),
                             sources=["computed"], cite=TRAINING_CITE)
+
+    def _changes(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """Measurements the conversation says moved ("on v5p-512 it went from 11.99 GB to 6.74 GB",
+        "dropped by 5.129 GB on v5p-128 ... the baselines were 16.16 GB vs 19.81 GB") and a turn that
+        asks for the percentages: each one's change in % of where it started, and where a drop is said
+        beside its baseline, the new value. Each is computed in the unit the asker wrote."""
+        low = _plain_digits(turn or "").lower()
+        if not _PERCENT_ASKED.search(low):
+            return None
+        said = _plain_digits(f"{earlier}\n{turn}" if earlier else turn or "").lower()
+        rows: list[tuple[str, float, float, str, int]] = []  # (label, before, after, unit, decimals)
+        for sentence in re.split(r"(?<=[!?。！？\n;])|(?<=\.)\s", said):
+            for m in _FROM_TO.finditer(sentence):
+                g = m.groups()
+                a, ua, b, ub = g[0:4] if g[0] is not None else g[4:8]
+                unit = ub or ua
+                if not unit:
+                    continue
+                rows.append((self._change_label(sentence, m.start(), m.end()), _float(a), _float(b), unit,
+                             _decimals(a, b)))
+            drops = [(m, _float(m.group(1)), m.group(2)) for m in _DROP_AMOUNT.finditer(sentence)
+                     if m.group(2)] if _DROP_VERB.search(sentence) else []
+            if not drops:
+                continue
+            where = _BASELINE.search(sentence)
+            bases = [] if where is None else [(_float(x.group(1)), x.group(2)) for x in re.finditer(_AMOUNT, sentence[where.end():])
+                                              if x.group(2)]
+            if len(bases) != len(drops):
+                continue
+            for (m, d, unit), (base, _) in zip(drops, bases):
+                if 0 < d < base:
+                    rows.append((self._change_label(sentence, m.start(), m.end()), base, base - d, unit,
+                                 _decimals(m.group(1), str(base))))
+        rows = [r for r in rows if r[1] > 0 and r[1] != r[2] and math.isfinite(r[1]) and math.isfinite(r[2])]
+        if not rows:
+            return None
+        seen, lines = set(), []
+        for label, before, after, unit, places in rows:
+            if (label, before, after) in seen:
+                continue
+            seen.add((label, before, after))
+            unit_ = _UNIT_WRITTEN.get(unit, unit.upper())
+            percent = abs(before - after) / before * 100
+            key = "change_row_down" if after < before else "change_row_up"
+            lines.append(self._msg(key, language, label=f"{label}: " if label else "",
+                                   before=f"{_places(before, places)} {unit_}", after=f"{_places(after, places)} {unit_}",
+                                   delta=f"{_places(abs(before - after), places)} {unit_}", percent=f"{percent:.1f}"))
+        text_ = self._msg("changes", language, rows=_LIST_SEPARATOR.get(language, "; ").join(lines))
+        return FigureAnswer(kind=KIND, subject="changes", text=text_, sources=["computed"])
+
+    def _over_limit(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """Figures set against a limit the asker states ("peaks of 151.760 GiB and 151.791 GiB, allocator
+        limit 138.225 GiB: how much over each, and how much to cut?"): each one's excess over it, in the
+        limit's unit and in %, and the least cut that brings the largest under it."""
+        low = _plain_digits(turn or "").lower()
+        if not _OVER_ASKED.search(low):
+            return None
+        said = _plain_digits(f"{earlier}\n{turn}" if earlier else turn or "").lower()
+        amounts = [m for m in re.finditer(_AMOUNT, said) if m.group(2)
+                   and not _CARD_SIZE_BEFORE.search(said[max(0, m.start() - 12):m.start()])]
+        limits = [m for m in amounts if _LIMIT_WORD.search(said[max(0, m.start() - 30):m.start()])
+                  and not re.search(r"\d", said[max(0, m.start() - 30):m.start()][-12:])]
+        if not limits:
+            return None
+        limit = limits[-1]
+        unit = limit.group(2)
+        limit_bytes = _float(limit.group(1)) * _UNIT_SIZE[unit]
+        figures = [m for m in amounts if m.start() != limit.start() and _float(m.group(1)) > 0]
+        if not figures or limit_bytes <= 0:
+            return None
+        places = _decimals(limit.group(1), *(m.group(1) for m in figures))
+        unit_ = _UNIT_WRITTEN.get(unit, unit.upper())
+        rows, worst = [], 0.0
+        for number, written_unit in dict.fromkeys((m.group(1), m.group(2)) for m in figures):
+            value = _float(number) * _UNIT_SIZE[written_unit]
+            written = f"{_places(_float(number), places)} {_UNIT_WRITTEN.get(written_unit, written_unit.upper())}"
+            gap = (value - limit_bytes) / _UNIT_SIZE[unit]
+            key = "over_limit_row" if gap > 0 else "under_limit_row"
+            rows.append(self._msg(key, language, figure=written, gap=f"{_places(abs(gap), places)} {unit_}",
+                                  percent=f"{abs(value - limit_bytes) / limit_bytes * 100:.1f}"))
+            worst = max(worst, value)
+        text_ = self._msg("over_limit", language, limit=f"{_places(_float(limit.group(1)), places)} {unit_}",
+                          rows=_LIST_SEPARATOR.get(language, "; ").join(rows))
+        if worst > limit_bytes:
+            cut = (worst - limit_bytes) / _UNIT_SIZE[unit]
+            text_ = self._join([text_, self._msg("over_limit_cut", language, cut=f"{_places(cut, places)} {unit_}",
+                                                 percent=f"{(worst - limit_bytes) / worst * 100:.1f}")], language)
+        return FigureAnswer(kind=KIND, subject="over_limit", text=text_, value_bytes=int(worst), sources=["computed"])
+
+    @staticmethod
+    def _change_label(sentence: str, start: int, end: int) -> str:
+        """The TPU slice that a measurement in `sentence` is of: the one named right after it ("by 5.1 GB
+        on v5p-128"), else the last one before it ("on v5p-512 it went from ...")."""
+        after = _SLICE.search(sentence[end:end + CHANGE_LABEL_REACH])
+        if after is not None and _LABEL_AFTER.fullmatch(sentence[end:end + after.start()]):
+            return after.group(0)
+        before = list(_SLICE.finditer(sentence[max(0, start - CHANGE_LABEL_REACH):start]))
+        return before[-1].group(0) if before else ""
 
     def _raw_bytes(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
         """Byte counts the text quotes bare (memory_stats' "bytes_in_use": 1606439424), asked in GiB:
@@ -5443,6 +5591,26 @@ def _grouped(n: float, language: str) -> str:
         return format_decimal(int(n), locale=language)
     except (ArithmeticError, ValueError):  # (beyond babel's decimal precision: the digits as they are)
         return str(int(n))
+
+
+def _decimals(*written: str) -> int:
+    """The decimals the asker wrote their figures with (at most 3)."""
+    return min(3, max(0, *(len(re.split(r"[.,]", w, maxsplit=1)[1]) if re.search(r"[.,]", w) else 0 for w in written)))
+
+
+def _float(written: str) -> float:
+    """A figure as written, with a decimal point or a decimal comma ("11,99")."""
+    return float(written.replace(",", "."))
+
+
+def _places(x: float, places: int) -> str:
+    """`x` to the decimals the asker used, without trailing zeros ("16.160" -> "16.16", "30.0" -> "30")."""
+    return f"{x:.{places}f}".rstrip("0").rstrip(".") if places else f"{x:.0f}"
+
+
+#: units as the answer writes them
+_UNIT_WRITTEN = {"gib": "GiB", "gb": "GB", "mib": "MiB", "mb": "MB", "tib": "TiB", "tb": "TB", "gio": "Gio", "go": "Go",
+                 "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "GB"}
 
 
 def _num(x: float) -> str:

@@ -93,7 +93,7 @@ ESTIMATES_BESIDE_AN_ANSWER = frozenset({"training_state"})
 SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "chunks", "batch_line", "allocation_factored",
                                "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
                                "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled",
-                               "pairwise", "pairwise_log", "pool_unified_machine"})
+                               "pairwise", "pairwise_log", "pool_unified_machine", "changes"})
 #: JAX's GPU pool settings named in a text: advice on memory, beside a verdict that memory is not the cause
 _POOL_SETTINGS = re.compile(r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)")
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):

@@ -116,6 +116,21 @@ def test_a_follow_up_asking_for_the_code_gets_the_kernel_limit_computed_from_the
     assert "bm, bk, bn = 512, 1024, 4096" in third["answer"]
 
 
+def test_a_follow_up_asking_for_the_saving_in_percent_gets_it_from_every_turns_figures_first(client):
+    # a drop measured on two slices beside their baselines, then a third measured from → to, and the
+    # saving asked in %: each one's percentage and new value lead, not the slices' chip counts again
+    cid = _ask(client, {"question": "we switched maxtext to the nested block scan with per-sub-layer remat. "
+                                    "per-device memory dropped by 5.129 GB on v5p-128 and by 5.105 GB on tpu7x-64, "
+                                    "even though the baselines were different (16.16 GB vs 19.81 GB). why the same "
+                                    "saving?"})["conversation_id"]
+    r = _ask(client, {"question": "ok. on v5p-512 it went from 11.99 GB to 6.74 GB. can you give me the saving in % "
+                                  "for all three and the new per-device numbers?", "conversation_id": cid})
+    first = r["answer"].split("\n", 1)[0]
+    assert "v5p-128: 16.16 GB → 11.031 GB" in first and "(−31.7 %)" in first, r["answer"]
+    assert "tpu7x-64: 19.81 GB → 14.705 GB" in first and "(−43.8 %)" in first, r["answer"]
+    assert "counts TensorCores" not in r["answer"], r["answer"]
+
+
 @pytest.mark.parametrize("question", [
     "How do I add padding to a div in CSS?", "패딩 세탁은 어떻게 하나요?",  # a padded jacket
     "CSS 的 padding 和 margin 有什么区别？",

@@ -2758,3 +2758,54 @@ def test_a_triton_kernel_moved_to_a_card_with_less_shared_memory_is_sized_agains
     assert line.subject == "gpu_shared_blocks"
     assert "`block_k=32` with `num_stages=3` takes 48.00 KiB of the 64.00 KiB a block gets" in line.text, line.text
     assert "Yours, `block_k=128` with `num_stages=2`, needs 128.00 KiB" in line.text, line.text
+
+
+def test_measurements_that_moved_give_their_change_in_percent_and_the_new_values_in_the_units_written():
+    first = ("per-device memory dropped by 5.129 GB on v5p-128 and by 5.105 GB on tpu7x-64, even though the "
+             "baselines were pretty different (16.16 GB vs 19.81 GB). why is the saving the same?")
+    second = "on v5p-512 it went from 11.99 GB to 6.74 GB. the saving in % for all three, and the new numbers?"
+    line = next(a for a in SIZING.answer(second, "en", earlier=first) if a.subject == "changes")
+    # 16.16 − 5.129 = 11.031 (31.7 %), 19.81 − 5.105 = 14.705 (25.8 %), 11.99 → 6.74 is 5.25 less (43.8 %)
+    assert "v5p-128: 16.16 GB → 11.031 GB, 5.129 GB less (−31.7 %)" in line.text
+    assert "tpu7x-64: 19.81 GB → 14.705 GB, 5.105 GB less (−25.8 %)" in line.text
+    assert "v5p-512: 11.99 GB → 6.74 GB, 5.25 GB less (−43.8 %)" in line.text
+    # a three-decimal size before its unit is a decimal, not thousands (not 5129 GB)
+    assert not any(a.subject.startswith("slice") for a in SIZING.answer(second, "en", earlier=first))
+
+
+@pytest.mark.parametrize("language, question, row", [
+    ("de", "Der Peak ist von 16,16 GB auf 11,03 GB gefallen. Wie viel Prozent ist das?", "16.16 GB → 11.03 GB, 5.13 GB weniger (−31.7 %)"),
+    ("zh", "v5p-128 上每卡内存从 16.16GB 降到 11.03GB，省了百分之多少？", "v5p-128: 16.16 GB → 11.03 GB，减少 5.13 GB（−31.7%）"),
+    ("ru", "пик упал с 30 ГБ до 21 ГБ, это сколько в процентах?", "30 ГБ → 21 ГБ, на 9 ГБ меньше (−30.0 %)"),
+    ("ja", "ピークが 24.5GBから 18.2GBに減りました。何パーセント減ですか？", "24.5 GB → 18.2 GB、6.3 GB 減（−25.7%）"),
+    ("en", "after the fix temp went 2.5 GiB -> 3 GiB, how many percent is that?", "2.5 GiB → 3 GiB, 0.5 GiB more (+20.0 %)"),
+])
+def test_a_change_asked_in_percent_is_computed_in_every_language(language, question, row):
+    line = next(a for a in SIZING.answer(question, language) if a.subject == "changes")
+    assert row in line.text
+
+
+def test_no_percentage_is_computed_when_none_is_asked_or_nothing_moved():
+    assert not any(a.subject == "changes" for a in SIZING.answer("it went from 11.99 GB to 6.74 GB, why?", "en"))
+    assert not any(a.subject == "changes" for a in SIZING.answer("I set 90% of 16 GB, in % how much is left?", "en"))
+
+
+@pytest.mark.parametrize("language, question, parts", [
+    ("ko", "두 arm의 peak HBM이 151.760 GiB와 151.791 GiB이고 allocator limit은 138.225 GiB로 나와요. 각각 limit을 얼마나 "
+           "넘는지, 최소 얼마를 줄여야 하는지 알려주세요.",
+     ["151.76 GiB는 13.535 GiB 초과 (+9.8%)", "151.791 GiB는 13.566 GiB 초과", "최소 13.566 GiB(8.9%)"]),
+    # a card sold by its size is not a figure set against the limit; GB and GiB are converted
+    ("en", "my step peaks at 17.2 GB on an A100 40GB and the bytes_limit is 15.5 GiB. how much over is it?",
+     ["Against the limit of 15.5 GiB: 17.2 GB is 0.5 GiB over it (+3.3 %)"]),
+    ("ru", "пик 20 ГБ при лимите 16 ГБ, насколько превышаю?", ["20 ГБ выше него на 4 ГБ (+25.0 %)", "не меньше 4 ГБ (20.0 % от него)"]),
+])
+def test_figures_set_against_a_stated_limit_give_each_excess_and_the_least_cut(language, question, parts):
+    line = next(a for a in SIZING.answer(question, language) if a.subject == "over_limit")
+    for part in parts:
+        assert part in line.text
+    assert "40 GB" not in line.text
+
+
+def test_no_excess_is_computed_without_a_limit_or_without_the_question():
+    assert not any(a.subject == "over_limit" for a in SIZING.answer("peaks of 20 GB and 16 GB, how much over?", "en"))
+    assert not any(a.subject == "over_limit" for a in SIZING.answer("peak 20 GB with a limit of 16 GB, why?", "en"))
