@@ -95,7 +95,9 @@ def main() -> int:
                 print(a["answer"])
                 if args.verbose:
                     for c in a.get("citations", []):
-                        print(f"  cite: {c.get('citation')} ({c.get('section_title')})")
+                        # (the section's title is in the answer's Sources, in the reader's language; the
+                        # field's title is the guide's own, in the guide's language)
+                        print(f"  cite: {c.get('citation')}")
                     for s in a.get("next_steps", []):
                         print(f"  next: {s.get('command') or s}")
                 print()

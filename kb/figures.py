@@ -338,6 +338,10 @@ class Figures:
         answer ("JIT session error") replaces the general one the question's words matched."""
         return {a.id for a, _ in self._answers if ids.intersection(a.unless)}
 
+    def settings_replaced_by(self, ids: set[str]) -> set[str]:
+        """The settings whose line any of the short answers `ids` makes redundant (their `replaces`)."""
+        return {name for a, _ in self._answers if a.id in ids for name in a.replaces}
+
     def follow_up_answers(self, subject: str, question: str, language: str) -> list[FigureAnswer]:
         """Short answers that a follow-up asks for in its conversation's terms ("and which policy
         keeps the matmuls?" after a remat question): those that match the subject and the

@@ -302,8 +302,9 @@ MAX_FACTORS = 5  # an allocation explained by at most this many of the stated nu
 # a number written with thousands separators: 10,000 or 10.000 or 10 000 (narrow or no-break space),
 # not inside a shape or a tuple ("(32,128,128)"), a version (0.4.31) or a decimal (2.5)
 _THOUSANDS = re.compile(r"(?<![\d.,(\[])\d{1,3}(?:,\d{3})+(?![\d,)\]]|\.\d)|(?<![\d.,(\[])[1-9]\d{0,2}(?:\.\d{3}){2,}(?![\d,)\]]|\.\d)"
-                        # one dot group before a unit of memory is a decimal ("13.535 GiB"), not 13535 GiB
-                        r"|(?<![\d.,(\[])[1-9]\d{0,2}\.\d{3}(?![\d,)\]]|\.\d|\s*(?i:gi?b|mi?b|ti?b|g|go|mo|to|гб|мб)(?![a-zA-Z]))"
+                        # one dot group before GB or TB is a decimal ("13.535 GiB", not 13535 GiB, more than any
+                        # device holds); before MiB it stays thousands, as nvidia-smi's "61.214 MiB" is in Portuguese
+                        r"|(?<![\d.,(\[])[1-9]\d{0,2}\.\d{3}(?![\d,)\]]|\.\d|\s*(?i:gi?b|ti?b|g|go|to|гб)(?![a-zA-Z]))"
                         r"|(?<![\d.,(\[])\d{1,3}(?:[\u202f\xa0]\d{3})+(?![\d])"
                         # plain spaces only with two groups or more ("6 053 381 344"), not "8 128"
                         r"|(?<![\d.,(\[])\d{1,3}(?: \d{3}){2,}(?![\d])"
@@ -4943,7 +4944,7 @@ _VALUE_ASKED = re.compile(r"(?:what|which|welche\w*|quel\w*|qual|cuál|cual|qué
 #: a software's name or "version" just before a number: a version ("cuda 11.7", "colabfold 1.5.2"), not a value
 _VERSION_BEFORE = re.compile(r"(?:cuda|cudnn|nvcc|driver|toolkit|python|jaxlib|jax|libtpu|torch|pytorch|tensorflow|tf|"
                              r"numpy|colabfold|alphafold|flax|optax|rocm|version|versión|versão|verze|версия|версии|"
-                             r"版本|バージョン|버전|संस्करण|إصدار|v)\s*[=:]?\s*$")
+                             r"版本|バージョン|버전|संस्करण|إصدار|v)\s*(?:는|은|이|가|は|が|是|为|का|की|के)?\s*[=:]?\s*$")  # ("nvcc는 11.8")
 _BARE_FRACTION = re.compile(r"(?<![\w.])(\d{1,2}\.\d{1,2})(?![\d.]|\s*(?:gb|gib|g\b|mb|mib|tb|%|x\b|×))")
 #: one card asked to behave like another ("igual à de 40GB", "like the 40GB one", "wie die 40-GB-Karte")
 _SAME_AS = re.compile(r"\b(?:same as|like the|as the|igual|como a|como la|como el|wie die|wie bei|comme la|comme sur|"

@@ -94,6 +94,9 @@ SIZES_THAT_ANSWER = frozenset({"pool_shares", "remat_policies", "saved_names", "
                                "gpu_shared_blocks", "mcmc_samples", "vmem_capacity_fractions", "pool_fractions", "microbatches",
                                "pool_for_need", "pool_like_other", "pool_even_split", "need_beyond_card", "trajectory", "batch_scaled",
                                "pairwise", "pairwise_log", "pool_unified_machine", "changes"})
+#: Arithmetic on the user's figures that only the turn asking for it gets (the change in %, the excess
+#: over a limit): not again when a later turn's question is answered with the conversation's arithmetic.
+ASKED_IN_ITS_TURN = frozenset({"changes", "over_limit"})
 #: JAX's GPU pool settings named in a text: advice on memory, beside a verdict that memory is not the cause
 _POOL_SETTINGS = re.compile(r"XLA_PYTHON_CLIENT_(?:MEM_FRACTION|PREALLOCATE|ALLOCATOR)")
 #: Arithmetic that says what the log's failed allocation is (the asker's own figures multiplied):
@@ -468,7 +471,11 @@ class Assistant:
             gone = self.parts.figures.replaced_by({f.subject for f in logged})  # (their `unless`, as for the question's)
             logged = [f for f in logged if f.subject not in gone]  # (a log answer the question's words made specific)
             # (the log's own answers first: they say what failed; the question's words matched the rest)
-            figures = logged + [f for f in figures if not (f.kind == ANSWER and f.subject in gone)]
+            # (nor a setting's line that the log's own answer makes redundant: donate_argnums beside "Donation
+            # is not implemented for ('METAL',)")
+            settled = self.parts.figures.settings_replaced_by({f.subject for f in logged})
+            figures = logged + [f for f in figures if not (f.kind == ANSWER and f.subject in gone)
+                                and not (f.kind in SETTING_KINDS and f.subject in settled)]
         # Arithmetic on the figures the conversation states (a model's state, a KV cache): shown
         # first; a follow-up gets it where its own figures change the result. It is not a figure
         # the question asked for unless asked ("how much?", "will it fit?").
@@ -500,8 +507,8 @@ class Assistant:
                                            or self.sizing.asks_max_batch(question)):
             # "ok so what max batch can I run then?", "so how much memory is that?": the conversation's
             # arithmetic answers it again (not "how much slower is it then?")
-            sizes = self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity,
-                                       requested=requested)
+            sizes = [a for a in self.sizing.answer(f"{earlier_text}\n{question}", language, asked=True, capacity=capacity,
+                                                   requested=requested) if a.subject not in ASKED_IN_ITS_TURN]
             asked_size = asked_size or bool(sizes)
         # code this turn names by its name ("a snippet that AOT-compiles ..."), unless it writes out the
         # array that code is to be made of ("a shard_map skeleton for [128, 3072, 4096]")

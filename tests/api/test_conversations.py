@@ -129,6 +129,10 @@ def test_a_follow_up_asking_for_the_saving_in_percent_gets_it_from_every_turns_f
     assert "v5p-128: 16.16 GB → 11.031 GB" in first and "(−31.7 %)" in first, r["answer"]
     assert "tpu7x-64: 19.81 GB → 14.705 GB" in first and "(−43.8 %)" in first, r["answer"]
     assert "counts TensorCores" not in r["answer"], r["answer"]
+    # a later turn asking another figure does not get the percentages again
+    third = _ask(client, {"question": "roughly how big is one sub-layer's gathered expert kernel per device then?",
+                          "conversation_id": cid})
+    assert "(−31.7 %)" not in third["answer"], third["answer"]
 
 
 @pytest.mark.parametrize("question", [

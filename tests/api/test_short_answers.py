@@ -990,6 +990,55 @@ def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_librarie
     assert "기본값" not in tried["answer"] and ".95" not in tried["answer"]  # no pool settings' glossary after it
 
 
+@pytest.mark.parametrize("language, body, start", [
+    ("ko", {"question": "localcolabfold 설치는 잘 됐는데 예측 돌리면 바로 멈춰요. 4090(24GB)인데 테스트 서열 하나로도 메모리가 "
+                        "부족하다는 게 말이 되나요? nvcc는 11.8이고 nvidia-smi에는 드라이버 535 / CUDA 12.2로 나와요.",
+            "error_log": "Could not predict test. Not Enough GPU memory? FAILED_PRECONDITION: DNN library initialization "
+                         "failed. Look at the errors above for more details."},
+     "cuDNN, cuSolver, cuBLAS handle이"),
+    ("en", {"question": "jax.numpy.linalg.eigh dies with `cuSolver internal error` on a 3090 even for a 4x4 matrix. "
+                        "pip list shows jax 0.4.30, jaxlib 0.4.30+cuda12.cudnn89 and nvidia-cusolver-cu11. memory?"},
+     "A cuDNN, cuSolver or cuBLAS handle that fails at the very first call"),
+])
+def test_a_cuda_library_failing_to_start_beside_the_versions_quoted_is_read_as_a_mismatch_first(client, language, body, start):
+    # (held-out round 70: "DNN library initialization failed" with nvcc 11.8 and a CUDA 12.2 driver got the
+    # pool's memory reading, and the "11.8" of nvcc was read as XLA_PYTHON_CLIENT_MEM_FRACTION=11.8)
+    r = _ask(client, body)
+    assert r["grounded"] and r["language"] == language
+    assert r["answer"].startswith(start), r["answer"]
+    assert "jax.print_environment_info()" in r["answer"] and "LD_LIBRARY_PATH" in r["answer"]
+    assert "MEM_FRACTION=11.8" not in r["answer"] and "11.8 ×" not in r["answer"]
+
+
+def test_a_backend_that_does_not_donate_is_said_so_and_donation_is_not_advised(client):
+    # (held-out round 69: jax-metal's "Donation is not implemented for ('METAL',)" was read as donated
+    # buffers whose shapes did not match, with "donate the input buffers" as the step)
+    log = ("Platform 'METAL' is experimental and not all JAX functionality may be correctly supported!\n"
+           "UserWarning: Some donated buffers were not usable: ShapedArray(float32[512,512]).\n"
+           "Donation is not implemented for ('METAL',).\nSee an explanation at "
+           "https://jax.readthedocs.io/en/latest/faq.html#buffer-donation.")
+    r = _ask(client, {"question": "Training on an M2 Max with jax-metal, donate_argnums is set on my train step but "
+                                  "memory still looks like two copies of the params. What does this mean?",
+                      "error_log": log})
+    assert r["grounded"] and r["answer"].startswith("\"Donation is not implemented for ('METAL',)\" means"), r["answer"]
+    assert "mu_dtype=jnp.bfloat16" in r["answer"]
+    assert "no output of your function matches" not in r["answer"]  # not the shapes' reading
+    assert "hbm-donate" not in [x["id"] for x in r["remedies"]] and "donate_argnums=(0,)" not in r["answer"]
+
+
+@pytest.mark.parametrize("language, question, log", [
+    ("ja", "Mac で jax-mps を使っていて、学習ループのピークメモリを測りたいのに memory_stats() が None しか返しません。"
+           "どうやってピーク使用量を取ればいいですか？", '>>> jax.devices("mps")[0].memory_stats()\nNone'),
+    ("en", "on my macbook with jax-metal, device.memory_stats() returns None. how do I see peak memory?", None),
+])
+def test_memory_stats_none_is_a_backend_without_them_not_the_cuda_pool(client, language, question, log):
+    # (held-out round 69: a Mac user got the CUDA pool's nvidia-smi reading and XLA_PYTHON_CLIENT_* lines)
+    r = _ask(client, {"question": question, **({"error_log": log} if log else {})})
+    assert r["grounded"] and r["language"] == language
+    assert "PJRT" in r["answer"] and "memory_analysis()" in r["answer"], r["answer"]
+    assert "75%" not in r["answer"] and "75 %" not in r["answer"]  # not the CUDA pool's share
+
+
 def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the_pages_from_free_memory(client):
     # (issue 21, round 46: "Out of free pages" was not said to be the engine's own allocator, and
     # "give me a script that reads the free memory and computes the pages" got no code)

@@ -2809,3 +2809,15 @@ def test_figures_set_against_a_stated_limit_give_each_excess_and_the_least_cut(l
 def test_no_excess_is_computed_without_a_limit_or_without_the_question():
     assert not any(a.subject == "over_limit" for a in SIZING.answer("peaks of 20 GB and 16 GB, how much over?", "en"))
     assert not any(a.subject == "over_limit" for a in SIZING.answer("peak 20 GB with a limit of 16 GB, why?", "en"))
+
+
+@pytest.mark.parametrize("written, read", [
+    ("13.535 GiB", "13.535 GiB"),     # a decimal: 13535 GiB is more than any device holds
+    ("5.129 GB", "5.129 GB"),
+    ("61.214 MiB", "61214 MiB"),      # nvidia-smi's 61214MiB written with a Portuguese thousands point
+    ("1.500.000 rows", "1500000 rows"),
+])
+def test_a_dot_group_is_a_decimal_before_gigabytes_and_thousands_otherwise(written, read):
+    from oomkb.kb.sizing import _plain_digits
+
+    assert _plain_digits(written) == read
