@@ -93,7 +93,8 @@ def _series_points(low: str) -> dict[int, float]:
 
 
 #: an amount of memory as written ("16.16 GB", "11,99 GiB", "512MiB"), its unit kept for the answer
-_AMOUNT = r"(\d{1,6}(?:[.,]\d{1,3}(?!\d))?)\s*(gib|gb|mib|mb|tib|tb|gio|go|mio|mo|гб|мб|g(?![a-z]))?"
+_AMOUNT = (r"(\d{1,9}(?:[.,]\d{1,3}(?!\d))?)\s*(gib|gb|mib|mb|tib|tb|kib|kb|gio|go|mio|mo|гб|мб|g(?![a-z])|bytes?(?![a-z])|"
+           r"байт\w*|字节|バイト|바이트|बाइट|بايت)?")
 #: a measurement that moved, written from → to ("went from 11.99 GB to 6.74 GB", "von 16 auf 11 GB",
 #: "从 11.99GB 降到 6.74GB", "11.99GBから6.74GB", "11.99GB에서 6.74GB로", "من 11.99 إلى 6.74", "16 → 11 GB")
 _FROM_TO = re.compile(
@@ -122,15 +123,22 @@ _LIMIT_WORD = re.compile(r"(?<![a-z])(?:limit|bytes_limit|cap|budget|лимит\
                          r"सीमा|लिमिट|الحد|حد|límite|limite|grenze|limit\w*)(?![a-z])")
 #: how far over it asked ("how much over", "각각 limit을 얼마나 넘는지", "насколько превышает", "um wie viel drüber")
 _OVER_ASKED = re.compile(r"how (?:much|far) (?:over|above|beyond|too much|to cut|to reduce|to shave)|by how much|exceed\w* by|"
+                         r"how much (?:headroom|margin|room)|cuánto margen|por cuánto|quanto de margem|por quanto|quelle marge|"
+                         r"de combien|wie viel (?:luft|spielraum|reserve)|um wie ?viel|сколько запаса|какой запас|余量多少|还剩多少余量|"
+                         r"余裕はどれ|여유가 얼마|여유는|कितना मार्जिन|كم الهامش|"
                          r"얼마나 넘|얼마나 초과|얼마를 줄여|얼마나 줄여|насколько (?:превыш|больше|надо (?:урезать|сократить))|на сколько (?:превыш|больше)|"
                          r"超出多少|超过多少|超了多少|要减多少|需要减少多少|少多少|どれだけ超|どのくらい超|何.?GB.{0,6}(?:減ら|削)|"
                          r"कितना (?:ज़्यादा|ज्यादा|ऊपर|कम करना)|بكم (?:يتجاوز|تتجاوز|يزيد|تزيد)|كم (?:يتجاوز|أحتاج أن أقلل|يجب أن أقلل)|"
                          r"um wie ?viel (?:drüber|über|zu viel|reduzieren|kürzen)|de combien (?:dépasse|réduire|au-dessus)|"
                          r"cuánto (?:excede|sobra|se pasa|reducir|hay que reducir)|quanto (?:passa|excede|reduzir|preciso reduzir)")
 _UNIT_SIZE = {"gib": 1 << 30, "gb": 10 ** 9, "mib": 1 << 20, "mb": 10 ** 6, "tib": 1 << 40, "tb": 10 ** 12, "gio": 1 << 30,
-              "go": 10 ** 9, "mio": 1 << 20, "mo": 10 ** 6, "гб": 1 << 30, "мб": 1 << 20, "g": 1 << 30}
+              "go": 10 ** 9, "mio": 1 << 20, "mo": 10 ** 6, "гб": 1 << 30, "мб": 1 << 20, "g": 1 << 30, "kib": 1 << 10,
+              "kb": 10 ** 3, "byte": 1, "bytes": 1}
+_BYTE_WORDS = ("byte", "bytes", "байт", "字节", "バイト", "바이트", "बाइट", "بايت")
 #: a card sold by its memory ("A100 80GB", "80 GB card"): a capacity, not a measured figure
 _CARD_SIZE_BEFORE = re.compile(r"(?:[ahlbt]\d{2,3}|rtx ?\d{4}\w*|v\d[a-z]*|card|gpu|карт\w*|卡)\s*(?:with\s*)?$")
+#: the other side of a pair of point sets, right after the first one's count ("..., y de 50000", "and y 50000")
+_OTHER_SIDE = re.compile(r"[^\d.;:]{0,16}?(?<![a-z])(x|y|n|m)\s*(?:de|of|von|du|do|da|has|hat|tiene|tem|a|:|=)?\s*(\d{2,9})(?![\d.])")
 CHANGE_LABEL_REACH = 40  # characters around a measurement in which a slice name labels it
 
 
@@ -1986,12 +1994,12 @@ class Sizing:
             for m in _FROM_TO.finditer(sentence):
                 g = m.groups()
                 a, ua, b, ub = g[0:4] if g[0] is not None else g[4:8]
-                unit = ub or ua
+                unit = _unit_of(ub or ua)
                 if not unit:
                     continue
                 rows.append((self._change_label(sentence, m.start(), m.end()), _float(a), _float(b), unit,
                              _decimals(a, b)))
-            drops = [(m, _float(m.group(1)), m.group(2)) for m in _DROP_AMOUNT.finditer(sentence)
+            drops = [(m, _float(m.group(1)), _unit_of(m.group(2))) for m in _DROP_AMOUNT.finditer(sentence)
                      if m.group(2)] if _DROP_VERB.search(sentence) else []
             if not drops:
                 continue
@@ -2029,34 +2037,42 @@ class Sizing:
         if not _OVER_ASKED.search(low):
             return None
         said = _plain_digits(f"{earlier}\n{turn}" if earlier else turn or "").lower()
-        amounts = [m for m in re.finditer(_AMOUNT, said) if m.group(2)
-                   and not _CARD_SIZE_BEFORE.search(said[max(0, m.start() - 12):m.start()])]
-        limits = [m for m in amounts if _LIMIT_WORD.search(said[max(0, m.start() - 30):m.start()])
+        every = [(m, _unit_of(m.group(2))) for m in re.finditer(_AMOUNT, said)
+                 if not _CARD_SIZE_BEFORE.search(said[max(0, m.start() - 12):m.start()])]
+        units = [u for _, u in every if u]
+        # the limit: a figure right after a limit's word; without a unit of its own, the unit of the figures
+        # beside it ("110592 bytes of shared memory and the limit is 101376")
+        limits = [(m, u or (units[0] if units else None)) for m, u in every
+                  if _LIMIT_WORD.search(said[max(0, m.start() - 30):m.start()])
                   and not re.search(r"\d", said[max(0, m.start() - 30):m.start()][-12:])]
+        limits = [(m, u) for m, u in limits if u]
         if not limits:
             return None
-        limit = limits[-1]
-        unit = limit.group(2)
+        limit, unit = limits[-1]
         limit_bytes = _float(limit.group(1)) * _UNIT_SIZE[unit]
-        figures = [m for m in amounts if m.start() != limit.start() and _float(m.group(1)) > 0]
+        figures = [(m, u) for m, u in every if u and m.start() != limit.start() and _float(m.group(1)) > 0
+                   and _float(m.group(1)) != _float(limit.group(1))]
         if not figures or limit_bytes <= 0:
             return None
-        places = _decimals(limit.group(1), *(m.group(1) for m in figures))
-        unit_ = _UNIT_WRITTEN.get(unit, unit.upper())
+        places = _decimals(limit.group(1), *(m.group(1) for m, _ in figures))
+
+        def written(size: float, in_unit: str = unit) -> str:  # (in the limit's unit; bytes with their KiB beside them)
+            if in_unit == "bytes":
+                return f"{size:.0f} B ({_places(size / 1024, 2)} KiB)"
+            return f"{_places(size / _UNIT_SIZE[in_unit], places)} {_UNIT_WRITTEN.get(in_unit, in_unit.upper())}"
+
         rows, worst = [], 0.0
-        for number, written_unit in dict.fromkeys((m.group(1), m.group(2)) for m in figures):
+        for number, written_unit in dict.fromkeys((m.group(1), u) for m, u in figures):
             value = _float(number) * _UNIT_SIZE[written_unit]
-            written = f"{_places(_float(number), places)} {_UNIT_WRITTEN.get(written_unit, written_unit.upper())}"
-            gap = (value - limit_bytes) / _UNIT_SIZE[unit]
+            gap = value - limit_bytes
             key = "over_limit_row" if gap > 0 else "under_limit_row"
-            rows.append(self._msg(key, language, figure=written, gap=f"{_places(abs(gap), places)} {unit_}",
-                                  percent=f"{abs(value - limit_bytes) / limit_bytes * 100:.1f}"))
+            rows.append(self._msg(key, language, figure=written(value, written_unit), gap=written(abs(gap)),
+                                  percent=f"{abs(gap) / limit_bytes * 100:.1f}"))
             worst = max(worst, value)
-        text_ = self._msg("over_limit", language, limit=f"{_places(_float(limit.group(1)), places)} {unit_}",
+        text_ = self._msg("over_limit", language, limit=written(limit_bytes),
                           rows=_LIST_SEPARATOR.get(language, "; ").join(rows))
         if worst > limit_bytes:
-            cut = (worst - limit_bytes) / _UNIT_SIZE[unit]
-            text_ = self._join([text_, self._msg("over_limit_cut", language, cut=f"{_places(cut, places)} {unit_}",
+            text_ = self._join([text_, self._msg("over_limit_cut", language, cut=written(worst - limit_bytes),
                                                  percent=f"{(worst - limit_bytes) / worst * 100:.1f}")], language)
         return FigureAnswer(kind=KIND, subject="over_limit", text=text_, value_bytes=int(worst), sources=["computed"])
 
@@ -2305,6 +2321,11 @@ class Sizing:
             sides = {"n" if lab in ("x", "n") else "m" for lab in labels}
             label = "both" if sides == {"n", "m"} else (sides.pop() if sides else "")
             out.append((label, int(round(float(hit.group(1)) * scale))))
+            # the other side's count said right after it without the noun again ("x de 100000 puntos, y de 50000")
+            other = _OTHER_SIDE.match(low, end)
+            if label in ("n", "m") and other is not None and ("n" if other.group(1) in ("x", "n") else "m") != label:
+                out.append(("n" if other.group(1) in ("x", "n") else "m", int(other.group(2))))
+                end = other.end()
         return out
 
     def _block_rows(self, low: str) -> int | None:
@@ -5024,7 +5045,8 @@ _EPSILON = re.compile(r"(?<![a-z0-9_])(?:epsilon|eps)\s*[=:]\s*(\d+(?:\.\d+)?(?:
 #: the side of a pair matrix a label right before a point count names ("x 65536点", "y も", "n=")
 _POINT_LABEL = re.compile(r"(?<![a-z0-9_])([xynm])(?![a-z0-9_])")
 #: the words that may stand between a side's label and its count ("x has 240000", "x and y: 65536")
-_LABEL_JOINERS = frozenset({"has", "hat", "tem", "tiene", "and", "und", "et", "also", "auch", "both", "beide"})
+_LABEL_JOINERS = frozenset({"has", "hat", "tem", "tiene", "and", "und", "et", "also", "auch", "both", "beide", "de", "of", "von",
+                            "du", "do", "da", "com", "con", "with", "mit", "avec"})
 #: words before a count that make it a limit met before, not the set's size ("my PyTorch version fit at most
 #: ~100 examples")
 _POINT_LIMIT = re.compile(r"(?:at most|up to|maximum|max\.?|(?<![a-z])fit(?:s|ted)?(?![a-z])|влезал\w*|помещал\w*|"
@@ -5599,6 +5621,13 @@ def _decimals(*written: str) -> int:
     return min(3, max(0, *(len(re.split(r"[.,]", w, maxsplit=1)[1]) if re.search(r"[.,]", w) else 0 for w in written)))
 
 
+def _unit_of(written: str | None) -> str | None:
+    """A unit as `_AMOUNT` read it, with the words for bytes in every language as "bytes"."""
+    if written is None:
+        return None
+    return "bytes" if written.startswith(_BYTE_WORDS) else written
+
+
 def _float(written: str) -> float:
     """A figure as written, with a decimal point or a decimal comma ("11,99")."""
     return float(written.replace(",", "."))
@@ -5611,7 +5640,7 @@ def _places(x: float, places: int) -> str:
 
 #: units as the answer writes them
 _UNIT_WRITTEN = {"gib": "GiB", "gb": "GB", "mib": "MiB", "mb": "MB", "tib": "TiB", "tb": "TB", "gio": "Gio", "go": "Go",
-                 "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "GB"}
+                 "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "GB", "kib": "KiB", "kb": "KB", "bytes": "B"}
 
 
 def _num(x: float) -> str:

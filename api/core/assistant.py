@@ -561,6 +561,11 @@ class Assistant:
             # figure recomputed is the answer, not the short answers its words also touch
             context.follow_up and sizing_before and asked_size and bool(sizes) and not facts
             and "figure" in analysis.asks and not {"why", "snippet", "flag", "next"} & set(analysis.asks))
+        if (by_arithmetic and seen is not None and all(a.text in seen.lines for a in sizes)
+                and any(f.kind == ANSWER for f in figures)):
+            # the arithmetic is an earlier turn's, word for word, and this turn's words have an answer of their
+            # own ("which memory_stats() values matter?" after the pool's shares): that answer is not dropped
+            by_arithmetic = False
         if asked_size and sizes and not facts and not by_arithmetic:
             # the figures asked for, computed on the setup the question states ("sharded FSDP over all
             # chips"): that setup is in the arithmetic, not something to be told they already do
@@ -1171,6 +1176,12 @@ class Assistant:
         else:  # asked again: the arithmetic an earlier turn gave word for word is not the new figure asked
             new = [f for f in figures if not (f.kind == SIZING and f.text in seen.lines)]
             figures = new if any(f.kind == SIZING for f in new) or not any(f.kind == SIZING for f in figures) else figures
+            # (and where this turn has a line of its own, that line leads, and what an earlier turn said word for
+            # word follows it only when it is arithmetic, the figure asked again: "which memory_stats() values
+            # matter?" after the pool's shares)
+            if any(f.text not in seen.lines for f in figures) and any(f.text in seen.lines for f in figures):
+                figures = ([f for f in figures if f.text not in seen.lines]
+                           + [f for f in figures if f.text in seen.lines and (f.kind == SIZING or f.snippet)])
         # code or a configuration asked for, and every line would be the earlier answer's again, word for
         # word, none with code to hand over: said so, rather than given twice (a figure or a setting
         # asked again, "so how many sequences at most?", is its line again; code asked again is given)

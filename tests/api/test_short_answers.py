@@ -18,6 +18,12 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # (held-out round 69: a Triton tile over the per-block shared memory, asked whether the pool settings help)
+    ("my pallas triton kernel needs 132 KiB of shared memory per block and the H100 limit is 227 KiB... no wait, on "
+     "the RTX 4090 it is 99 KiB. should I set XLA_PYTHON_CLIENT_MEM_FRACTION higher?", "en", "shared_memory_not_pool",
+     "only size JAX's pool"),
+    ("Unser Triton-Kernel braucht 110 KB Shared Memory pro Block, erlaubt sind auf dieser Karte aber nur 99 KB. Hilft "
+     "es, wenn ich XLA_PYTHON_CLIENT_PREALLOCATE=false setze?", "de", "shared_memory_not_pool", "pro Thread-Block"),
     ("Welches Env-Flag brauche ich, damit JAX auf meiner GPU nur nimmt, was es wirklich braucht? nvidia-smi zeigt "
      "doppelt so viel VRAM wie bei PyTorch.", "de", "gpu_preallocation", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
     ("Depuis la mise à jour de jax, un test CPU monte à 10 Go de pic au lieu de 4,4 : la ligne coûteuse fait un gros "
@@ -999,6 +1005,18 @@ def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_librarie
     ("en", {"question": "jax.numpy.linalg.eigh dies with `cuSolver internal error` on a 3090 even for a 4x4 matrix. "
                         "pip list shows jax 0.4.30, jaxlib 0.4.30+cuda12.cudnn89 and nvidia-cusolver-cu11. memory?"},
      "A cuDNN, cuSolver or cuBLAS handle that fails at the very first call"),
+    # a fraction already lowered, the jax version said: still the libraries, not the pool
+    ("ar", {"question": "عندي شبكة Flax بسيطة، ولما أستخدم kernel_init=orthogonal() على الـ GPU يطلع هذا الخطأ، وعلى "
+                        "CPU كل شيء تمام. جربت XLA_PYTHON_CLIENT_MEM_FRACTION=.25 وما تغيّر شيء (jax 0.4.31). شو الحل؟",
+            "error_log": "RuntimeError: jaxlib/gpu/solver_kernels.cc:45: operation gpusolverDnCreate(&handle) failed: "
+                         "cuSolver internal error"},
+     "مقبض cuDNN أو cuSolver أو cuBLAS"),
+    # a CUDA function jaxlib cannot find: the libraries loaded are not its own, whatever ColabFold's prefix says
+    ("hi", {"question": "Colab पर ColabFold का batch notebook चला रहा हूँ, हर sequence पर यही error आ रहा है। क्या सच में "
+                        "GPU memory कम है?",
+            "error_log": "Not Enough GPU memory? INTERNAL: CustomCall failed: jaxlib/gpu/prng_kernels.cc:33: operation "
+                         "gpuGetLastError() failed: cudaGetErrorString symbol not found."},
+     "jaxlib के GPU kernel से आया `... symbol not found`"),
 ])
 def test_a_cuda_library_failing_to_start_beside_the_versions_quoted_is_read_as_a_mismatch_first(client, language, body, start):
     # (held-out round 70: "DNN library initialization failed" with nvcc 11.8 and a CUDA 12.2 driver got the

