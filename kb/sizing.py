@@ -159,6 +159,10 @@ _SAME_CARD = re.compile(r"same (?:card|gpu)|one (?:card|gpu)|in parallel|même c
                         r"en paralelo|mesma (?:placa|gpu)|em paralelo|selben? (?:karte|gpu)|parallel|одн(?:ой|у) (?:карт|gpu)|"
                         r"параллельно|同一张卡|同一块|并行|同じ(?:GPU|カード)|並列|같은 (?:gpu|카드)|병렬|एक ही (?:gpu|कार्ड)|"
                         r"समानांतर|نفس (?:البطاقة|الـ ?gpu)|بالتوازي", re.I)
+#: an amount asked ("how much", "cuánta", "wie viel", "сколько", "多少")
+_HOW_MUCH = re.compile(r"how much|how many|cuánt[ao]s?|quant[ao]s?|combien|wie ?viel|сколько|多少|どれ(?:だけ|くらい)|얼마|कितन|كم")
+#: a name given to the shape right after it ("A 是 (85, 20000)", "A is (85, 20000)", "W: (512, 512)")
+_NAMED_SHAPE = re.compile(r"([A-Za-z_]\w*)\s*(?:is|是|为|=|:|は|는|est|ist|es|é)?\s*[(\[]$")
 CHANGE_LABEL_REACH = 40  # characters around a measurement in which a slice name labels it
 
 
@@ -1103,7 +1107,7 @@ class Sizing:
             lines[lines.index(whole)] = whole.model_copy(update={"text": self._join([whole.text, gathered], language)})
         line = self._shared_blocks(said, language, shared or said.shared_per_block)  # the log's, else the card's
         if line is not None:  # (the blocks written "128x128x128" are no array to size whole)
-            lines = [line, *(a for a in lines if a.subject not in ("tensor", "padded_tensor"))]
+            lines = [line, *(a for a in lines if a.subject not in ("tensor", "padded_tensor", "shared_per_card"))]
         state = next((a for a in lines if a.subject in ("training_state", "weights") and a.value_bytes), None)
         if state is not None:  # several slices named ("per chip on a v4-128 and a v5p-64?"): each one's share
             # (a follow-up naming another slice, "a v4-16 instead?", beside the one the conversation named)
@@ -1125,6 +1129,9 @@ class Sizing:
         changes = self._changes(text, earlier, language)
         if changes is not None:  # "the saving in % for all three, and the new per-device numbers?": those,
             lines = [changes, *(a for a in lines if not a.subject.startswith("slice"))]  # not the slices' chip counts
+        per_card = self._shared_per_card(text, language)
+        if per_card is not None and not any(a.subject == "gpu_shared_blocks" for a in lines):
+            lines.insert(0, per_card)  # "how much shared memory per block on this card against the H100?"
         over = self._over_limit(text, earlier, language)
         if over is not None:  # "peaks 151.760 and 151.791 GiB, limit 138.225 GiB: how much over each?"
             lines.insert(0, over)
@@ -2217,11 +2224,13 @@ class Sizing:
         if not steps or "pairwise_matrix" in s.cues or (not saved and (
                 "loop_named" not in s.cues or _CARRY_OR_GRAD.search(text.lower()))):
             return None  # (a carry, or a loop differentiated through: its residuals, another reading)
-        shapes = [_dims_of(m) for m in _SHAPE.finditer(text or "")]
-        shapes = [d for d in shapes if len(d) >= 2 and 0 not in d]
-        if not shapes:
+        found = [m for m in _SHAPE.finditer(text or "") if len(_dims_of(m)) >= 2 and 0 not in _dims_of(m)]
+        if not found:
             return None
-        dims = shapes[-1]
+        named = _NAMED_SHAPE.search((text or "")[max(0, found[-1].start() - 16):found[-1].start() + 1])
+        if named and re.search(rf"(?<![\w]){re.escape(named.group(1))}\s*@|@\s*{re.escape(named.group(1))}(?![\w])", text):
+            return None  # a matrix the saved output is multiplied by ("A @ y[0], A is (85, 20000)"), not a step's output
+        dims = _dims_of(found[-1])
         bytes_, dtype = (s.dtype.bytes, s.dtype.name) if s.dtype else (4, "float32")
         shape = "[" + ", ".join(map(str, dims)) + "]"
         count = _arrays_each(text)  # "y0 is a tuple (u, v), each (256,256,256)": two arrays a state
@@ -4251,6 +4260,21 @@ class Sizing:
             "gpu_shared_on_card", language, gpu=card.names[0].upper(), limit=format_bytes(limit),
             requested=format_bytes(requested), verdict=verdict), value_bytes=limit, sources=["computed"],
             cite=BLOCKS_CITE)
+
+    def _shared_per_card(self, turn: str, language: str) -> FigureAnswer | None:
+        """The shared memory one thread block may use on each card the turn names, where it asks about
+        shared memory ("how much shared memory per block does this card have against the B200?")."""
+        low = (turn or "").lower()
+        if not any(p.search(low) for p in self._cues.get("shared_named", [])):
+            return None
+        cards = [g for g, patterns in self._gpus if g.shared_kib and any(p.search(low) for p in patterns)]
+        if not cards or not _HOW_MUCH.search(low):
+            return None
+        rows = _LIST_SEPARATOR.get(language, "; ").join(
+            f"{g.names[0].upper()} {_num(g.shared_kib)} KiB" for g in cards)
+        return FigureAnswer(kind=KIND, subject="shared_per_card", text=self._msg("shared_per_card", language, rows=rows),
+                            value_bytes=int(min(g.shared_kib for g in cards) * 1024), sources=["computed"],
+                            cite=BLOCKS_CITE)
 
     def _shared_blocks(self, s: Stated, language: str, shared: int | None) -> FigureAnswer | None:
         """A GPU (Triton) Pallas matmul's block_k and num_stages that fit the shared memory a block

@@ -877,6 +877,8 @@ class Assistant:
         answers = [f for f in figures if f.kind == ANSWER]
         if not asked or any(question_api.names_library(f.text, lib) for f in answers for lib in asked):
             return figures
+        if "xla" in question.lower() and any("--xla_" in f.text for f in answers):
+            return figures  # an XLA flag asked beside the library ("MaxText with LHS: which XLA flag?"), and named
         library = asked[0].name
         if not answers:
             return [FigureAnswer(kind=ANSWER, subject="library_argument_unknown",

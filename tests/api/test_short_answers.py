@@ -18,6 +18,11 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # (held-out round 70: the latency-hiding scheduler's memory budget asked by MaxText users; "which XLA flag"
+    # is not a MaxText argument)
+    ("Running MaxText on 8x H100 with --xla_gpu_enable_latency_hiding_scheduler=true I sometimes hit an OOM that "
+     "never happens without LHS. Which XLA flag sets how much memory the scheduler assumes, and its default?", "en",
+     "lhs_memory_limit", "`--xla_gpu_memory_limit_slop_factor`, a percentage, default 95"),
     # (held-out round 69: a Triton tile over the per-block shared memory, asked whether the pool settings help)
     ("my pallas triton kernel needs 132 KiB of shared memory per block and the H100 limit is 227 KiB... no wait, on "
      "the RTX 4090 it is 99 KiB. should I set XLA_PYTHON_CLIENT_MEM_FRACTION higher?", "en", "shared_memory_not_pool",

@@ -2840,3 +2840,21 @@ def test_the_other_point_set_said_right_after_the_first_without_its_noun_is_the_
                 "matriz de costes densa?")
     line = next(a for a in SIZING.answer(question, "es", asked=True) if a.subject == "pairwise")
     assert "100.000 × 50.000" in line.text and "18.63 GiB" in line.text
+
+
+def test_the_shared_memory_per_block_of_each_card_named_is_given_when_asked():
+    # (held-out round 70: "how much shared memory per block on this RTX PRO 6000 against the B200?" was refused)
+    line = next(a for a in SIZING.answer("My Pallas GPU attention kernel works on an H100 but runs out of shared memory "
+                                         "on an RTX PRO 6000. How much shared memory per block does each have?", "en")
+                if a.subject == "shared_per_card")
+    assert "H100 227 KiB" in line.text and "RTX PRO 6000 99 KiB" in line.text
+
+
+def test_an_ode_solve_that_saves_every_step_keeps_steps_times_the_state_but_not_a_matrix_it_multiplies_by():
+    # (held-out round 70: diffrax SaveAt(steps=True) over 120000 steps of a (20000, 6) state)
+    first = ("用 diffrax 模拟一个很大的系统，状态 y 形状是 (20000, 6)，默认 float32，要跑 120000 步。如果用 SaveAt(steps=True) "
+             "把整条轨迹都存下来，大概要多少显存？")
+    line = next(a for a in SIZING.answer(first, "zh", asked=True) if a.subject == "scan_stacked")
+    assert "120,000 步 × [20000, 6] float32（468.75 KiB）= 53.64 GiB" in line.text
+    second = "我其实只需要 A @ y[0]，A 是 (85, 20000)，每 10 步存一次。要多少？"
+    assert not any(a.subject == "scan_stacked" for a in SIZING.answer(second, "zh", asked=True, earlier=first))
