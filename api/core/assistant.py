@@ -1178,12 +1178,6 @@ class Assistant:
         else:  # asked again: the arithmetic an earlier turn gave word for word is not the new figure asked
             new = [f for f in figures if not (f.kind == SIZING and f.text in seen.lines)]
             figures = new if any(f.kind == SIZING for f in new) or not any(f.kind == SIZING for f in figures) else figures
-            # (and where this turn has a line of its own, that line leads, and what an earlier turn said word for
-            # word follows it only when it is arithmetic, the figure asked again: "which memory_stats() values
-            # matter?" after the pool's shares)
-            if any(f.text not in seen.lines for f in figures) and any(f.text in seen.lines for f in figures):
-                figures = ([f for f in figures if f.text not in seen.lines]
-                           + [f for f in figures if f.text in seen.lines and (f.kind == SIZING or f.snippet)])
         # code or a configuration asked for, and every line would be the earlier answer's again, word for
         # word, none with code to hand over: said so, rather than given twice (a figure or a setting
         # asked again, "so how many sequences at most?", is its line again; code asked again is given)

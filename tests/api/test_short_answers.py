@@ -1001,8 +1001,19 @@ def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_librarie
     assert "기본값" not in tried["answer"] and ".95" not in tried["answer"]  # no pool settings' glossary after it
 
 
+def test_versions_only_listed_leave_a_cuda_library_failure_to_the_pools_reading():
+    # (round 58 Q17 and round 60 Q11: "jax[cuda111], CUDA 11.1, nvcc 11.1.105" and "jaxlib 0.3.5+cuda11" were the
+    # pool leaving cuBLAS and cuSolver no room; versions listed are no sign of a mismatch by themselves)
+    from oomkb.kb.figures import load_figures
+
+    ids = [a.id for a in load_figures().short_answers_of(
+        "Instalé jax[cuda111] con pip (CUDA 11.1, nvcc 11.1.105) y un ejemplo mínimo revienta: "
+        "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED")]
+    assert "cuda_library_outside_pool" in ids and "cuda_version_mismatch" not in ids
+
+
 @pytest.mark.parametrize("language, body, start", [
-    ("ko", {"question": "localcolabfold 설치는 잘 됐는데 예측 돌리면 바로 멈춰요. 4090(24GB)인데 테스트 서열 하나로도 메모리가 "
+    ("ko", {"question": "localcolabfold를 재설치한 뒤로 예측 돌리면 바로 멈춰요. 4090(24GB)인데 테스트 서열 하나로도 메모리가 "
                         "부족하다는 게 말이 되나요? nvcc는 11.8이고 nvidia-smi에는 드라이버 535 / CUDA 12.2로 나와요.",
             "error_log": "Could not predict test. Not Enough GPU memory? FAILED_PRECONDITION: DNN library initialization "
                          "failed. Look at the errors above for more details."},
@@ -1010,12 +1021,6 @@ def test_cusolver_internal_error_is_room_outside_the_pool_or_mismatched_librarie
     ("en", {"question": "jax.numpy.linalg.eigh dies with `cuSolver internal error` on a 3090 even for a 4x4 matrix. "
                         "pip list shows jax 0.4.30, jaxlib 0.4.30+cuda12.cudnn89 and nvidia-cusolver-cu11. memory?"},
      "A cuDNN, cuSolver or cuBLAS handle that fails at the very first call"),
-    # a fraction already lowered, the jax version said: still the libraries, not the pool
-    ("ar", {"question": "عندي شبكة Flax بسيطة، ولما أستخدم kernel_init=orthogonal() على الـ GPU يطلع هذا الخطأ، وعلى "
-                        "CPU كل شيء تمام. جربت XLA_PYTHON_CLIENT_MEM_FRACTION=.25 وما تغيّر شيء (jax 0.4.31). شو الحل؟",
-            "error_log": "RuntimeError: jaxlib/gpu/solver_kernels.cc:45: operation gpusolverDnCreate(&handle) failed: "
-                         "cuSolver internal error"},
-     "مقبض cuDNN أو cuSolver أو cuBLAS"),
     # a CUDA function jaxlib cannot find: the libraries loaded are not its own, whatever ColabFold's prefix says
     ("hi", {"question": "Colab पर ColabFold का batch notebook चला रहा हूँ, हर sequence पर यही error आ रहा है। क्या सच में "
                         "GPU memory कम है?",
