@@ -93,7 +93,7 @@ def _series_points(low: str) -> dict[int, float]:
 
 
 #: an amount of memory as written ("16.16 GB", "11,99 GiB", "512MiB"), its unit kept for the answer
-_AMOUNT = (r"(\d{1,9}(?:[.,]\d{1,3}(?!\d))?)\s*(gib|gb|mib|mb|tib|tb|kib|kb|gio|go|mio|mo|гб|мб|g(?![a-z])|bytes?(?![a-z])|"
+_AMOUNT = (r"(?<![0-9A-Za-z_.,])(\d{1,9}(?:[.,]\d{1,3}(?!\d))?)(?!\d|[eE][+-]?\d)\s*(gib|gb|mib|mb|tib|tb|kib|kb|gio|go|mio|mo|гб|мб|g(?![a-z])|bytes?(?![a-z])|"
            r"байт\w*|字节|バイト|바이트|बाइट|بايت)?")
 #: a measurement that moved, written from → to ("went from 11.99 GB to 6.74 GB", "von 16 auf 11 GB",
 #: "从 11.99GB 降到 6.74GB", "11.99GBから6.74GB", "11.99GB에서 6.74GB로", "من 11.99 إلى 6.74", "16 → 11 GB")
@@ -141,11 +141,12 @@ _CARD_SIZE_BEFORE = re.compile(r"(?:[ahlbt]\d{2,3}|rtx ?\d{4}\w*|v\d[a-z]*|card|
 _OTHER_SIDE = re.compile(r"[^\d.;:]{0,16}?(?<![a-z])(x|y|n|m)\s*(?:de|of|von|du|do|da|has|hat|tiene|tem|a|:|=)?\s*(\d{2,9})(?![\d.])")
 #: a function's input size ("`a` has 10 million elements", "input is still 1e7", "a 10000000-element input")
 _INPUT_COUNT = re.compile(r"(?:(?<![a-z])(?:input|inputs|params|parameters|a|x)\s+(?:has|have|is|of|with|still|size|=|:|\s)*"
-                          r"(\d+(?:\.\d+)?)\s*(million|billion|thousand|m|k)?(?:\s*(?:elements|entries|values))?)"
-                          r"|(?:(\d+(?:\.\d+)?)\s*(million|billion|thousand)?\s*(?:-element|elements)\s*(?:input|vector|array)?)")
+                          r"(?<!\d)(\d{1,15}(?:\.\d{1,6})?)(?![\d.])\s*(million|billion|thousand|m|k)?(?:\s*(?:elements|entries|values))?)"
+                          r"|(?:(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)\s*(million|billion|thousand)?\s*(?:-element|elements)\s*"
+                          r"(?:input|vector|array)?)")  # (at most 15 digits: a count, not a string of digits)
 #: its output size ("returns a length-1000 vector", "1000 outputs", "an output of 1000")
-_OUTPUT_COUNT = re.compile(r"length[- ](\d+)\s*(?:vector|output|array)|(\d+)\s*outputs|output (?:of|with|has) (\d+)|"
-                           r"returns? (?:a |an )?(\d+)[- ](?:element|vector|dim)")
+_OUTPUT_COUNT = re.compile(r"length[- ](\d{1,12})\s*(?:vector|output|array)|(?<!\d)(\d{1,12})\s*outputs|"
+                           r"output (?:of|with|has) (\d{1,12})(?!\d)|returns? (?:a |an )?(\d{1,12})[- ](?:element|vector|dim)")
 #: a scalar output ("sum to a scalar", "a scalar loss")
 _SCALAR_OUT = re.compile(r"(?<![a-z])(?:to a scalar|a scalar|scalar (?:loss|output)|returns? a float)(?![a-z])")
 _SCALE_WORDS = {"million": 10 ** 6, "m": 10 ** 6, "billion": 10 ** 9, "thousand": 10 ** 3, "k": 10 ** 3}

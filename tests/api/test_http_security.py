@@ -326,6 +326,19 @@ def test_absurd_figures_in_a_reports_parsed_compile_error_are_answered_not_a_500
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.parametrize("question", [
+    "why does jacfwd OOM? a has " + "9" * 400 + " elements and sums to a scalar",
+    "it went from " + "9" * 400 + " GB to 5 GB, how much is that in %?",
+    "peak " + "9" * 300 + ".5 GiB with a limit of 16 GiB, how much over?",
+    "by how much over: limit 1e400 GB, peak 5 GB",
+    "jacrev returns a length-" + "9" * 30 + " vector and a has 1e15 elements: the full jacobian?",
+])
+def test_absurd_figures_in_the_question_are_answered_not_a_500_nor_read_as_a_tail_of_their_digits(client, question):
+    r = client.post("/v1/ask", json={"question": question})
+    assert r.status_code == 200, r.text
+    assert "999.5 GiB" not in r.json()["answer"] and "400 GB" not in r.json()["answer"]
+
+
 def test_the_schema_states_the_bounds_of_report_byte_counts(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     for model, field in (("EstimateReport", "headroom_bytes"), ("EstimateReport", "total_bytes"),
