@@ -116,7 +116,7 @@ _PERCENT_ASKED = re.compile(r"(?<![a-z])(?:percent\w*|per cent|prozent\w*|pource
                             r"процент\w*)|in %|en %|em %|в %|百分比|百分之|パーセント|割合|퍼센트|प्रतिशत|"
                             r"نسبة مئوية|النسبة المئوية|بالمئة|في المئة|%\s*[?？]")
 #: the words between a measurement and the slice it is of ("5.1 GB on v5p-128", "5,1 GB auf der v5p-128")
-_LABEL_AFTER = re.compile(r"\s*(?:on|for|with|auf|bei|für|mit|на|для|sur|pour|avec|en|em|con|com|no|na|el|la|der|dem|a|la|le|un|une|"
+_LABEL_AFTER = re.compile(r"\s*(?:on|for|with|auf|bei|für|mit|на|для|sur|pour|avec|en|em|con|com|no|na|el|la|der|dem|a|le|un|une|"
                           r"\(|,|:|\s)*\s*")
 #: a limit stated with its figure ("allocator limit은 138.225 GiB", "bytes_limit 30.5 GiB", "лимит 16 ГБ")
 _LIMIT_WORD = re.compile(r"(?<![a-z])(?:limit|bytes_limit|cap|budget|лимит\w*|ограничени\w*|限制|上限|限额|制限|上限値|한도|제한|"
@@ -5722,7 +5722,7 @@ def _places(x: float, places: int) -> str:
 
 #: units as the answer writes them
 _UNIT_WRITTEN = {"gib": "GiB", "gb": "GB", "mib": "MiB", "mb": "MB", "tib": "TiB", "tb": "TB", "gio": "Gio", "go": "Go",
-                 "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "GB", "kib": "KiB", "kb": "KB", "bytes": "B"}
+                 "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "G", "kib": "KiB", "kb": "KB", "bytes": "B"}
 
 
 def _num(x: float) -> str:
