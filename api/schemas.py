@@ -99,6 +99,10 @@ class ConversationTurn(JsonRequest):
     error_log: str | None = Field(default=None, max_length=MAX_ERROR_LOG_CHARS,
                                   description="the error log given with it, if any")
     report: Report | None = Field(default=None, description="the report given with it, if any")
+    answered: bool = Field(default=True, description=(
+        "whether the assistant answered this turn (a message in a Slack thread that nobody asked the "
+        "bot about was not): what an unanswered turn's answer would have said is not taken as already "
+        "said, so a follow-up does not leave it out"))
 
     @field_validator("report", mode="before")
     @classmethod

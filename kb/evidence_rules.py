@@ -420,9 +420,11 @@ def _remat_over_pool(facts: Mapping[str, Any]) -> dict[str, Any]:
     """XLA's rematerialization warning with a peak above JAX's pool on the card named: by how much,
     and the smallest fraction (steps of .05, a little room) whose pool holds it (absent above .95)."""
     need, pool, card = (facts.get(k) for k in ("remat_reduced_to_bytes", "gpu_pool_bytes", "gpu_memory_named_bytes"))
-    if not all(isinstance(v, int) and v > 0 for v in (need, pool, card)) or not pool < need <= card:
+    if not all(isinstance(v, int) and v > 0 for v in (need, pool, card)):
         return {}
-    out: dict[str, Any] = {"remat_over_pool_bytes": need - pool}
+    if not pool < need <= card:
+        return {"remat_card_multiple": round(need / card, 1)}
+    out: dict[str, Any] = {"remat_over_pool_bytes": need - pool, "remat_card_multiple": round(need / card, 1)}
     fraction = _fraction_holding(need, card)
     if fraction is not None:
         out.update(remat_fraction_to_fit=f"{fraction:.2f}".lstrip("0"), remat_pool_at_fraction_bytes=int(fraction * card))

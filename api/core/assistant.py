@@ -892,6 +892,8 @@ class Assistant:
         answered again as they were (the same turns give the same answers) in its language."""
         if not earlier:
             return None
+        if not earlier[-1].answered:  # (a Slack message nobody asked the bot about showed nothing)
+            return self._shown_before(earlier[:-1], language)
         with self._shown_lock:
             kept = self._shown.get(_turns_key(earlier, language))
         if kept is not None:
@@ -1194,6 +1196,15 @@ class Assistant:
         # (nor after a verdict that says memory is not the cause: cuDNN that did not start; nor "ran
         # out of memory" after one that says the warning read is not the failure)
         line = None if quiet or not_memory or not_failure else self._diagnosis_line(diagnosis, facts, report, language)
+        # a follow-up that asks what next or how to fix it, or says what it tried since, is answered
+        # in full (the steps not tried are its answer); one that asks something else (a figure, code,
+        # yes or no) does not get the same log's diagnosis and steps again in place of an answer
+        stated = [] if analysis is None else analysis.tried if analysis.stated is None else analysis.stated
+        what_next = analysis is not None and ("next" in analysis.asks or bool(stated) or analysis.asks == ["how"])
+        if line is not None and line in seen.lines and not what_next:
+            line = None  # the same log's diagnosis, given word for word one turn before
+        if line is not None:
+            shown.lines.add(line)
         # a warning with its own verdict (the donation warning), or a log whose figures the arithmetic
         # above already read, is not "no known OOM message"
         if line and not ((verdict or evidence_verdict or any(f.kind == SIZING for f in figures)) and report is None
@@ -1209,7 +1220,6 @@ class Assistant:
             return "\n".join(lines).strip() + "\n"
         # "I already did X, what now?": first why X was not enough, then what to do instead (an
         # earlier turn's X stays tried, its explanation is not repeated).
-        stated = [] if analysis is None else analysis.tried if analysis.stated is None else analysis.stated
         one_each = analysis is not None and analysis.one_per_device
         for tried_id in stated:
             item = question_api.tried_item(tried_id)
@@ -1223,6 +1233,10 @@ class Assistant:
             # this turn has its own answer (a verdict, arithmetic): a step an earlier answer of the
             # conversation gave word for word is not given again
             steps = [r for r in steps if r.text not in seen.lines]
+        elif seen.lines and not what_next:
+            # nor the earlier steps again in place of an answer (their code is not what a follow-up
+            # asking for "the exact code" of its own change asks for)
+            steps = [r for r in steps if r.text not in seen.lines]
         shown.lines |= {r.text for r in steps}
         if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]
@@ -1235,7 +1249,8 @@ class Assistant:
         # A verdict without remedies (the donation warning) is the answer: no unrelated cards.
         shown_cards = [] if verdict and not remedies else results
         cards = [r for r in shown_cards if r.card is not None]
-        if verdict or figures or steps or lead is not None:  # an answer already: worked examples add nothing
+        if verdict or figures or steps or lead is not None or seen.lines:
+            # an answer already, or a follow-up: a guide's worked example adds nothing
             cards = [r for r in cards if r.card.actions]
         if not steps and any(f.kind == SIZING for f in figures):
             cards = []  # the arithmetic on the asker's figures is the answer: a guide's general list is not
@@ -1256,7 +1271,8 @@ class Assistant:
         elif not (verdict or figures or steps or cards or lead is not None or stated or line) and seen.lines | seen.cards:
             # a follow-up with nothing its earlier answers did not already say: said so, with what
             # would decide it (the next steps), not the same passages again
-            lines += [self._msg("nothing_new", language), ""]
+            lines += [self._msg("nothing_new_after_log" if diagnosis is not None or report is not None
+                                else "nothing_new", language), ""]
         if cards:
             lines += [f"### {self._msg('from_the_guides', language)}", ""]
             for r in cards:

@@ -70,7 +70,7 @@ class SlackEvidence:
                 question = "" if log_text == earlier.question else earlier.question
                 history.append(ConversationTurn(
                     question=question, error_log=(log_text or None) and log_text[-MAX_ERROR_LOG_CHARS:],
-                    report=file_report))
+                    report=file_report, answered=message["_answered"]))
         error_log = next((x for x in logs if x and x.strip()), None)
         report = next((r for r in reports if r is not None), None)
         update: dict[str, Any] = {}
@@ -94,12 +94,22 @@ class SlackEvidence:
         except (SlackApiError, OSError, ValueError) as exc:
             log.warning("cannot read thread %s: %s", thread_ts, exc)
             return []
-        messages = [m for m in (reply.get("messages") or []) if isinstance(m, dict)]
-        earlier = [m for m in messages
-                   if m.get("ts") != current_ts and not m.get("bot_id")
-                   and (self.bot_user_id is None or m.get("user") != self.bot_user_id)
-                   and (current_ts is None or _ts(m.get("ts")) < _ts(current_ts))]
-        return sorted(earlier, key=lambda m: _ts(m.get("ts")))[:MAX_THREAD_MESSAGES]
+        messages = sorted((m for m in (reply.get("messages") or []) if isinstance(m, dict)
+                           and m.get("ts") != current_ts
+                           and (current_ts is None or _ts(m.get("ts")) < _ts(current_ts))),
+                          key=lambda m: _ts(m.get("ts")))
+        earlier = []
+        for n, m in enumerate(messages):
+            if self._from_bot(m):
+                continue
+            # answered: the bot's reply follows it (a message nobody asked the bot about was not
+            # answered, so what its answer would have said is not taken as already said)
+            answered = n + 1 < len(messages) and self._from_bot(messages[n + 1])
+            earlier.append({**m, "_answered": answered})
+        return earlier[:MAX_THREAD_MESSAGES]
+
+    def _from_bot(self, message: dict[str, Any]) -> bool:
+        return bool(message.get("bot_id")) or (self.bot_user_id is not None and message.get("user") == self.bot_user_id)
 
     # -- files ------------------------------------------------------------------------------
 

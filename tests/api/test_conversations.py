@@ -442,6 +442,38 @@ def test_a_follow_up_does_not_repeat_the_earlier_answer_and_says_so_when_it_has_
     assert code["answer"].count("```") == 2
 
 
+def test_a_follow_up_asking_a_figure_of_a_logged_failure_gets_neither_its_diagnosis_nor_its_steps_again(client, assistant):
+    # (held-out round 72: keypoint-moseq on Colab; the second and third turns were the first again, word for word)
+    log = "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 16381782600 bytes."
+    first = _ask(client, {"question": "Uso keypoint-moseq en Colab Pro y al ajustar el modelo completo me sale esto. ¿qué hago?",
+                          "error_log": log})
+    assert "**Diagnóstico:**" in first["answer"] and "### Qué hacer" in first["answer"]
+    second = _ask(client, {"question": "y segun la regla de la FAQ de ~1 MB por cada 100 frames, ¿cuánta memoria de GPU "
+                                       "necesitaría? ¿y si uso set_mixed_map_iters(4)?",
+                           "conversation_id": first["conversation_id"]})
+    assert second["grounded"] and second["language"] == "es" and second["inherited"] == ["error_log"]
+    assert "**Diagnóstico:**" not in second["answer"] and "### Qué hacer" not in second["answer"], second["answer"]
+    assert second["answer"].startswith(message(assistant.catalogue, "nothing_new_after_log", "es"))
+    # asking what next on the same log still gets the steps: they are the answer to that
+    then = _ask(client, {"question": "sigue fallando, ¿qué hago ahora?", "conversation_id": first["conversation_id"]})
+    assert "### Qué hacer" in then["answer"]
+
+
+def test_a_thread_message_the_bot_answered_is_said_and_one_nobody_asked_about_is_not():
+    from oomkb.api.http.slack_evidence import SlackEvidence
+
+    class Replies:
+        def conversations_replies(self, channel, ts, limit):
+            return {"messages": [
+                {"ts": "1.0", "user": "U1", "text": "first, a log nobody asked the bot about"},
+                {"ts": "2.0", "user": "U1", "text": "<@UBOT> what does this mean?"},
+                {"ts": "3.0", "user": "UBOT", "bot_id": "B1", "text": "the bot's answer"},
+                {"ts": "4.0", "user": "U1", "text": "<@UBOT> and now?"}]}
+
+    earlier = SlackEvidence("xoxb-test", "UBOT")._thread(Replies(), "C1", "1.0", "4.0")
+    assert [(m["ts"], m["_answered"]) for m in earlier] == [("1.0", False), ("2.0", True)]
+
+
 def test_a_follow_up_does_not_get_the_same_sharding_code_under_another_answer_s_name(client):
     # pmap's answer shows the FSDP code; the follow-up that did it and asks about MultiSteps gets its cost
     first = _ask(client, {"question": "fine-tuning 2.7B with pmap on a v4-8 (4 chips), adamw fp32, OOM before step 1. "

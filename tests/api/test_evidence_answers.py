@@ -2034,3 +2034,25 @@ def test_a_pasted_hlo_dump_gets_its_largest_buffer_first_with_the_fusion_it_depe
                                   "von 2 Instruktionen (`broadcast.7`, `exponential.9`; model.py:31, model.py:32)."), \
         r["answer"][:300]
     assert "`bf16[64,8192]` = 1.00 MiB" in r["answer"] and "jax.lax.map" in r["answer"]
+
+
+@pytest.mark.parametrize("peak, card, unified", [
+    ("1.38TiB", "H200 (141GB)", False),  # (held-out round 72) ten cards: unified memory is no way out either
+    ("180.50GiB", "H200 (141GB)", True),  # over the card, under four of it: unified memory can hold the rest
+])
+def test_a_remat_peak_far_over_the_card_is_not_sent_to_unified_memory(client, peak, card, unified):
+    log = f"Can't reduce memory use below 99.55GiB by rematerialization; only reduced to {peak}, down from {peak} originally"
+    r = ask(client, f"My haiku model OOMs on one {card}, batch 1024. Can a memory flag fix it?", error_log=log)
+    assert ("TF_FORCE_UNIFIED_MEMORY=1" in r.verdict) is unified, r.verdict
+    if not unified:
+        assert "10 times your whole" in r.verdict and "Python loop" in r.verdict
+
+
+def test_a_model_served_by_an_inference_engine_is_not_told_to_remat_its_backward_pass(client):
+    log = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. "
+           "Used 31.68G of 31.25G hbm. Exceeded hbm capacity by 440.32M.")
+    served = ask(client, "sglang-jax serving DeepSeek-R1 on v6e-64 with --max-running-requests 64: the EXTEND "
+                         "precompile fails just 440M over. Will fewer running requests fix it?", error_log=log)
+    assert "hbm-checkpoint-near-fit" not in [x.id for x in served.remedies]
+    trained = ask(client, "my train step fails to compile just 440M over on v6e, what now?", error_log=log)
+    assert "hbm-checkpoint-near-fit" in [x.id for x in trained.remedies]
