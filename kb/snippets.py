@@ -148,6 +148,12 @@ def fill_size(code: str | None, literal: str | None, size_bytes: int | None) -> 
 _LIMIT_EXAMPLES = (("64 * 1024 * 1024", "{mib} * 1024 * 1024"), ("=65536", "={kib}"), ("(here 64 MiB)", "(here {mib} MiB)"))
 
 
+def takes_limit(code: str | None, size_bytes: int | None) -> bool:
+    """Whether `code` has an example VMEM limit that `fill_limit` would set to `size_bytes`."""
+    return bool(code and size_bytes and size_bytes <= MAX_VMEM_LIMIT
+                and any(example in code for example, _ in _LIMIT_EXAMPLES))
+
+
 def fill_limit(code: str | None, size_bytes: int | None) -> str | None:
     """`code` with its example VMEM limit (64 MiB, per kernel or in KiB for all) replaced by the limit
     the user asks to set, rounded up to whole MiB."""

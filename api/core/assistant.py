@@ -42,7 +42,7 @@ from oomkb.kb.platform import load_platforms
 from oomkb.kb.commands import load_commands
 from oomkb.kb.sizing import KIND as SIZING, load_sizing
 from oomkb.kb.snippets import (fill_child_share, fill_fraction, fill_limit, fill_share, fill_signature, fill_size,
-                               fill_stated)
+                               fill_stated, takes_limit)
 from oomkb.kb.language import (FALLBACK, Detection, base_language, is_supported, join_sentences,
                          language_name)
 from oomkb.kb.live import LiveIndex
@@ -680,16 +680,23 @@ class Assistant:
 
         remedies = []
         asked_limit = question_api.limit_asked(question)  # a limit the asker wants set ("vmem_limit_bytes to 120MB")
+        asked_code: set[str] = set()  # steps whose code carries a value this turn asks for
         for r in chosen:
             try:
                 text = remedy_text(self.catalogue, r, shown, language, format_bytes)
             except MissingValue:  # a blank value in the evidence: skip the step
                 continue
-            snippet = self.rules.fill_snippet(self.parts.snippet(r.id), outcome.snippets.get(r.id), facts)
+            base = self.parts.snippet(r.id)
+            snippet = self.rules.fill_snippet(base, outcome.snippets.get(r.id), facts)
             if own_code and r.id not in outcome.snippets:
                 snippet = None  # the asker's own code is above: not a step's toy example beside it
             if r.id not in outcome.snippets:  # a limit the asker wants to set, when no log computed one
                 snippet = fill_limit(snippet, asked_limit)
+            elif context.follow_up and takes_limit(base, asked_limit):
+                # "and if I raise it to 64 MiB after all, how does my pallas_call look?": the limit
+                # asked now, not the one the log computed (an earlier turn gave that one)
+                snippet = fill_limit(base, asked_limit)
+                asked_code.add(r.id)
             remedies.append(Remedy(id=r.id, text=text, cite=r.cite, flags=r.flags, apis=r.apis,
                                    triggered_by_evidence=r.evidence, snippet=snippet))
         # Without evidence the answer leads with the remedy that answers the topic asked about;
@@ -806,7 +813,7 @@ class Assistant:
                                lead=lead, analysis=analysis, evidence_verdict=bool(outcome.verdict),
                                filled=frozenset(outcome.snippets), not_memory=outcome.not_memory,
                                not_failure=outcome.not_failure,
-                               quiet=quiet, seen=seen, shown=shown_now,
+                               quiet=quiet, seen=seen, shown=shown_now, asked_code=frozenset(asked_code),
                                asked_again=asked_size or bool({"snippet", "flag", "figure"} & set(analysis.asks)))
         response = AskResponse(
             language=language,
@@ -1144,7 +1151,8 @@ class Assistant:
                  grounded, figures=(), next_steps=(), verdict=None, lead=None, analysis=None,
                  evidence_verdict=False, quiet=False, filled=frozenset(), seen: Shown | None = None,
                  shown: Shown | None = None, asked_again: bool = False, not_memory: bool = False,
-                 not_failure: bool = False, verdict_again: bool = False) -> str:
+                 not_failure: bool = False, verdict_again: bool = False,
+                 asked_code: frozenset[str] = frozenset()) -> str:
         """The answer's Markdown. `seen`: what the conversation's earlier answers showed, not shown
         again unless `asked_again` (the turn asks for a figure, a flag or code); `shown`: filled with
         what this answer shows; `verdict_again`: the verdict is shown although an earlier turn gave it."""
@@ -1200,6 +1208,10 @@ class Assistant:
         # in full (the steps not tried are its answer); one that asks something else (a figure, code,
         # yes or no) does not get the same log's diagnosis and steps again in place of an answer
         stated = [] if analysis is None else analysis.tried if analysis.stated is None else analysis.stated
+
+        def _carries_asked(r) -> bool:  # a step whose code now carries the value this turn asks for
+            return r.id in asked_code and bool(r.snippet) and r.snippet not in shown_code and r.snippet not in seen.code
+
         what_next = analysis is not None and ("next" in analysis.asks or bool(stated) or analysis.asks == ["how"])
         if line is not None and line in seen.lines and not what_next:
             line = None  # the same log's diagnosis, given word for word one turn before
@@ -1232,11 +1244,11 @@ class Assistant:
         if verdict or lead is not None or any(f.kind == SIZING for f in figures):
             # this turn has its own answer (a verdict, arithmetic): a step an earlier answer of the
             # conversation gave word for word is not given again
-            steps = [r for r in steps if r.text not in seen.lines]
+            steps = [r for r in steps if r.text not in seen.lines or _carries_asked(r)]
         elif seen.lines and not what_next:
             # nor the earlier steps again in place of an answer (their code is not what a follow-up
             # asking for "the exact code" of its own change asks for)
-            steps = [r for r in steps if r.text not in seen.lines]
+            steps = [r for r in steps if r.text not in seen.lines or _carries_asked(r)]
         shown.lines |= {r.text for r in steps}
         if steps:
             lines += [f"### {self._msg('what_to_do', language)}", ""]

@@ -459,6 +459,17 @@ def test_a_follow_up_asking_a_figure_of_a_logged_failure_gets_neither_its_diagno
     assert "### Qué hacer" in then["answer"]
 
 
+def test_the_limit_a_follow_up_asks_to_set_goes_into_the_kernel_code_not_the_one_the_log_computed(client):
+    # (held-out round 72) after a VMEM log whose need rounds up to 24 MiB, the asker wants 64 MiB after all
+    log = "Scoped allocation with size 22.50M and limit 16.00M exceeded scoped vmem limit by 6.50M"
+    first = _ask(client, {"question": "Mein fused MLP Pallas-Kernel auf Colab v5e bricht beim Kompilieren so ab. Was tun?",
+                          "error_log": log})
+    assert "vmem_limit_bytes=25165824" in first["answer"]
+    then = _ask(client, {"question": "und falls ich das Limit doch auf 64 MiB hochsetzen will: wie sieht das genau in "
+                                     "meinem pallas_call aus?", "conversation_id": first["conversation_id"]})
+    assert "vmem_limit_bytes=64 * 1024 * 1024" in then["answer"], then["answer"]
+
+
 def test_a_thread_message_the_bot_answered_is_said_and_one_nobody_asked_about_is_not():
     from oomkb.api.http.slack_evidence import SlackEvidence
 
