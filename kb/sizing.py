@@ -136,6 +136,7 @@ _UNIT_SIZE = {"gib": 1 << 30, "gb": 10 ** 9, "mib": 1 << 20, "mb": 10 ** 6, "tib
               "kb": 10 ** 3, "byte": 1, "bytes": 1}
 _BYTE_WORDS = ("byte", "bytes", "байт", "字节", "バイト", "바이트", "बाइट", "بايت")
 #: a card sold by its memory ("A100 80GB", "80 GB card"): a capacity, not a measured figure
+_CARD_AFTER = re.compile(r"\s*(?:of\s+)?(?:card|gpu|vram|hbm|ram\b|ddr|карт\w*|显存|内存|卡|のgpu|カード|카드|कार्ड|بطاقة)")
 _CARD_SIZE_BEFORE = re.compile(r"(?:[ahlbt]\d{2,3}|rtx ?\d{4}\w*|v\d[a-z]*|card|gpu|карт\w*|卡)\s*(?:with\s*)?$")
 #: the other side of a pair of point sets, right after the first one's count ("..., y de 50000", "and y 50000")
 _OTHER_SIDE = re.compile(r"[^\d.;:]{0,16}?(?<![a-z])(x|y|n|m)\s*(?:de|of|von|du|do|da|has|hat|tiene|tem|a|:|=)?\s*(\d{2,9})(?![\d.])")
@@ -452,6 +453,11 @@ class SizingFile(_Strict):
     pairwise_sinkhorn_snippet: str = ""
     pairwise_solve_snippet: str = ""
     pairwise_apply_snippet: str = ""
+    # a measurement at a count of items and another count asked: the nouns counted, the words that
+    # scale a count ("2 millones", "10万"), and the words that ask how much
+    count_nouns: str = ""
+    count_scales: dict[str, float] = Field(default_factory=dict)
+    how_much: str = ""
     messages: dict[str, Message]
 
 
@@ -633,6 +639,13 @@ class Sizing:
         self._parts_before = {k: compile_(rf"(?:{p})") for k, p in data.state_parts.items()}
         self._buffer_word = compile_(data.buffer_word) if data.buffer_word else None
         self._buffer_counts = [(n, compile_(rf"[^,，、;；。.\n]{{0,14}}?(?:{p})")) for n, p in data.buffer_counts.items()]
+        scales = "|".join(re.escape(w) for w in sorted(data.count_scales, key=len, reverse=True))
+        # "10000 secuencias", "2 millones de secuencias", "10万条序列", "1M samples" (digits already plain)
+        self._counted = compile_(
+            rf"(?<![\w.])(\d{{1,12}}(?:\.\d{{1,3}})?)\s*((?:{scales})(?![a-z]))?\s*"
+            rf"(?:(?:of|de|d'|der|die|von)\s+)?(?:[条个個件本개장枚]\s*)?(?:の|的)?\s*({data.count_nouns})(?![a-z])"
+        ) if data.count_nouns and scales else None
+        self._how_much = compile_(data.how_much) if data.how_much else None
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -1133,6 +1146,9 @@ class Sizing:
         per_card = self._shared_per_card(text, language)
         if per_card is not None and not any(a.subject == "gpu_shared_blocks" for a in lines):
             lines.insert(0, per_card)  # "how much shared memory per block on this card against the H100?"
+        scaled = self._scaled_measure(text, earlier, language)
+        if scaled is not None:  # "0.16 GB at 10,000 sequences: how much for 2 million?": in proportion
+            lines.insert(0, scaled)
         over = self._over_limit(text, earlier, language)
         if over is not None:  # "peaks 151.760 and 151.791 GiB, limit 138.225 GiB: how much over each?"
             lines.insert(0, over)
@@ -2085,6 +2101,80 @@ class Sizing:
                                    delta=f"{_places(abs(before - after), places)} {unit_}", percent=f"{percent:.1f}"))
         text_ = self._msg("changes", language, rows=_LIST_SEPARATOR.get(language, "; ").join(lines))
         return FigureAnswer(kind=KIND, subject="changes", text=text_, sources=["computed"])
+
+    def _counts(self, text: str) -> list[tuple[re.Match[str], float, str]]:
+        """The counts of items a text states ("10000 secuencias", "2 millones de secuencias"): each
+        match, its value and its noun as written."""
+        if self._counted is None:
+            return []
+        out = []
+        for m in self._counted.finditer(text):
+            scale = self.data.count_scales.get((m.group(2) or "").lower(), 1.0)
+            value = float(m.group(1)) * scale
+            if 0 < value < 1e15:
+                out.append((m, value, m.group(3).lower()))
+        return out
+
+    def _scaled_measure(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """Sizes the asker measured at one count of items, and a turn that asks how much at another
+        count of the same items ("with 10,000 sequences xs is 0.16 GB and ys 0.4 GB ... how much RAM
+        for 2 million sequences?"): each size scaled in proportion, in the unit the asker wrote and in
+        binary units, with their sum."""
+        low = _plain_digits(turn or "").lower()
+        if self._how_much is None or not self._how_much.search(low):
+            return None
+        asked = self._counts(low)
+        if not asked:
+            return None
+        target = asked[-1]  # the count asked about: the last one the turn names
+        said = _plain_digits(f"{earlier}\n{turn}" if earlier else turn or "").lower()
+        base = None  # the last sentence that states sizes beside a count of the same items, another count
+        for sentence in re.split(r"(?<=[!?。！？\n;])|(?<=\.)\s", said):
+            counts = [c for c in self._counts(sentence) if c[2][:4] == target[2][:4] and c[1] != target[1]]
+            sizes = [(m, _float(m.group(1)), _unit_of(m.group(2))) for m in re.finditer(_AMOUNT, sentence)
+                     if m.group(2) and _unit_of(m.group(2)) != "g"]
+            sizes = [x for x in sizes if x[2] in _UNIT_FACTOR
+                     and not any(c[0].start() <= x[0].start() < c[0].end() for c in self._counts(sentence))
+                     # (a card's size, "RTX 4090 24GB", "a 40 GB card", is not a measurement)
+                     and not _CARD_SIZE_BEFORE.search(sentence[max(0, x[0].start() - 12):x[0].start()])
+                     and not _CARD_AFTER.match(sentence, x[0].end())]
+            if len({c[1] for c in counts}) == 1 and sizes:
+                base = (counts[0], sizes, sentence)
+        if base is None:
+            return None  # (no size measured at another count of the same items)
+        (_, n, noun), sizes, sentence = base
+        ratio = target[1] / n
+        rows, total = [], 0.0
+        for m, value, unit in sizes:
+            bytes_ = value * _UNIT_FACTOR[unit]
+            scaled = bytes_ * ratio
+            total += scaled
+            label = self._change_label(sentence, m.start(), m.end())
+            measured = f"{_places(value, _decimals(m.group(1)))} {_UNIT_WRITTEN[unit]}"
+            rows.append(self._msg("scaled_row", language, label=f"{label}: " if label else "", measured=measured,
+                                  scaled=self._in_units(scaled, unit)))
+        if len(rows) > 1:
+            rows.append(self._msg("scaled_total", language, size=self._in_units(total, sizes[0][2])))
+        text_ = self._msg("scaled_measure", language, base=self._count_words(n, noun, language),
+                          asked=self._count_words(target[1], target[2], language), ratio=_num(round(ratio, 2)),
+                          rows=_LIST_SEPARATOR.get(language, "; ").join(rows))
+        return FigureAnswer(kind=KIND, subject="scaled_measure", text=text_, value_bytes=int(total), sources=["computed"])
+
+    @staticmethod
+    def _count_words(value: float, noun: str, language: str) -> str:
+        return f"{_grouped(value, language)} {noun}"
+
+    @staticmethod
+    def _in_units(size: float, unit: str) -> str:
+        """A size in the kind of unit the asker wrote (decimal or binary, the next larger one when it
+        reaches a thousand, the next smaller one below one), with the binary size beside a decimal one."""
+        while unit in _UNIT_NEXT and size / _UNIT_FACTOR[_UNIT_NEXT[unit]] >= 1:
+            unit = _UNIT_NEXT[unit]
+        previous = {v: k for k, v in _UNIT_NEXT.items()}
+        while unit in previous and size / _UNIT_FACTOR[unit] < 1:
+            unit = previous[unit]
+        written = f"{size / _UNIT_FACTOR[unit]:.2f} {_UNIT_WRITTEN[unit]}"
+        return written if unit in ("gib", "mib", "tib", "kib", "gio", "mio") else f"{written} ({format_bytes(int(size))})"
 
     def _over_limit(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
         """Figures set against a limit the asker states ("peaks of 151.760 GiB and 151.791 GiB, allocator
@@ -5721,6 +5811,13 @@ def _places(x: float, places: int) -> str:
 
 
 #: units as the answer writes them
+#: bytes per unit as written (decimal units decimal, binary units binary)
+_UNIT_FACTOR = {"kib": 1024.0, "mib": float(1 << 20), "gib": float(1 << 30), "tib": float(1 << 40), "kb": 1e3, "mb": 1e6,
+                "gb": 1e9, "tb": 1e12, "mio": float(1 << 20), "gio": float(1 << 30), "mo": 1e6, "go": 1e9, "мб": 1e6,
+                "гб": 1e9, "bytes": 1.0}
+#: the next larger unit of the same kind
+_UNIT_NEXT = {"kb": "mb", "mb": "gb", "gb": "tb", "kib": "mib", "mib": "gib", "gib": "tib", "mo": "go", "mio": "gio",
+              "мб": "гб"}
 _UNIT_WRITTEN = {"gib": "GiB", "gb": "GB", "mib": "MiB", "mb": "MB", "tib": "TiB", "tb": "TB", "gio": "Gio", "go": "Go",
                  "mio": "Mio", "mo": "Mo", "гб": "ГБ", "мб": "МБ", "g": "G", "kib": "KiB", "kb": "KB", "bytes": "B"}
 

