@@ -431,6 +431,28 @@ def _remat_over_pool(facts: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: the element sizes a square matrix's failed request is tried against, most common first
+_SQUARE_ITEMSIZES = ((4, "float32"), (8, "float64"), (2, "bfloat16/float16"))
+#: the smallest side read as a square matrix (smaller ones are too likely a coincidence)
+_SQUARE_MIN_SIDE = 2000
+
+
+def _square_request(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """A failed request that is exactly n × n elements of 4 (8, 2) bytes, n not a multiple of 32: one
+    dense square matrix over n items (all pairs of something), whatever the batch."""
+    requested = facts.get("requested_bytes")
+    if not isinstance(requested, int) or requested <= 0:
+        return {}
+    for itemsize, dtype in _SQUARE_ITEMSIZES:
+        if requested % itemsize:
+            continue
+        side = math.isqrt(requested // itemsize)
+        # (a side that is a multiple of 32 is as likely a tensor's round dimensions, [8, 4096, 12800], as a square)
+        if side * side * itemsize == requested and side >= _SQUARE_MIN_SIDE and side % 32:
+            return {"requested_square_side": side, "requested_square_dtype": dtype}
+    return {}
+
+
 def _outside_framework(facts: Mapping[str, Any]) -> dict[str, Any]:
     """Another framework's OOM (PyTorch's): the device memory held outside that framework's own
     allocator, and the pool JAX would take by default on that card (75 %). PyTorch's newer message
@@ -634,6 +656,7 @@ def derive_facts(facts: Mapping[str, Any], generation: str | None = None) -> dic
         if isinstance(limit, int) and 0 < limit <= gpu:  # the allocator's own "Limit:": the pool as it was
             out["gpu_pool_bytes"] = limit
     out.update(_remat_over_pool(out))
+    out.update(_square_request(out))
     asked, block = out.get("requested_bytes"), out.get("available_bytes")
     if out.get("memory_space") == "shared" and isinstance(asked, int) and isinstance(block, int) and asked > block > 0:
         out["shared_short_bytes"] = asked - block  # what a thread block's shared memory lacks

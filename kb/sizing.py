@@ -4753,7 +4753,9 @@ class Sizing:
         figures += [(int(m.group(1)) << 20, f"{m.group(1)} MiB") for m in _CARD_MIB.finditer(low)]  # nvidia-smi's
         # a decimal without its unit where the card is named in GB ("only ~7.8 available, the card has 10")
         figures += [(float(m.group(1)) * (1 << 30), m.group(1)) for m in _BARE_DECIMAL.finditer(low)
-                    if not _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start())]
+                    if not _PROGRAM_FIGURE.search(low, max(0, m.start() - PROGRAM_FIGURE_REACH), m.start())
+                    # (a version, "Ubuntu 20.04", "CUDA 12.3", is no figure of memory)
+                    and not _VERSION_BEFORE.search(low, max(0, m.start() - 24), m.start())]
         used = [seen for seen, _ in figures if abs(seen - card) > 0.02 * card]
         # a use above the default pool ("b128 148.2 GiB" of 164): this process's pool is not 75% of the
         # card, so a figure near 75% is one of its uses, not the pool
@@ -5130,6 +5132,7 @@ _VALUE_ASKED = re.compile(r"(?:what|which|welche\w*|quel\w*|qual|cuál|cual|qué
 #: a fraction alone ("wenn ich 3.2 nehme"), not a size or a percent
 #: a software's name or "version" just before a number: a version ("cuda 11.7", "colabfold 1.5.2"), not a value
 _VERSION_BEFORE = re.compile(r"(?:cuda|cudnn|nvcc|driver|toolkit|python|jaxlib|jax|libtpu|torch|pytorch|tensorflow|tf|"
+                             r"ubuntu|debian|centos|rhel|rocky|fedora|macos|windows|wsl|nccl|驱动|ドライバ|드라이버|"
                              r"numpy|colabfold|alphafold|flax|optax|rocm|version|versión|versão|verze|версия|версии|"
                              r"版本|バージョン|버전|संस्करण|إصدار|v)\s*(?:는|은|이|가|は|が|是|为|का|की|के)?\s*[=:]?\s*$")  # ("nvcc는 11.8")
 _BARE_FRACTION = re.compile(r"(?<![\w.])(\d{1,2}\.\d{1,2})(?![\d.]|\s*(?:gb|gib|g\b|mb|mib|tb|%|x\b|×))")

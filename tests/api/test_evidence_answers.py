@@ -2056,3 +2056,27 @@ def test_a_model_served_by_an_inference_engine_is_not_told_to_remat_its_backward
     assert "hbm-checkpoint-near-fit" not in [x.id for x in served.remedies]
     trained = ask(client, "my train step fails to compile just 440M over on v6e, what now?", error_log=log)
     assert "hbm-checkpoint-near-fit" in [x.id for x in trained.remedies]
+
+
+def test_backends_probed_beside_a_cuda_platform_are_not_a_fall_back_to_the_cpu(client):
+    # (held-out round 74: grok-1 on WSL2; JAX lists CUDA while it probes 'rocm' and 'tpu')
+    log = ("INFO:jax._src.xla_bridge:Unable to initialize backend 'rocm': NOT_FOUND: Could not find registered platform "
+           "with name: \"rocm\". Available platform names are: CUDA\n"
+           "INFO:jax._src.xla_bridge:Unable to initialize backend 'tpu': INTERNAL: Failed to open libtpu.so\n"
+           "OSError: [Errno 28] No space left on device: './checkpoints/ckpt-0/tensor00000_000' -> '/dev/shm/tmpeq5bn6yp'")
+    r = ask(client, "WSL2, 64G RAM, one 3090: loading the grok-1 checkpoint fails like this. Is /dev/shm a RAM disk?",
+            error_log=log)
+    assert not (r.verdict or "").startswith("JAX did not start the accelerator's backend"), r.verdict
+    assert "`/dev/shm`, a tmpfs that lives in the host's RAM" in r.answer
+
+
+def test_a_request_that_is_a_dense_square_matrix_is_said_to_be_all_pairs_whatever_the_batch(client):
+    # (held-out round 74: moscot's MOSTA data; 2335208976 bytes = 24162 × 24162 × 4 at every batch_size)
+    log = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2335208976 bytes."
+    r = ask(client, "moscot on the GPU: I halved batch_size down to 15 and the error never changes. What now?",
+            error_log=log)
+    assert r.verdict.startswith("The failed request, 2.17 GiB, is exactly 24162 × 24162 elements of `float32`"), r.verdict
+    assert "rt-batch-size" not in [x.id for x in r.remedies] and "You already reduced the batch" not in r.answer
+    # a round side (16384, a multiple of 32) is as often [8, 2048, 16384] as a square: not read so
+    r = ask(client, "it OOMs on the GPU, what now?", error_log=f"Out of memory while trying to allocate {4 * 16384 ** 2} bytes.")
+    assert "elements of float32" not in (r.verdict or "")

@@ -829,6 +829,8 @@ def test_a_follow_up_asking_for_the_launch_command_continues_a_gpu_conversation_
     ("XlaRuntimeError: INTERNAL: Failed to load in-memory CUBIN: CUDA_ERROR_OUT_OF_MEMORY: out of memory", "cubin_load_oom"),
     ("INVALID_ARGUMENT: Can't pack device memory arguments array of size 1793 which is larger than the maximum "
      "supported size of 1024", "kernel_argument_limit"),
+    ("OSError: [Errno 28] No space left on device: './checkpoints/ckpt-0/tensor00000_000' -> '/dev/shm/tmpeq5bn6yp'",
+     "shm_no_space"),
 ])
 def test_a_warning_or_error_the_log_shows_calls_for_its_answer_whatever_the_question(log, answer_id):
     assert answer_id in [a.subject for a in FIGURES.log_answers(log, "en")]

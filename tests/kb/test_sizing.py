@@ -2895,3 +2895,10 @@ def test_sizes_measured_at_one_count_are_scaled_in_proportion_to_the_count_asked
 ])
 def test_nothing_is_scaled_without_a_measurement_of_the_same_items_and_a_count_asked(earlier, question):
     assert not any(a.subject == "scaled_measure" for a in SIZING.answer(question, "en", earlier=earlier))
+
+
+def test_an_os_or_cuda_version_is_not_read_as_the_pool_a_gpu_shows():
+    # (held-out round 74: "Ubuntu 20.04" had been read as 20.04 GB, the default pool of a 3090)
+    question = ("两张3090、64G内存、Ubuntu 20.04、驱动545、CUDA 12.3、jax 0.4.19。用 whisper-jax 一加载 large 模型整台服务器"
+                "直接重启。已经设了 XLA_PYTHON_CLIENT_PREALLOCATE=false，没用。还能怎么排查？")
+    assert not any(a.subject.startswith("pool") for a in SIZING.answer(question, "zh"))
