@@ -3632,7 +3632,8 @@ class Sizing:
                                    per=format_bytes(size / s.devices), devices=_num(s.devices)))
             subject = "tensor_log_copies"
         if (len(dims) >= 3 and dims[-1] == dims[-2] >= SEQUENCE_MIN  # [..., S, S]: attention scores
-                and ("attention_named" in s.cues or len(dims) >= 4)):  # [batch, heads, S, S] needs no name
+                and ("attention_named" in s.cues or len(dims) >= 4)  # [batch, heads, S, S] needs no name
+                and not _ONE_HOT.search(text)):  # ([B, step, kv_len] said to be a one-hot: not scores)
             parts.append(self._msg("tensor_scores", language, seq=_num(dims[-1])))
             subject = "scores_tensor"
         elif (dims[-1] >= VOCAB_MIN and dims[-1] != dims[-2]  # [..., vocabulary]: logits, when a model is meant
@@ -5753,6 +5754,9 @@ def _plain_digits(text: str) -> str:
 
 
 #: a size given a name ("n=10000000", "N = 4096", "batch=32"), and a shape written with names ("(n, 2)")
+_ONE_HOT = re.compile(r"one[_ -]?hot", re.IGNORECASE)
+#: the batch said in words ("batch 8", "batch size of 8", "batch_size: 8"), the value of a shape's "B"
+_BATCH_SAID = re.compile(r"(?<![\w.])batch(?:[ _]size)?\s*(?:=|:|of|is)?\s*(\d{1,6})(?![\d.])", re.IGNORECASE)
 _SYMBOL_SET = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]{0,15})\s*=\s*(\d{1,12})(?![\d.])")
 _SHAPE_WITH_NAMES = re.compile(r"[(\[]\s*[A-Za-z_0-9][\w\s,]{0,80}?,[\w\s,]{0,80}?[)\]]")
 
@@ -5762,6 +5766,10 @@ def _bind_symbols(text: str, setting: str = "") -> str:
     "with T = 10000?") sets ("n=10000000 ... indices (n, 2) int32"): the names replaced by their values
     inside the shape, so that it is sized like one written out."""
     values = {m.group(1): m.group(2) for m in _SYMBOL_SET.finditer(f"{text}\n{setting}")}
+    batch = _BATCH_SAID.search(f"{text}\n{setting}")
+    if batch is not None:  # ("[B, step, kv_len]" ... "it's batch 8": B is the batch)
+        for name in ("B", "b"):
+            values.setdefault(name, batch.group(1))
     if not values:
         return text
     names = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(values, key=len, reverse=True))) + r")(?![\w.])")

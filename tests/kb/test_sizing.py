@@ -2902,3 +2902,13 @@ def test_an_os_or_cuda_version_is_not_read_as_the_pool_a_gpu_shows():
     question = ("两张3090、64G内存、Ubuntu 20.04、驱动545、CUDA 12.3、jax 0.4.19。用 whisper-jax 一加载 large 模型整台服务器"
                 "直接重启。已经设了 XLA_PYTHON_CLIENT_PREALLOCATE=false，没用。还能怎么排查？")
     assert not any(a.subject.startswith("pool") for a in SIZING.answer(question, "zh"))
+
+
+def test_a_shape_named_in_an_earlier_turn_is_sized_with_the_batch_and_sizes_a_later_turn_sets():
+    # (held-out round 73: a one-hot [B, step, kv_len] for a KV cache update, sized in two dtypes)
+    first = "I update my KV cache with a one-hot trick: a one_hot of shape [B, step, kv_len] from time_step, einsum with k/v"
+    second = ("for the video case it's batch 8, prefill step = 32768 tokens into a kv_len = 32768 cache. how big is just "
+              "that one-hot in bf16? and in f32?")
+    line = next(a for a in SIZING.answer(second, "en", asked=True, earlier=first) if a.subject == "tensor")
+    assert "**A [8, 32768, 32768] tensor:** 8,589,934,592 elements; in bfloat16 (2 B each) 16.00 GiB, in float32 (4 B each) 32.00 GiB" in line.text
+    assert "attention score" not in line.text  # (said to be a one-hot)
