@@ -18,6 +18,14 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # (held-out round 73: tpu-inference put each whole weight on chip 0 first; the asker wants it placed sharded)
+    ("用 tpu-inference 做 TP 加载权重时，完整没切分的权重先放到第一块 TPU 上，chip 0 撑爆了。给我一段代码，把 host 上的 numpy "
+     "权重直接按目标 sharding 放到各个 TPU 上，不经过 device 0。", "zh", "host_weights_sharded_put", "jax.device_put(np_w, NamedSharding(mesh, spec))"),
+    # (held-out round 73: AlphaPulldown; after the first illegal address every later prediction failed)
+    ("AlphaPulldown: 1 bait vs 20 candidates, only the first 4 structures were written, the other 16 all failed with "
+     "'illegal memory access'. Is that the GPU running out of memory?", "en", "cuda_illegal_address", "is not memory running out"),
+    ("KV cache update: how do I write each batch row at its own time_step with dynamic_update_slice without ending up "
+     "with a second copy of the cache?", "en", "kv_cache_update_in_place", "jax.lax.dynamic_update_slice_in_dim"),
     # (held-out round 70: the latency-hiding scheduler's memory budget asked by MaxText users; "which XLA flag"
     # is not a MaxText argument)
     ("Running MaxText on 8x H100 with --xla_gpu_enable_latency_hiding_scheduler=true I sometimes hit an OOM that "
