@@ -343,6 +343,10 @@ class EvidenceRules:
                 if m and m.group(1).isdigit() and spec.min <= int(m.group(1)) // spec.divisor <= spec.max:
                     out.setdefault(spec.fact, int(m.group(1)) // spec.divisor * spec.multiplier)
                     break
+                if (m and spec.multiplier > 1 and spec.divisor == 1 and re.fullmatch(r"\d+\.\d+", m.group(1))
+                        and spec.min <= float(m.group(1)) <= spec.max):  # a size with decimals ("184.29 GiB per GPU")
+                    out.setdefault(spec.fact, int(float(m.group(1)) * spec.multiplier))
+                    break
         return out
 
     # -- other frameworks ---------------------------------------------------------------------

@@ -1146,6 +1146,9 @@ class Sizing:
         per_card = self._shared_per_card(text, language)
         if per_card is not None and not any(a.subject == "gpu_shared_blocks" for a in lines):
             lines.insert(0, per_card)  # "how much shared memory per block on this card against the H100?"
+        fraction_range = self._fraction_range(text, earlier, language)
+        if fraction_range is not None:  # "28.6 GiB outside the pool, high-water 143.84 GiB: which fraction?"
+            lines = [fraction_range, *(a for a in lines if not a.subject.startswith(("pool", "gpu_pool")))]
         scaled = self._scaled_measure(text, earlier, language)
         if scaled is not None:  # "0.16 GB at 10,000 sequences: how much for 2 million?": in proportion
             lines.insert(0, scaled)
@@ -2159,6 +2162,56 @@ class Sizing:
                           asked=self._count_words(target[1], target[2], language), ratio=_num(round(ratio, 2)),
                           rows=_LIST_SEPARATOR.get(language, "; ").join(rows))
         return FigureAnswer(kind=KIND, subject="scaled_measure", text=text_, value_bytes=int(total), sources=["computed"])
+
+    def _fraction_range(self, turn: str, earlier: str, language: str) -> FigureAnswer | None:
+        """The `XLA_PYTHON_CLIENT_MEM_FRACTION` asked for on a card whose step peak and whose memory
+        taken outside JAX's pool (NCCL, cuBLAS, the CUDA context) the conversation states: at least
+        the peak over the card, at most the card less that memory over the card, and a value between."""
+        said = _plain_digits(f"{earlier}\n{turn}" if earlier else turn or "").lower()
+        low_turn = _plain_digits(turn or "").lower()
+        if "mem_fraction" not in self.read(low_turn).cues:
+            return None
+        s = self.read(said)
+        if not (s.gpu and s.card_memory):
+            return None
+        outside = self._amount_by(said, "outside_pool", after_only=False)
+        peak = self._amount_by(said, "peak_measured", after_only=True)
+        if outside is None or peak is None:
+            return None
+        card = float(s.card_memory)
+        if not (0 < outside < card and 0 < peak):
+            return None
+        low, high = peak / card, (card - outside) / card
+        values = dict(card=format_bytes(int(card)), peak=format_bytes(int(peak)), outside=format_bytes(int(outside)))
+        if low >= high:
+            text_ = self._msg("fraction_range_none", language, over=format_bytes(int(peak + outside - card)), **values)
+            return FigureAnswer(kind=KIND, subject="pool_fraction_range", text=text_, sources=["computed"])
+        value = math.floor((high - 0.01) * 100) / 100
+        if value < low:
+            value = min(math.ceil(low * 1000) / 1000, high)
+        text_ = self._msg("fraction_range", language, low=_share_3(low, up=True), high=_share_3(high, up=False),
+                          value=_fraction(value) if value * 100 == int(value * 100) else _share_3(value, up=True),
+                          pool=format_bytes(int(value * card)), **values)
+        return FigureAnswer(kind=KIND, subject="pool_fraction_range", text=text_, value_bytes=int(value * card),
+                            sources=["computed"])
+
+    def _amount_by(self, text: str, cue: str, after_only: bool) -> float | None:
+        """The size (in bytes, GB read as GiB as a card's size is) said with the last words of `cue` in
+        `text`: right before them in the same clause (unless `after_only`), else right after them."""
+        found = [m for p in self._cues.get(cue, []) for m in p.finditer(text)]
+        if not found:
+            return None
+        m = max(found, key=lambda x: x.start())
+        if not after_only:  # ("take about 28.6 GiB outside the pool"): the size said just before, first
+            window = text[max(0, m.start() - 60):m.start()]
+            before = [x for x in re.finditer(_AMOUNT, window) if x.group(2) and not re.search(r"[.;\n]", window[x.end():])]
+            if before:
+                x = before[-1]
+                return _float(x.group(1)) * _BINARY_FACTOR.get(_unit_of(x.group(2)) or "", 0) or None
+        after = re.search(r"^[^.;\n\d]{0,40}?" + _AMOUNT, text[m.end():m.end() + 80])
+        if after is not None and after.group(2):
+            return _float(after.group(1)) * _BINARY_FACTOR.get(_unit_of(after.group(2)) or "", 0) or None
+        return None
 
     @staticmethod
     def _count_words(value: float, noun: str, language: str) -> str:
@@ -5470,6 +5523,12 @@ def _fractions_named(text: str, keywords: list[re.Pattern]) -> list[float]:
     return found
 
 
+def _share_3(share: float, up: bool) -> str:
+    """A share to three decimals, rounded up (a floor that must be met) or down (a ceiling): '.781'."""
+    value = (math.ceil if up else math.floor)(round(share * 1000, 6)) / 1000
+    return f"{value:.3f}".lstrip("0")
+
+
 def _fraction(share: float) -> str:
     """A share as XLA_PYTHON_CLIENT_MEM_FRACTION is written: 0.55 -> '.55'."""
     return f"{share:.2f}".lstrip("0")
@@ -5826,6 +5885,10 @@ def _places(x: float, places: int) -> str:
 _UNIT_FACTOR = {"kib": 1024.0, "mib": float(1 << 20), "gib": float(1 << 30), "tib": float(1 << 40), "kb": 1e3, "mb": 1e6,
                 "gb": 1e9, "tb": 1e12, "mio": float(1 << 20), "gio": float(1 << 30), "mo": 1e6, "go": 1e9, "мб": 1e6,
                 "гб": 1e9, "bytes": 1.0}
+#: bytes per unit for a size said beside a card's (GB read as GiB, as a card's size is)
+_BINARY_FACTOR = {"kib": 1024.0, "kb": 1024.0, "mib": float(1 << 20), "mb": float(1 << 20), "mio": float(1 << 20),
+                  "mo": float(1 << 20), "мб": float(1 << 20), "gib": float(1 << 30), "gb": float(1 << 30), "g": float(1 << 30),
+                  "gio": float(1 << 30), "go": float(1 << 30), "гб": float(1 << 30), "tib": float(1 << 40), "tb": float(1 << 40)}
 #: the next larger unit of the same kind
 _UNIT_NEXT = {"kb": "mb", "mb": "gb", "gb": "tb", "kib": "mib", "mib": "gib", "gib": "tib", "mo": "go", "mio": "gio",
               "мб": "гб"}

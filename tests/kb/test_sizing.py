@@ -2912,3 +2912,29 @@ def test_a_shape_named_in_an_earlier_turn_is_sized_with_the_batch_and_sizes_a_la
     line = next(a for a in SIZING.answer(second, "en", asked=True, earlier=first) if a.subject == "tensor")
     assert "**A [8, 32768, 32768] tensor:** 8,589,934,592 elements; in bfloat16 (2 B each) 16.00 GiB, in float32 (4 B each) 32.00 GiB" in line.text
     assert "attention score" not in line.text  # (said to be a one-hot)
+
+
+@pytest.mark.parametrize("language, earlier, question, said", [
+    # (held-out round 75: GB200 nodes; the pool must hold the peak and leave NCCL's and cuBLAS's memory)
+    ("en", "we're training an MoE on GB200s (184.29 GiB per GPU), 704 processes; allocator limit 138.22 GiB",
+     "ok, NCCL + cuBLAS + the CUDA context take about 28.6 GiB outside the pool and the step high-water mark is "
+     "143.84 GiB. what XLA_PYTHON_CLIENT_MEM_FRACTION should i set? give me the allowed range and a value",
+     ["≥ .781", "≤ .844 of the 184.29 GiB card", "`XLA_PYTHON_CLIENT_MEM_FRACTION=.83` (152.96 GiB)"]),
+    ("de", "", "A100 80GB: NCCL belegt 6 GB außerhalb des Pools, die Spitze des Schritts ist 60 GB. Welches "
+     "XLA_PYTHON_CLIENT_MEM_FRACTION soll ich setzen?", ["≥ .750", "≤ .925", "`XLA_PYTHON_CLIENT_MEM_FRACTION=.91`"]),
+    ("en", "", "A100 80GB: 30 GB outside the pool and a peak of 60 GB. which XLA_PYTHON_CLIENT_MEM_FRACTION?",
+     ["**No fraction fits both:**", "by 10.00 GiB"]),
+])
+def test_the_fraction_asked_between_the_peak_and_the_memory_outside_the_pool_is_a_range_and_a_value(
+        language, earlier, question, said):
+    line = next(a for a in SIZING.answer(question, language, asked=True, earlier=earlier)
+                if a.subject == "pool_fraction_range")
+    for part in said:
+        assert part in line.text, line.text
+    # (two figures of one card's processes are not shares of the card: the range replaces them)
+    assert not any(a.subject == "pool_shares" for a in SIZING.answer(question, language, asked=True, earlier=earlier))
+
+
+def test_no_fraction_range_without_the_memory_outside_the_pool():
+    question = "A100 80GB, the step peak is 60 GB. which XLA_PYTHON_CLIENT_MEM_FRACTION should I set?"
+    assert not any(a.subject == "pool_fraction_range" for a in SIZING.answer(question, "en", asked=True))
