@@ -176,7 +176,12 @@ _PROGRAM_FIGURE = re.compile(
     r"(?:reduced to|down from|needs?|requires?|required|pide|necesita|requiere|braucht|benötigt|demande|nécessite|"
     r"precisa|requer|нужно|требует|需要|必要|필요|चाहिए|يحتاج|تحتاج|"
     r"memory_analysis|estimate|compiled|measured|i measured|قست|medí|medido|gemessen|mesuré|измер\w*|测得|实测|実測|측정|"
-    r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}$"
+
+    r"temp(?:orar\w*)?|program|arguments?|outputs?|b\d{2,4}\s*(?:=|:|->|→|صار|is)?)[^\d\n]{0,24}"
+    r"(?:\d{1,4}(?:\.\d+)?\s*(?:gi?b)?\s*[–~-]\s*)?$"  # (the upper end of a range: "about 50–65 GiB")
+    # the asker's own estimate ("मेरे हिसाब से peak memory लगभग 50–65 GiB"): what it needs, not a pool seen
+    r"|(?:estimat\w*|my calculation|i expect|schätz\w*|estim\w*|calcul\w*|оцен\w*|估计|估算|预计|見積\w*|見込み|予想|"
+    r"예상|추정|हिसाब|अनुमान|تقدير\w*|أتوقع)[^\d\n]{0,40}(?:\d{1,4}(?:\.\d+)?\s*(?:gi?b)?\s*[–~-]\s*)?$"
     # a bound ("gradient takes >20 GB"): what the program needs at least, not a pool that is a fixed share
     r"|(?:>|≥|more than|mehr als|plus de|más de|mais de|больше|более|超过|超出|以上の?|이상|أكثر من)\s*~?\s*$")
 PROGRAM_FIGURE_REACH = 40

@@ -18,6 +18,10 @@ FIGURES = load_figures()
 
 # (question as users type it, its language, the answer expected, a term its first line must hold)
 CASES = [
+    # (held-out round 75: a second Python session on a TPU VM sees only the CPU; two experiments side by side)
+    ("عندي TPU VM v2-8. لما أفتح جلسة بايثون ثانية وأسوي import jax، jax.devices() يطلع CPU بس والجلسة الأولى شغالة. "
+     "أبي أشغل تجربتين مع بعض وأقسم الـ8 cores بينهم. وش الإعدادات المطلوبة بالضبط؟", "ar", "tpu_second_process",
+     "`TPU_VISIBLE_CHIPS=0,1`"),
     # (held-out round 73: tpu-inference put each whole weight on chip 0 first; the asker wants it placed sharded)
     ("用 tpu-inference 做 TP 加载权重时，完整没切分的权重先放到第一块 TPU 上，chip 0 撑爆了。给我一段代码，把 host 上的 numpy "
      "权重直接按目标 sharding 放到各个 TPU 上，不经过 device 0。", "zh", "host_weights_sharded_put", "jax.device_put(np_w, NamedSharding(mesh, spec))"),

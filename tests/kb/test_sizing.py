@@ -2938,3 +2938,10 @@ def test_the_fraction_asked_between_the_peak_and_the_memory_outside_the_pool_is_
 def test_no_fraction_range_without_the_memory_outside_the_pool():
     question = "A100 80GB, the step peak is 60 GB. which XLA_PYTHON_CLIENT_MEM_FRACTION should I set?"
     assert not any(a.subject == "pool_fraction_range" for a in SIZING.answer(question, "en", asked=True))
+
+
+def test_the_asker_s_own_estimate_of_the_peak_is_not_read_as_the_pool_nvidia_smi_shows():
+    # (held-out round 75: "by my calculation the peak will be about 50–65 GiB" on an H100 80GB)
+    question = ("मैं JAX में 3D FDTD सिमुलेशन चला रहा हूँ। मेरे हिसाब से peak memory लगभग 50–65 GiB होगी। H100 80GB पर "
+                "default settings के साथ ये fit होगा?")
+    assert not any(a.subject == "gpu_pool_seen" for a in SIZING.answer(question, "hi", asked=True))
