@@ -1241,13 +1241,10 @@ class Assistant:
             lines += [f"{lead.text} [`{lead.cite}`]", ""]
             lines += self.parts.snippet_lines(lead.snippet, shown_code)  # as a step would show it
         steps = [r for r in remedies if lead is None or r.id != lead.id]
-        if verdict or lead is not None or any(f.kind == SIZING for f in figures):
-            # this turn has its own answer (a verdict, arithmetic): a step an earlier answer of the
-            # conversation gave word for word is not given again
-            steps = [r for r in steps if r.text not in seen.lines or _carries_asked(r)]
-        elif seen.lines and not what_next:
-            # nor the earlier steps again in place of an answer (their code is not what a follow-up
-            # asking for "the exact code" of its own change asks for)
+        if verdict or lead is not None or any(f.kind == SIZING for f in figures) or (seen.lines and not what_next):
+            # this turn has its own answer (a verdict, arithmetic), or asks something other than what
+            # next: a step an earlier answer of the conversation gave word for word is not given again
+            # (its code is not what a follow-up asking for "the exact code" of its own change asks for)
             steps = [r for r in steps if r.text not in seen.lines or _carries_asked(r)]
         shown.lines |= {r.text for r in steps}
         if steps:
