@@ -282,7 +282,12 @@ class Assistant:
         facts = derive_facts(facts, self._generation(question, log, facts))
         facts = self._capacity_of_the_device_named(facts, question)
         said_so_far = "\n".join([*(t.question for t in earlier if t.question), question])
-        if facts.get("requested_bytes") and (self.sizing.allocation_shape(said_so_far, facts["requested_bytes"])
+        # a log that prints the failed buffer's own shape says what it is: the asker's figures are not
+        # multiplied into another shape of the same bytes
+        shape_logged = bool(facts.get("requested_shape") or (
+            facts.get("largest_allocation_shape") and facts.get("largest_allocation_bytes") == facts.get("requested_bytes")))
+        if facts.get("requested_bytes") and not shape_logged and (
+                self.sizing.allocation_shape(said_so_far, facts["requested_bytes"])
                                              or self.sizing.pairs_requested(said_so_far, facts["requested_bytes"])):
             facts["requested_factored"] = True  # the asker's own figures multiply to it: that says what it is
         if facts.get("requested_bytes") and self.sizing.backpedal(f"{said_so_far}\n{log or ''}", facts["requested_bytes"]):
@@ -488,7 +493,8 @@ class Assistant:
         capacity = facts.get("available_bytes") if facts.get("memory_space") == "hbm" else None
         shared = facts.get("available_bytes") if facts.get("memory_space") == "shared" else None
         sizing_before = bool(earlier_text and self.sizing.answer(earlier_text, language, asked=True))
-        requested = facts.get("requested_bytes") if isinstance(facts.get("requested_bytes"), int) else None
+        requested = (facts.get("requested_bytes") if isinstance(facts.get("requested_bytes"), int)
+                     and not shape_logged else None)  # (the log's own shape: not factored again)
         # the pool settings a pasted log shows ("docker env: TF_FORCE_UNIFIED_MEMORY=1 ..._MEM_FRACTION=4.0")
         # are the asker's own: the arithmetic reads them with the question
         settings = self.sizing.settings_in(log) if req_log_new else ""

