@@ -48,6 +48,11 @@ class Platforms:
         low = self._without_no_gpu((text or "").lower())
         return bool(self._gpu.search(low)) and not self._tpu.search(low)
 
+    def tpu_named_only(self, text: str) -> bool:
+        """`text` names a TPU and no GPU."""
+        low = self._without_no_gpu((text or "").lower())
+        return bool(self._tpu.search(low)) and not self._gpu.search(low)
+
     def no_gpu(self, text: str) -> bool:
         """`text` says there is no GPU ("I don't have a GPU", "CPU only") and names none besides."""
         low = (text or "").lower()

@@ -803,6 +803,8 @@ class Assistant:
             figures = [f.model_copy(update={"text": f.text.replace(DEFAULT_TOPOLOGY, topology),
                                             "snippet": f.snippet.replace(DEFAULT_TOPOLOGY, topology) if f.snippet else None})
                        if DEFAULT_TOPOLOGY in f.text or DEFAULT_TOPOLOGY in (f.snippet or "") else f for f in figures]
+        # (whatever path chose them: no short answer about the other platform's memory only)
+        figures = self._for_this_platform(figures, facts, earlier, question)
         shown_now = Shown(answers={f.subject for f in figures if f.kind == ANSWER})
         verdict_asked = context.follow_up and self._asks_about_verdict(analysis, outcome)
         answer = self._compose(language, note, diagnosis, shown, req.report,
@@ -858,10 +860,14 @@ class Assistant:
 
     def _for_this_platform(self, figures: list, facts: dict, earlier: list[ConversationTurn], question: str) -> list:
         """`figures` less the short answers about TPUs only (launching a TPU slice) when the
-        conversation is about a GPU."""
-        if not self._gpu_conversation(facts, earlier, question):
-            return figures
-        return [f for f in figures if not (f.kind == ANSWER and self.platforms.tpu_only(f.text))]
+        conversation is about a GPU, and less those about GPUs only (a GPU pool's settings for test
+        workers) when it is about a TPU."""
+        if self._gpu_conversation(facts, earlier, question):
+            return [f for f in figures if not (f.kind == ANSWER and self.platforms.tpu_only(f.text))]
+        said = "\n".join([*(t.question for t in earlier if t.question), question])
+        if facts.get("backend") == "tpu" or (not facts.get("backend") and self.platforms.tpu_named_only(said)):
+            return [f for f in figures if not (f.kind == ANSWER and self.platforms.gpu_only(f.text))]
+        return figures
 
     def _keep_shown(self, key: str, shown: Shown) -> None:
         with self._shown_lock:

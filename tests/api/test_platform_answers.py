@@ -54,3 +54,13 @@ def test_a_pallas_kernel_on_a_gpu_gets_no_vmem_step(client):
                                   "fits. How do I pick smaller blocks?"})
     assert "vmem_limit_bytes" not in r["answer"] and "pltpu" not in r["answer"]
     assert load_platforms().tpu_only("raise `vmem_limit_bytes` with pltpu.CompilerParams")
+
+
+def test_a_tpu_conversation_gets_no_short_answer_about_a_gpu_s_pool(client):
+    # (held-out round 78: a Pallas kernel test on a v6e got the pytest-xdist GPU-pool block, a MUST-NOT)
+    first = _ask(client, {"question": "My sglang-jax Pallas fused-moe kernel test passes on v7x with ep=8 but fails with "
+                                      "RESOURCE_EXHAUSTED on a single-chip v6e CI (ep=1). Why only on one chip?"})
+    then = _ask(client, {"question": "Give me test dimensions that fit on v6e with ep=1 and the pytest change, with an "
+                                     "assert that checks it.", "conversation_id": first["conversation_id"]})
+    assert "pytest_workers_gpu" not in [f["subject"] for f in then["figures"]]
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in then["answer"], then["answer"]
